@@ -1,0 +1,141 @@
+"""Multi-head scaled dot-product attention (paper §3.2).
+
+Mask convention, used everywhere in this package: a bool tensor where True means "may attend",
+exactly as ``torch.nn.functional.scaled_dot_product_attention`` takes it. Masks broadcast to
+(B, H, T_query, T_key); a key-padding mask is therefore shaped (B, 1, 1, T_key).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from seq2seq.cache import LayerCache
+
+
+def padding_mask(token_ids: Tensor, pad_id: int) -> Tensor:
+    """(B, T) ids -> (B, T) bool, True where the token is real."""
+    return token_ids != pad_id
+
+
+def key_mask(real_tokens: Tensor) -> Tensor:
+    """(B, T_key) bool -> (B, 1, 1, T_key): broadcast over heads and queries."""
+    return real_tokens[:, None, None, :]
+
+
+def causal_mask(n_queries: int, n_keys: int, device: torch.device | None = None) -> Tensor:
+    """(T_q, T_k) bool, query i (the last T_q of T_k positions) sees keys j <= its position."""
+    offset = n_keys - n_queries
+    rows = torch.arange(n_queries, device=device)[:, None] + offset
+    return torch.arange(n_keys, device=device)[None, :] <= rows
+
+
+def split_heads(x: Tensor, n_heads: int) -> Tensor:
+    """(B, T, d_model) -> (B, H, T, Dh)."""
+    batch, length, width = x.shape
+    return x.view(batch, length, n_heads, width // n_heads).transpose(1, 2)
+
+
+def merge_heads(x: Tensor) -> Tensor:
+    """(B, H, T, Dh) -> (B, T, d_model)."""
+    batch, heads, length, head_dim = x.shape
+    return x.transpose(1, 2).reshape(batch, length, heads * head_dim)
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention with one fused Q/K/V projection.
+
+    Q, K and V come from the same input, so one (d, 3d) matmul replaces three (d, d) ones.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, attention_dropout: float = 0.0) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.attention_dropout = attention_dropout
+        self.qkv_proj = nn.Linear(d_model, 3 * d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    def forward(
+        self,
+        x: Tensor,
+        mask: Tensor | None = None,
+        causal: bool = False,
+        cache: LayerCache | None = None,
+    ) -> Tensor:
+        """Attend each position of ``x`` to the others.
+
+        Args:
+            x: (B, T, d_model) queries, keys and values.
+            mask: bool, broadcastable to (B, H, T, T), True = may attend; or None.
+            causal: position i attends only to positions <= i.
+            cache: when decoding incrementally, keys/values of earlier steps; the new ones
+                are written into it at ``cache.start``. Implies causal attention.
+
+        Returns:
+            (B, T, d_model)
+        """
+        q, k, v = self.qkv_proj(x).chunk(3, dim=-1)
+        q, k, v = (split_heads(t, self.n_heads) for t in (q, k, v))  # (B, H, T, Dh)
+        if cache is not None:
+            k, v = self._extend_cache(cache, k, v)
+            if q.shape[2] > 1:  # several new positions at once: causal within them
+                mask = causal_mask(q.shape[2], k.shape[2], device=x.device)
+            causal = False
+        out = F.scaled_dot_product_attention(
+            q,
+            k,
+            v,
+            attn_mask=mask,
+            dropout_p=self.attention_dropout if self.training else 0.0,
+            is_causal=causal and mask is None,
+        )
+        return self.out_proj(merge_heads(out))
+
+    @staticmethod
+    def _extend_cache(cache: LayerCache, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Write new (B, H, T, Dh) keys/values at ``start``; return all keys/values so far."""
+        end = cache.start + k.shape[2]
+        if end > cache.self_k.shape[2]:
+            raise ValueError(f"KVCache is full: {end} positions > max_len {cache.self_k.shape[2]}")
+        cache.self_k[:, :, cache.start : end] = k
+        cache.self_v[:, :, cache.start : end] = v
+        return cache.self_k[:, :, :end], cache.self_v[:, :, :end]
+
+
+class CrossAttention(nn.Module):
+    """Multi-head attention from decoder queries to encoder keys/values (the memory)."""
+
+    def __init__(self, d_model: int, n_heads: int, attention_dropout: float = 0.0) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.attention_dropout = attention_dropout
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.kv_proj = nn.Linear(d_model, 2 * d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    def project_memory(self, memory: Tensor) -> tuple[Tensor, Tensor]:
+        """(B, S, d_model) encoder output -> keys, values (B, H, S, Dh), once per source."""
+        k, v = self.kv_proj(memory).chunk(2, dim=-1)
+        return split_heads(k, self.n_heads), split_heads(v, self.n_heads)
+
+    def forward(
+        self,
+        x: Tensor,
+        memory_kv: tuple[Tensor, Tensor],
+        memory_mask: Tensor | None = None,
+    ) -> Tensor:
+        """(B, T, d_model) queries over projected memory (B, H, S, Dh) -> (B, T, d_model).
+
+        ``memory_mask`` is (B, 1, 1, S) bool, True = real source token.
+        """
+        q = split_heads(self.q_proj(x), self.n_heads)
+        k, v = memory_kv
+        out = F.scaled_dot_product_attention(
+            q,
+            k,
+            v,
+            attn_mask=memory_mask,
+            dropout_p=self.attention_dropout if self.training else 0.0,
+        )
+        return self.out_proj(merge_heads(out))

@@ -1,0 +1,89 @@
+"""The incremental-decoding key/value cache: one explicit, typed object per search."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class KVCache:
+    """Keys and values the decoder has already computed.
+
+    Self-attention keys/values are preallocated for ``max_len`` steps and filled as decoding
+    advances; cross-attention keys/values are projected ONCE from the encoder output.
+    ``reorder`` keeps every row consistent when beam search reshuffles hypotheses.
+
+    Shapes (L = decoder layers, N = rows being decoded, e.g. batch x beam, H = heads,
+    Dh = head width, S = source length):
+        self_k, self_v: (L, N, H, max_len, Dh)
+        cross_k, cross_v: (L, N, H, S, Dh), or None for a decoder-only model
+        source_mask: (N, S) bool, True = a real source token, or None
+    """
+
+    self_k: Tensor
+    self_v: Tensor
+    cross_k: Tensor | None = None
+    cross_v: Tensor | None = None
+    source_mask: Tensor | None = None
+    length: int = 0
+
+    @classmethod
+    def empty(
+        cls,
+        n_layers: int,
+        n_rows: int,
+        n_heads: int,
+        head_dim: int,
+        max_len: int,
+        *,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str | None = None,
+    ) -> KVCache:
+        """A cache with room for ``max_len`` self-attention steps and no cross-attention yet."""
+        shape = (n_layers, n_rows, n_heads, max_len, head_dim)
+        return cls(
+            self_k=torch.zeros(shape, dtype=dtype, device=device),
+            self_v=torch.zeros(shape, dtype=dtype, device=device),
+        )
+
+    @property
+    def max_len(self) -> int:
+        return self.self_k.shape[3]
+
+    @property
+    def n_rows(self) -> int:
+        return self.self_k.shape[1]
+
+    def layer(self, index: int) -> LayerCache:
+        """The view one decoder layer reads and writes."""
+        cross = None
+        if self.cross_k is not None and self.cross_v is not None:
+            cross = (self.cross_k[index], self.cross_v[index])
+        return LayerCache(self.self_k[index], self.self_v[index], cross, self.length)
+
+    def advance(self, n_steps: int) -> None:
+        """Mark ``n_steps`` more positions as filled (called once per decode call)."""
+        self.length += n_steps
+
+    def reorder(self, index: Tensor) -> None:
+        """Select rows ``index`` (N',) of every tensor: one call after each beam step."""
+        self.self_k = self.self_k.index_select(1, index)
+        self.self_v = self.self_v.index_select(1, index)
+        if self.cross_k is not None and self.cross_v is not None:
+            self.cross_k = self.cross_k.index_select(1, index)
+            self.cross_v = self.cross_v.index_select(1, index)
+        if self.source_mask is not None:
+            self.source_mask = self.source_mask.index_select(0, index)
+
+
+@dataclass
+class LayerCache:
+    """One layer's slice of a KVCache: buffers (N, H, max_len, Dh) filled up to ``start``."""
+
+    self_k: Tensor
+    self_v: Tensor
+    cross_kv: tuple[Tensor, Tensor] | None
+    start: int

@@ -1,0 +1,119 @@
+"""The one source of truth for a model's shape: a typed, validated dataclass."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+ACTIVATIONS = ("relu", "gelu")
+
+
+class ConfigError(ValueError):
+    """A model configuration that cannot describe a valid model."""
+
+
+@dataclass
+class ModelConfig:
+    """Hyper-parameters of the Transformer. Defaults are the paper's base model (Table 3).
+
+    Attributes:
+        vocab_size: size of the ONE vocabulary shared by source and target (tied embedding).
+        d_model: width of every residual stream (paper: 512 base, 1024 big).
+        n_heads: attention heads; ``d_model`` must be divisible by it.
+        n_encoder_layers: encoder depth N (ignored when ``decoder_only``).
+        n_decoder_layers: decoder depth N.
+        d_ff: inner width of the position-wise feed-forward network.
+        dropout: residual and embedding dropout P_drop (paper: 0.1 base, 0.3 big en-fr).
+        attention_dropout: dropout on attention weights; 0 as in the paper.
+        activation: non-linearity of the feed-forward network, ``relu`` (paper) or ``gelu``.
+        max_positions: longest sequence the sinusoid table covers.
+        pad_id: padding token; never attended to as a key, never predicted.
+        bos_id: begin-of-sequence token fed as the first decoder input.
+        eos_id: end-of-sequence token that finishes a hypothesis.
+        decoder_only: build a causal language model: no encoder, no cross-attention.
+        norm_first: False is the paper's post-LN ``LayerNorm(x + Sublayer(x))``; True is the
+            pre-LN variant ``x + Sublayer(LayerNorm(x))`` with a final LayerNorm per stack,
+            which trains more stably for deep stacks and language models.
+    """
+
+    vocab_size: int = 8000
+    d_model: int = 512
+    n_heads: int = 8
+    n_encoder_layers: int = 6
+    n_decoder_layers: int = 6
+    d_ff: int = 2048
+    dropout: float = 0.1
+    attention_dropout: float = 0.0
+    activation: str = "relu"
+    max_positions: int = 1024
+    pad_id: int = 0
+    bos_id: int = 2
+    eos_id: int = 3
+    decoder_only: bool = False
+    norm_first: bool = False
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    @property
+    def head_dim(self) -> int:
+        """Width d_k = d_v of one attention head."""
+        return self.d_model // self.n_heads
+
+    def validate(self) -> None:
+        """Raise ConfigError with a one-line message for the first invalid field."""
+        for name in ("vocab_size", "d_model", "n_heads", "d_ff", "max_positions"):
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f"ModelConfig.{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("n_encoder_layers", "n_decoder_layers"):
+            if int(getattr(self, name)) < 0:
+                raise ConfigError(f"ModelConfig.{name} must be >= 0, got {getattr(self, name)}")
+        if self.n_decoder_layers < 1:
+            raise ConfigError("ModelConfig.n_decoder_layers must be >= 1")
+        if not self.decoder_only and self.n_encoder_layers < 1:
+            raise ConfigError("ModelConfig.n_encoder_layers must be >= 1 unless decoder_only")
+        if self.d_model % self.n_heads:
+            raise ConfigError(
+                f"ModelConfig.d_model ({self.d_model}) must be divisible by "
+                f"n_heads ({self.n_heads})"
+            )
+        for name in ("dropout", "attention_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                value = getattr(self, name)
+                raise ConfigError(f"ModelConfig.{name} must be in [0, 1), got {value}")
+        if self.activation not in ACTIVATIONS:
+            raise ConfigError(
+                f"ModelConfig.activation must be one of {ACTIVATIONS}, got {self.activation!r}"
+            )
+        for name in ("pad_id", "bos_id", "eos_id"):
+            token_id = getattr(self, name)
+            if not 0 <= token_id < self.vocab_size:
+                raise ConfigError(
+                    f"ModelConfig.{name} ({token_id}) is outside the vocabulary "
+                    f"[0, {self.vocab_size})"
+                )
+        if len({self.pad_id, self.bos_id, self.eos_id}) != 3:
+            raise ConfigError("ModelConfig.pad_id, bos_id and eos_id must be distinct")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for checkpoints and YAML."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> ModelConfig:
+        """Build from a dict, rejecting unknown keys and wrongly typed values by name."""
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise ConfigError(f"unknown ModelConfig key(s): {', '.join(unknown)}")
+        for key, value in values.items():
+            expected = type(known[key].default)
+            ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
+            if expected is float and isinstance(value, int) and not isinstance(value, bool):
+                ok = True
+            if not ok:
+                raise ConfigError(
+                    f"ModelConfig.{key} must be {expected.__name__}, got {type(value).__name__} "
+                    f"{value!r}"
+                )
+        return cls(**values)

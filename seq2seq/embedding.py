@@ -1,0 +1,73 @@
+"""Input representation (paper §3.4, §3.5): one scaled, shared embedding plus sinusoids."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+class SharedEmbedding(nn.Module):
+    """The ONE token embedding matrix of the model.
+
+    It embeds source and target tokens (multiplied by sqrt(d_model), §3.4) and, transposed,
+    is the pre-softmax projection: ``project`` uses this very ``weight``.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, pad_id: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
+        self.pad_id = pad_id
+        self.scale = math.sqrt(d_model)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # std d^-0.5 so that after the sqrt(d) scale token vectors have unit-size entries,
+        # like the sinusoids they are added to (the fairseq / tensor2tensor convention).
+        nn.init.normal_(self.weight, mean=0.0, std=self.weight.shape[1] ** -0.5)
+        with torch.no_grad():
+            self.weight[self.pad_id].zero_()
+
+    def forward(self, token_ids: Tensor) -> Tensor:
+        """(B, T) long -> (B, T, d_model), scaled by sqrt(d_model)."""
+        return F.embedding(token_ids, self.weight, padding_idx=self.pad_id) * self.scale
+
+    def project(self, hidden: Tensor) -> Tensor:
+        """(B, T, d_model) -> (B, T, vocab) logits through the tied weight."""
+        return F.linear(hidden, self.weight)
+
+
+def sinusoid_table(n_positions: int, d_model: int) -> Tensor:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...), interleaved (§3.5).
+
+    Returns:
+        (n_positions, d_model) float32 table.
+    """
+    position = torch.arange(n_positions, dtype=torch.float64).unsqueeze(1)  # (P, 1)
+    inv_freq = torch.exp(
+        torch.arange(0, d_model, 2, dtype=torch.float64) * (-math.log(10000.0) / d_model)
+    )  # (d/2,)
+    table = torch.zeros(n_positions, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(position * inv_freq)
+    table[:, 1::2] = torch.cos(position * inv_freq[: d_model // 2])
+    return table.float()
+
+
+class SinusoidalPositions(nn.Module):
+    """Fixed sinusoidal position encodings, looked up from a precomputed table."""
+
+    def __init__(self, max_positions: int, d_model: int) -> None:
+        super().__init__()
+        # Not a parameter and not saved: it is a pure function of the config.
+        self.register_buffer("table", sinusoid_table(max_positions, d_model), persistent=False)
+
+    def forward(self, length: int, offset: int = 0) -> Tensor:
+        """Encodings of positions offset .. offset+length-1: (length, d_model)."""
+        if offset + length > self.table.shape[0]:
+            raise ValueError(
+                f"sequence of {offset + length} positions exceeds max_positions "
+                f"({self.table.shape[0]})"
+            )
+        return self.table[offset : offset + length]

@@ -1,0 +1,199 @@
+"""The Transformer of "Attention Is All You Need", and its decoder-only sibling.
+
+Reading order follows the paper: embeddings (§3.4-3.5) -> encoder and decoder stacks (§3.1)
+-> tied pre-softmax projection (§3.4). Model code imports only torch.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from seq2seq.attention import key_mask, padding_mask
+from seq2seq.cache import KVCache
+from seq2seq.config import ModelConfig
+from seq2seq.embedding import SharedEmbedding, SinusoidalPositions
+from seq2seq.layers import DecoderLayer, EncoderLayer
+
+
+class Encoder(nn.Module):
+    """A stack of N encoder layers (plus a final LayerNorm in the pre-LN variant)."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_encoder_layers))
+        # Post-LN layers already end in a LayerNorm; pre-LN needs one after the last residual.
+        self.final_norm = nn.LayerNorm(config.d_model) if config.norm_first else None
+
+    def forward(self, x: Tensor, source_mask: Tensor | None) -> Tensor:
+        """(B, S, d_model), key mask (B, 1, 1, S) -> (B, S, d_model)."""
+        for layer in self.layers:
+            x = layer(x, source_mask)
+        return self.final_norm(x) if self.final_norm is not None else x
+
+
+class Decoder(nn.Module):
+    """A stack of N decoder layers; without cross-attention when decoder-only."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        cross = not config.decoder_only
+        self.layers = nn.ModuleList(
+            DecoderLayer(config, cross_attention=cross) for _ in range(config.n_decoder_layers)
+        )
+        self.final_norm = nn.LayerNorm(config.d_model) if config.norm_first else None
+
+    def forward(
+        self,
+        x: Tensor,
+        memory_kv: list[tuple[Tensor, Tensor]] | None = None,
+        memory_mask: Tensor | None = None,
+        cache: KVCache | None = None,
+    ) -> Tensor:
+        """(B, T, d_model) -> (B, T, d_model); memory_kv has one (k, v) pair per layer."""
+        for index, layer in enumerate(self.layers):
+            layer_cache = cache.layer(index) if cache is not None else None
+            layer_memory = None
+            if layer_cache is not None and layer_cache.cross_kv is not None:
+                layer_memory = layer_cache.cross_kv
+            elif memory_kv is not None:
+                layer_memory = memory_kv[index]
+            x = layer(x, layer_memory, memory_mask, layer_cache)
+        return self.final_norm(x) if self.final_norm is not None else x
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer with ONE embedding shared by source, target and output.
+
+    Example:
+        >>> model = Transformer(ModelConfig(vocab_size=100, d_model=32, n_heads=4,
+        ...     n_encoder_layers=2, n_decoder_layers=2, d_ff=64))
+        >>> logits = model(src_ids, tgt_in_ids)          # (B, T, 100)
+        >>> memory = model.encode(src_ids)               # (B, S, 32)
+
+    With ``config.decoder_only`` there is no encoder and no cross-attention: ``model(ids)``
+    returns next-token logits of a causal language model.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.embedding = SharedEmbedding(config.vocab_size, config.d_model, config.pad_id)
+        self.positions = SinusoidalPositions(config.max_positions, config.d_model)
+        self.embedding_dropout = nn.Dropout(config.dropout)
+        self.encoder = None if config.decoder_only else Encoder(config)
+        self.decoder = Decoder(config)
+
+    # -- embeddings -----------------------------------------------------------------------
+
+    def embed(self, token_ids: Tensor, offset: int = 0) -> Tensor:
+        """(B, T) ids -> dropout(sqrt(d) * E[ids] + PE[offset : offset + T]): (B, T, d_model)."""
+        x = self.embedding(token_ids) + self.positions(token_ids.shape[1], offset)
+        return self.embedding_dropout(x)
+
+    # -- the paper's two halves --------------------------------------------------------------
+
+    def encode(self, src_ids: Tensor) -> Tensor:
+        """(B, S) source ids (right-padded with pad_id) -> memory (B, S, d_model)."""
+        if self.encoder is None:
+            raise RuntimeError("a decoder-only model has no encoder")
+        mask = key_mask(padding_mask(src_ids, self.config.pad_id))
+        return self.encoder(self.embed(src_ids), mask)
+
+    def decoder_states(
+        self,
+        tgt_ids: Tensor,
+        memory: Tensor | None = None,
+        source_mask: Tensor | None = None,
+        cache: KVCache | None = None,
+    ) -> Tensor:
+        """Final decoder states before the output projection: (B, T, d_model).
+
+        Args:
+            tgt_ids: (B, T) target ids; with a cache, only the new positions.
+            memory: (B, S, d_model) encoder output (ignored when the cache holds it).
+            source_mask: (B, S) bool, True = real source token; None = all real.
+            cache: incremental state from ``init_cache``; advanced by T positions.
+        """
+        offset = cache.length if cache is not None else 0
+        memory_kv = None
+        if cache is not None and cache.source_mask is not None:
+            source_mask = cache.source_mask
+        if memory is not None and (cache is None or cache.cross_k is None):
+            memory_kv = self.project_memory(memory)
+        memory_mask = key_mask(source_mask) if source_mask is not None else None
+        states = self.decoder(self.embed(tgt_ids, offset), memory_kv, memory_mask, cache)
+        if cache is not None:
+            cache.advance(tgt_ids.shape[1])
+        return states
+
+    def decode(
+        self,
+        tgt_ids: Tensor,
+        memory: Tensor | None = None,
+        source_mask: Tensor | None = None,
+        cache: KVCache | None = None,
+    ) -> Tensor:
+        """Next-token logits (B, T, vocab); arguments as in ``decoder_states``."""
+        return self.project(self.decoder_states(tgt_ids, memory, source_mask, cache))
+
+    def project(self, states: Tensor) -> Tensor:
+        """Pre-softmax projection through the shared embedding: (..., d) -> (..., vocab)."""
+        return self.embedding.project(states)
+
+    def forward(self, src_ids: Tensor, tgt_in_ids: Tensor | None = None) -> Tensor:
+        """Teacher-forced logits (B, T, vocab).
+
+        Encoder-decoder: ``model(src_ids, tgt_in_ids)``. Decoder-only: ``model(token_ids)``.
+        """
+        if self.config.decoder_only:
+            if tgt_in_ids is not None:
+                raise ValueError("a decoder-only model takes one sequence: model(token_ids)")
+            return self.decode(src_ids)
+        if tgt_in_ids is None:
+            raise ValueError("an encoder-decoder model needs model(src_ids, tgt_in_ids)")
+        memory = self.encode(src_ids)
+        return self.decode(tgt_in_ids, memory, padding_mask(src_ids, self.config.pad_id))
+
+    # -- incremental decoding ------------------------------------------------------------------
+
+    def project_memory(self, memory: Tensor) -> list[tuple[Tensor, Tensor]]:
+        """Cross-attention keys/values of every decoder layer: [(B, H, S, Dh)] * L."""
+        return [layer.cross_attn.project_memory(memory) for layer in self.decoder.layers]
+
+    def init_cache(
+        self,
+        n_rows: int,
+        max_len: int,
+        memory: Tensor | None = None,
+        source_mask: Tensor | None = None,
+    ) -> KVCache:
+        """An empty KVCache for ``n_rows`` sequences of up to ``max_len`` target positions.
+
+        Cross-attention keys/values are projected here, once per source.
+
+        Args:
+            n_rows: sequences decoded together (batch x beam).
+            max_len: longest target the cache must hold.
+            memory: (n_rows, S, d_model) encoder output; None for a decoder-only model.
+            source_mask: (n_rows, S) bool, True = real source token.
+        """
+        reference = self.embedding.weight
+        cache = KVCache.empty(
+            len(self.decoder.layers),
+            n_rows,
+            self.config.n_heads,
+            self.config.head_dim,
+            max_len,
+            dtype=reference.dtype if memory is None else memory.dtype,
+            device=reference.device,
+        )
+        if memory is not None:
+            keys, values = zip(*self.project_memory(memory), strict=True)
+            cache.cross_k, cache.cross_v = torch.stack(keys), torch.stack(values)
+            cache.source_mask = source_mask
+        return cache
+
+    def num_parameters(self) -> int:
+        """Trainable parameters, counting the shared embedding once."""
+        return sum(p.numel() for p in self.parameters())

@@ -1,0 +1,373 @@
+"""Decoding: greedy, beam and sampling search over an incremental scorer.
+
+The search drivers never see a model. They talk to a ``Scorer``: something that takes the last
+token of every row and returns next-token log-probabilities, and that can reorder its rows
+(fairseq keeps search and model apart the same way). ``TransformerScorer`` adapts our model
+through its KV cache; tests drive the same searches with scripted scorers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from torch import Tensor
+
+from seq2seq.attention import padding_mask
+from seq2seq.model import Transformer
+
+NEG_INF = float("-inf")
+
+
+class Scorer(Protocol):
+    """Incremental next-token model over N rows."""
+
+    def __call__(self, last_tokens: Tensor) -> Tensor:
+        """(N,) last tokens -> (N, V) log-probabilities of the next token."""
+        ...
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep rows ``index`` (N',): row i of the new state is row index[i] of the old."""
+        ...
+
+
+class TransformerScorer:
+    """Encodes a source batch once, then feeds one token per step through the KV cache.
+
+    Rows are ordered sentence-major: row ``b * beam_size + j`` is beam j of sentence b.
+    """
+
+    def __init__(self, model: Transformer, src_ids: Tensor, beam_size: int, max_len: int) -> None:
+        self.model = model
+        src_ids = src_ids.repeat_interleave(beam_size, dim=0)  # (B*k, S)
+        source_mask = padding_mask(src_ids, model.config.pad_id)
+        # Encoding the k copies is as cheap as expanding one memory: the batch is small.
+        memory = model.encode(src_ids)
+        self.cache = model.init_cache(src_ids.shape[0], max_len, memory, source_mask)
+
+    def __call__(self, last_tokens: Tensor) -> Tensor:
+        logits = self.model.decode(last_tokens[:, None], cache=self.cache)[:, -1]
+        return torch.log_softmax(logits.float(), dim=-1)
+
+    def reorder(self, index: Tensor) -> None:
+        self.cache.reorder(index)
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Knobs shared by the searches.
+
+    Attributes:
+        bos_id, eos_id, pad_id: special tokens; pad and bos are never generated.
+        max_len_a, max_len_b: a hypothesis has at most ``a * source_length + b`` tokens
+            (counting its eos); the eos is forced at that length.
+        length_penalty: alpha of the GNMT length penalty ``((5 + |Y|) / 6) ** alpha``; beam
+            search ranks finished hypotheses by log P(Y) / lp(Y). 0.6 as in the paper (§6.1).
+        exact_stop: beam search stops a sentence only when no open beam could still beat its
+            k-th best finished hypothesis at ANY length up to the limit (a true bound). The
+            default compares open beams at their current length, the usual heuristic; the two
+            differ rarely, and only the heuristic makes beam size 1 identical to greedy.
+    """
+
+    bos_id: int = 2
+    eos_id: int = 3
+    pad_id: int = 0
+    max_len_a: float = 1.2
+    max_len_b: int = 10
+    length_penalty: float = 0.6
+    exact_stop: bool = False
+
+    def max_lengths(self, src_lengths: Tensor, cap: int | None = None) -> Tensor:
+        """(B,) real source lengths -> (B,) maximum hypothesis lengths (>= 1)."""
+        limits = (src_lengths.float() * self.max_len_a).long() + self.max_len_b
+        if cap is not None:
+            limits = limits.clamp(max=cap)
+        return limits.clamp(min=1)
+
+    def length_norm(self, length: Tensor | int) -> Tensor | float:
+        """GNMT length penalty lp(|Y|) = ((5 + |Y|) / 6) ** alpha."""
+        return ((5.0 + length) / 6.0) ** self.length_penalty
+
+
+@dataclass
+class Hypothesis:
+    """A finished output: tokens without bos/eos, length-normalised and raw log-probability."""
+
+    tokens: list[int]
+    score: float
+    log_prob: float
+
+
+def restrict_next_tokens(
+    log_probs: Tensor, step: int, max_lens: Tensor, config: SearchConfig
+) -> Tensor:
+    """Ban pad/bos everywhere and force eos on rows at their length limit.
+
+    Args:
+        log_probs: (B, R, V) next-token log-probs of R rows per sentence.
+        step: 0-based index of the token being chosen.
+        max_lens: (B,) maximum lengths, eos included.
+    """
+    log_probs = log_probs.clone()
+    log_probs[..., config.pad_id] = NEG_INF
+    log_probs[..., config.bos_id] = NEG_INF
+    at_limit = step >= max_lens - 1  # (B,)
+    if bool(at_limit.any()):
+        eos_column = log_probs[at_limit, :, config.eos_id].clone()
+        log_probs[at_limit] = NEG_INF
+        log_probs[at_limit, :, config.eos_id] = eos_column
+    return log_probs
+
+
+@torch.no_grad()
+def greedy_search(scorer: Scorer, max_lens: Tensor, config: SearchConfig) -> list[Hypothesis]:
+    """Pick the most probable token at every step, for B sentences at once.
+
+    Args:
+        scorer: incremental model over B rows.
+        max_lens: (B,) length limits, eos included.
+
+    Returns:
+        One hypothesis per sentence, ``score`` = ``log_prob`` (no length normalisation).
+    """
+    batch = max_lens.shape[0]
+    device = max_lens.device
+    last = torch.full((batch,), config.bos_id, dtype=torch.long, device=device)
+    tokens = torch.full(
+        (batch, int(max_lens.max())), config.pad_id, dtype=torch.long, device=device
+    )
+    log_prob = torch.zeros(batch, device=device)
+    finished = torch.zeros(batch, dtype=torch.bool, device=device)
+    for step in range(tokens.shape[1]):
+        log_probs = restrict_next_tokens(scorer(last)[:, None], step, max_lens, config)[:, 0]
+        best_log_prob, best = log_probs.max(dim=-1)
+        best = best.masked_fill(finished, config.pad_id)
+        log_prob += best_log_prob.masked_fill(finished, 0.0)
+        tokens[:, step] = best
+        finished |= best == config.eos_id
+        if bool(finished.all()):
+            break
+        last = best
+    return [
+        _greedy_hypothesis(row, float(lp), config) for row, lp in zip(tokens, log_prob, strict=True)
+    ]
+
+
+def _greedy_hypothesis(row: Tensor, log_prob: float, config: SearchConfig) -> Hypothesis:
+    out = row.tolist()
+    if config.eos_id in out:
+        out = out[: out.index(config.eos_id)]
+    return Hypothesis(out, log_prob, log_prob)
+
+
+@torch.no_grad()
+def beam_search(
+    scorer: Scorer,
+    max_lens: Tensor,
+    beam_size: int,
+    config: SearchConfig,
+    n_best: int = 1,
+) -> list[list[Hypothesis]]:
+    """Beam search for B sentences at once; the scorer holds B * beam_size rows.
+
+    At each step the 2k best continuations of each sentence are ranked; those among the k
+    best that end in eos are finished, and the k best that do not are kept open. A sentence is
+    done when it has k finished hypotheses that no open beam can beat (see
+    ``SearchConfig.exact_stop``) or reaches its length limit, where eos is forced.
+
+    Returns:
+        For each sentence, its ``n_best`` hypotheses, best first by length-normalised score.
+    """
+    if not 1 <= n_best <= beam_size:
+        raise ValueError(f"n_best must be in [1, beam_size={beam_size}], got {n_best}")
+    batch, k = max_lens.shape[0], beam_size
+    device = max_lens.device
+    # Only beam 0 is alive at the start: the k copies would otherwise propose k identical sets.
+    scores = torch.full((batch, k), NEG_INF, device=device)
+    scores[:, 0] = 0.0
+    history = torch.full(
+        (batch, k, int(max_lens.max())), config.pad_id, dtype=torch.long, device=device
+    )
+    last = torch.full((batch * k,), config.bos_id, dtype=torch.long, device=device)
+    finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
+    done = torch.zeros(batch, dtype=torch.bool, device=device)
+    for step in range(history.shape[2]):
+        log_probs = scorer(last).view(batch, k, -1)
+        log_probs = restrict_next_tokens(log_probs, step, max_lens, config)
+        vocab = log_probs.shape[-1]
+        candidates = (scores[:, :, None] + log_probs).view(batch, k * vocab)
+        top_scores, top_index = candidates.topk(min(2 * k, k * vocab), dim=-1)  # (B, 2k)
+        top_beam, top_token = top_index // vocab, top_index % vocab
+        _collect_finished(finished, done, history, step, top_scores, top_beam, top_token, k, config)
+        scores, chosen_beam, chosen_token = _select_open(
+            top_scores, top_beam, top_token, k, config.eos_id
+        )
+        done |= _sentences_done(finished, scores, step, max_lens, k, config)
+        if bool(done.all()):
+            break
+        history = history.gather(1, chosen_beam[:, :, None].expand_as(history))
+        history[:, :, step] = chosen_token
+        rows = (chosen_beam + torch.arange(batch, device=device)[:, None] * k).view(-1)
+        scorer.reorder(rows)
+        last = chosen_token.view(-1)
+    return [sorted(hyps, key=lambda h: -h.score)[:n_best] for hyps in finished]
+
+
+def _collect_finished(
+    finished: list[list[Hypothesis]],
+    done: Tensor,
+    history: Tensor,
+    step: int,
+    top_scores: Tensor,
+    top_beam: Tensor,
+    top_token: Tensor,
+    k: int,
+    config: SearchConfig,
+) -> None:
+    """Move eos-ending candidates ranked among the k best into the finished lists."""
+    ends = (top_token[:, :k] == config.eos_id) & top_scores[:, :k].isfinite() & ~done[:, None]
+    if not bool(ends.any()):
+        return
+    norm = config.length_norm(step + 1)  # the eos counts towards |Y|
+    for b, rank in ends.nonzero().tolist():
+        raw = float(top_scores[b, rank])
+        tokens = history[b, int(top_beam[b, rank]), :step].tolist()
+        finished[b].append(Hypothesis(tokens, raw / norm, raw))
+
+
+def _select_open(
+    top_scores: Tensor, top_beam: Tensor, top_token: Tensor, k: int, eos_id: int
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The k best candidates that do not end in eos: scores, source beam, token; each (B, k)."""
+    open_scores = top_scores.masked_fill(top_token == eos_id, NEG_INF)
+    # At most k of the 2k candidates end in eos (one per beam), so k open ones remain.
+    scores, order = open_scores.topk(k, dim=-1)
+    return scores, top_beam.gather(1, order), top_token.gather(1, order)
+
+
+def _sentences_done(
+    finished: list[list[Hypothesis]],
+    open_scores: Tensor,
+    step: int,
+    max_lens: Tensor,
+    k: int,
+    config: SearchConfig,
+) -> Tensor:
+    """(B,) bool: sentence has k finished hypotheses no open beam can beat, or hit its limit."""
+    done = step >= max_lens - 1
+    best_open = open_scores.max(dim=-1).values.tolist()
+    for b, hyps in enumerate(finished):
+        if done[b] or len(hyps) < k:
+            continue
+        kth_best = sorted((h.score for h in hyps), reverse=True)[k - 1]
+        if best_open[b] == NEG_INF:
+            done[b] = True
+            continue
+        # Log-probs only fall as a beam grows, but the penalty divisor grows too; the exact
+        # bound assumes the beam could end at the longest allowed length.
+        length = int(max_lens[b]) if config.exact_stop and best_open[b] < 0 else step + 1
+        done[b] = best_open[b] / config.length_norm(length) <= kth_best
+    return done
+
+
+@torch.inference_mode()
+def translate_ids(
+    model: Transformer,
+    src_ids: Tensor,
+    beam_size: int = 5,
+    config: SearchConfig | None = None,
+    n_best: int = 1,
+) -> list[list[Hypothesis]]:
+    """Translate a right-padded batch of source ids (B, S) with greedy or beam search.
+
+    ``beam_size=1`` runs greedy search. Returns ``n_best`` hypotheses per sentence.
+    """
+    if model.config.decoder_only:
+        raise ValueError("translate_ids needs an encoder-decoder model")
+    if config is None:
+        mc = model.config
+        config = SearchConfig(bos_id=mc.bos_id, eos_id=mc.eos_id, pad_id=mc.pad_id)
+    src_lengths = padding_mask(src_ids, config.pad_id).sum(dim=1)
+    max_lens = config.max_lengths(src_lengths, cap=model.config.max_positions)
+    scorer = TransformerScorer(model, src_ids, beam_size, int(max_lens.max()))
+    if beam_size == 1:
+        return [[hyp] for hyp in greedy_search(scorer, max_lens, config)]
+    return beam_search(scorer, max_lens, beam_size, config, n_best)
+
+
+# -- sampling ------------------------------------------------------------------------------
+
+
+def top_k_filter(logits: Tensor, k: int) -> Tensor:
+    """Keep the k largest logits of each row (ties at the k-th kept), -inf elsewhere."""
+    if k <= 0 or k >= logits.shape[-1]:
+        return logits
+    kth = logits.topk(k, dim=-1).values[..., -1:]
+    return logits.masked_fill(logits < kth, NEG_INF)
+
+
+def top_p_filter(logits: Tensor, p: float) -> Tensor:
+    """Keep the smallest set of most probable tokens whose probability mass reaches p."""
+    if p >= 1.0:
+        return logits
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(dim=-1)
+    mass_before = probs.cumsum(dim=-1) - probs  # mass of the strictly more probable tokens
+    drop_sorted = mass_before >= p  # already reached p without this token
+    drop = drop_sorted.scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, NEG_INF)
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """Ancestral sampling settings; temperature 0 means greedy."""
+
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int | None = None
+
+
+@torch.no_grad()
+def sample_search(
+    scorer: Scorer,
+    first_tokens: Tensor,
+    max_new_tokens: int,
+    sampling: SamplingConfig,
+    eos_id: int,
+    pad_id: int = 0,
+) -> Tensor:
+    """Sample up to ``max_new_tokens`` per row, feeding ``first_tokens`` (N,) first.
+
+    Returns:
+        (N, max_new_tokens) sampled ids; after a row's eos, pad.
+    """
+    generator = None
+    if sampling.seed is not None:
+        generator = torch.Generator(device=first_tokens.device).manual_seed(sampling.seed)
+    rows = first_tokens.shape[0]
+    out = torch.full((rows, max_new_tokens), pad_id, dtype=torch.long, device=first_tokens.device)
+    finished = torch.zeros(rows, dtype=torch.bool, device=first_tokens.device)
+    last = first_tokens
+    for step in range(max_new_tokens):
+        log_probs = scorer(last)
+        log_probs[:, pad_id] = NEG_INF
+        token = _sample_token(log_probs, sampling, generator).masked_fill(finished, pad_id)
+        out[:, step] = token
+        finished |= token == eos_id
+        if bool(finished.all()):
+            break
+        last = token
+    return out
+
+
+def _sample_token(log_probs: Tensor, sampling: SamplingConfig, generator) -> Tensor:
+    """(N, V) log-probs -> (N,) tokens under temperature, top-k and top-p."""
+    if sampling.temperature <= 0:
+        return log_probs.argmax(dim=-1)
+    logits = top_p_filter(
+        top_k_filter(log_probs / sampling.temperature, sampling.top_k), sampling.top_p
+    )
+    probs = logits.softmax(dim=-1)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)

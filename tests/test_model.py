@@ -1,0 +1,120 @@
+"""Properties of the full Transformer: tying, parameter count, causality, padding, cache."""
+
+import pytest
+import torch
+
+from helpers import random_ids, tiny_config, tiny_model
+from seq2seq import ModelConfig, Transformer
+from seq2seq.attention import padding_mask
+
+
+def paper_parameter_count(config: ModelConfig) -> int:
+    """Parameters of a tied Transformer, from the paper's layer structure."""
+    d, ff, v = config.d_model, config.d_ff, config.vocab_size
+    attention = 4 * (d * d + d)  # W_Q, W_K, W_V, W_O with biases
+    ffn = d * ff + ff + ff * d + d
+    layer_norm = 2 * d
+    encoder_layer = attention + ffn + 2 * layer_norm
+    decoder_layer = 2 * attention + ffn + 3 * layer_norm
+    n_enc = 0 if config.decoder_only else config.n_encoder_layers
+    if config.decoder_only:
+        decoder_layer = attention + ffn + 2 * layer_norm
+    final_norms = (int(n_enc > 0) + 1) * layer_norm if config.norm_first else 0
+    return v * d + n_enc * encoder_layer + config.n_decoder_layers * decoder_layer + final_norms
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, {"norm_first": True}, {"decoder_only": True}, {"decoder_only": True, "norm_first": True}],
+)
+def test_parameter_count_matches_the_formula_for_a_tied_model(overrides):
+    config = tiny_config(**overrides)
+    assert Transformer(config).num_parameters() == paper_parameter_count(config)
+
+
+def test_paper_base_and_big_parameter_counts():
+    base = ModelConfig(vocab_size=37000)
+    big = ModelConfig(vocab_size=37000, d_model=1024, n_heads=16, d_ff=4096, dropout=0.3)
+    # Paper, Table 3: 65M (base) and 213M (big) with a 37k shared vocabulary.
+    assert 60e6 < paper_parameter_count(base) < 66e6
+    assert 205e6 < paper_parameter_count(big) < 215e6
+
+
+def test_one_embedding_matrix_is_shared_and_tied():
+    model = tiny_model()
+    names = [n for n, p in model.named_parameters() if p.shape == model.embedding.weight.shape]
+    assert names == ["embedding.weight"]
+    states = torch.randn(1, 2, 32, dtype=torch.float64)
+    assert torch.equal(model.project(states), states @ model.embedding.weight.T)
+
+
+def test_changing_future_targets_leaves_past_logits_unchanged():
+    model = tiny_model()
+    src, tgt = random_ids(2, 7), random_ids(2, 8, seed=2)
+    changed = tgt.clone()
+    changed[:, 5:] = random_ids(2, 3, seed=3)
+    a, b = model(src, tgt), model(src, changed)
+    assert torch.allclose(a[:, :5], b[:, :5], atol=1e-12)
+    assert not torch.allclose(a[:, 5:], b[:, 5:])
+
+
+def test_padding_and_batching_leave_each_sentence_unchanged():
+    model = tiny_model()
+    short_src, long_src = random_ids(1, 4), random_ids(1, 9, seed=4)
+    short_tgt, long_tgt = random_ids(1, 3, seed=5), random_ids(1, 6, seed=6)
+    alone = model(short_src, short_tgt)
+    src = torch.zeros(2, 9, dtype=torch.long)
+    tgt = torch.zeros(2, 6, dtype=torch.long)
+    src[0, :4], src[1] = short_src[0], long_src[0]
+    tgt[0, :3], tgt[1] = short_tgt[0], long_tgt[0]
+    together = model(src, tgt)
+    assert torch.allclose(together[0, :3], alone[0], atol=1e-10)
+    assert torch.allclose(together[1], model(long_src, long_tgt)[0], atol=1e-10)
+
+
+@pytest.mark.parametrize("overrides", [{}, {"norm_first": True}, {"decoder_only": True}])
+def test_cached_step_by_step_decoding_equals_full_recomputation(overrides):
+    model = tiny_model(**overrides)
+    src, tgt = random_ids(3, 6), random_ids(3, 10, seed=7)
+    src[1, 4:] = 0
+    if model.config.decoder_only:
+        full, memory, mask = model(tgt), None, None
+    else:
+        full = model(src, tgt)
+        memory, mask = model.encode(src), padding_mask(src, 0)
+    cache = model.init_cache(3, 16, memory, mask)
+    steps = [model.decode(tgt[:, t : t + 1], cache=cache) for t in range(4)]
+    steps.append(model.decode(tgt[:, 4:], cache=cache))  # several positions at once
+    assert cache.length == 10
+    assert torch.allclose(torch.cat(steps, dim=1), full, atol=1e-10)
+
+
+def test_cache_reorder_selects_rows():
+    model = tiny_model()
+    src, tgt = random_ids(3, 5), random_ids(3, 4, seed=8)
+    cache = model.init_cache(3, 8, model.encode(src), padding_mask(src, 0))
+    model.decode(tgt[:, :3], cache=cache)
+    cache.reorder(torch.tensor([2, 2, 0]))
+    got = model.decode(tgt[[2, 2, 0], 3:], cache=cache)
+    expected = model(src[[2, 2, 0]], tgt[[2, 2, 0]])[:, 3:]
+    assert torch.allclose(got, expected, atol=1e-10)
+
+
+def test_decoder_only_model_has_no_encoder_or_cross_attention_and_is_causal():
+    model = tiny_model(decoder_only=True)
+    names = [n for n, _ in model.named_parameters()]
+    assert model.encoder is None
+    assert not any(n.startswith("encoder") or "cross_attn" in n or "norm2" in n for n in names)
+    ids = random_ids(2, 9)
+    changed = ids.clone()
+    changed[:, 6:] = 5
+    assert torch.allclose(model(ids)[:, :6], model(changed)[:, :6], atol=1e-12)
+    with pytest.raises(RuntimeError, match="no encoder"):
+        model.encode(ids)
+
+
+def test_model_rejects_wrong_call_shapes_with_clear_errors():
+    with pytest.raises(ValueError, match="needs model\\(src_ids, tgt_in_ids\\)"):
+        tiny_model()(random_ids(1, 3))
+    with pytest.raises(ValueError, match="max_positions"):
+        tiny_model(max_positions=8)(random_ids(1, 3), random_ids(1, 9))

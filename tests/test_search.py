@@ -1,0 +1,180 @@
+"""Search properties: greedy vs beam, exhaustive optimality, a hand-checkable fake decoder."""
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from helpers import random_ids, tiny_model
+from seq2seq.search import (
+    SamplingConfig,
+    SearchConfig,
+    TransformerScorer,
+    beam_search,
+    greedy_search,
+    sample_search,
+    top_k_filter,
+    top_p_filter,
+    translate_ids,
+)
+
+PAD, UNK, BOS, EOS, A, B = 0, 1, 2, 3, 4, 5
+
+
+class ScriptedScorer:
+    """A fake decoder: next-token probabilities looked up from the prefix, by hand."""
+
+    def __init__(self, table: dict[tuple[int, ...], dict[int, float]], rows: int) -> None:
+        self.table = table
+        self.prefixes: list[tuple[int, ...]] = [() for _ in range(rows)]
+
+    def __call__(self, last_tokens):
+        out = torch.full((len(self.prefixes), 6), -math.inf)
+        for row, token in enumerate(last_tokens.tolist()):
+            if token != BOS:
+                self.prefixes[row] = self.prefixes[row] + (token,)
+            probs = self.table.get(self.prefixes[row], {EOS: 0.8, A: 0.1, B: 0.1})
+            for tok, p in probs.items():
+                out[row, tok] = math.log(p)
+        return out
+
+    def reorder(self, index):
+        self.prefixes = [self.prefixes[i] for i in index.tolist()]
+
+
+# Greedy takes A (0.5), then A (0.45), then eos (0.9): P = 0.2025.
+# Beam 2 keeps B (0.4) alive and finds B eos (0.9): P = 0.36, the better sentence.
+TABLE = {
+    (): {A: 0.5, B: 0.4, EOS: 0.1},
+    (A,): {A: 0.45, B: 0.3, EOS: 0.25},
+    (B,): {EOS: 0.9, A: 0.05, B: 0.05},
+    (A, A): {EOS: 0.9, A: 0.05, B: 0.05},
+    (A, B): {EOS: 0.5, A: 0.25, B: 0.25},
+}
+PLAIN = SearchConfig(length_penalty=0.0, max_len_a=0.0, max_len_b=4)
+
+
+def test_scripted_decoder_greedy_and_beam_results_checked_by_hand():
+    max_lens = torch.tensor([4])
+    greedy = greedy_search(ScriptedScorer(TABLE, 1), max_lens, PLAIN)[0]
+    assert greedy.tokens == [A, A]
+    assert greedy.log_prob == pytest.approx(math.log(0.5 * 0.45 * 0.9))
+    beams = beam_search(ScriptedScorer(TABLE, 2), max_lens, 2, PLAIN, n_best=2)[0]
+    assert [h.tokens for h in beams] == [[B], [A, A]]
+    assert beams[0].log_prob == pytest.approx(math.log(0.4 * 0.9))
+    assert beams[1].log_prob == pytest.approx(math.log(0.2025))
+
+
+def test_length_penalty_is_the_gnmt_formula():
+    config = SearchConfig(length_penalty=0.6)
+    assert config.length_norm(3) == pytest.approx(((5 + 3) / 6) ** 0.6)
+    beams = beam_search(ScriptedScorer(TABLE, 2), torch.tensor([4]), 2, config, n_best=2)[0]
+    for hyp in beams:
+        assert hyp.score == pytest.approx(hyp.log_prob / config.length_norm(len(hyp.tokens) + 1))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_beam_size_one_equals_greedy(seed):
+    model = tiny_model(seed=seed)
+    src = random_ids(4, 7, seed=seed)
+    src[2, 3:] = PAD
+    greedy = translate_ids(model, src, beam_size=1)
+    config = SearchConfig()
+    max_lens = config.max_lengths((src != PAD).sum(1))
+    beam = beam_search(TransformerScorer(model, src, 1, int(max_lens.max())), max_lens, 1, config)
+    for g, b in zip(greedy, beam, strict=True):
+        assert g[0].tokens == b[0].tokens
+        assert g[0].log_prob == pytest.approx(b[0].log_prob, abs=1e-9)
+
+
+def _all_hypotheses(model, src, content_tokens, max_len, config):
+    """Every output of at most max_len tokens (eos included), scored by a full forward pass."""
+    results = []
+    for length in range(max_len):
+        for body in itertools.product(content_tokens, repeat=length):
+            tgt = torch.tensor([[BOS, *body, EOS]])
+            log_probs = model(src, tgt[:, :-1]).log_softmax(-1)[0]
+            raw = float(log_probs.gather(1, tgt[0, 1:, None]).sum())
+            results.append((raw / config.length_norm(length + 1), list(body)))
+    return sorted(results, reverse=True)
+
+
+@pytest.mark.parametrize("exact_stop", [False, True])
+def test_a_beam_holding_every_hypothesis_finds_the_exhaustive_optimum(exact_stop):
+    # vocab 6: pad, unk, bos, eos, 4, 5 -> content tokens unk, 4, 5 (pad/bos are banned)
+    model = tiny_model(seed=3, vocab_size=6)
+    src = torch.tensor([[4, 5, 4, 1]])
+    config = SearchConfig(max_len_a=0.0, max_len_b=3, length_penalty=0.6, exact_stop=exact_stop)
+    expected = _all_hypotheses(model, src, [UNK, A, B], 3, config)  # 1 + 3 + 9 = 13
+    max_lens = config.max_lengths(torch.tensor([4]))
+    found = beam_search(TransformerScorer(model, src, 16, 3), max_lens, 16, config, n_best=16)[0]
+    assert len(found) == len(expected) == 13
+    assert [h.tokens for h in found] == [tokens for _, tokens in expected]
+    assert [h.score for h in found] == pytest.approx([score for score, _ in expected])
+
+
+def test_batch_composition_does_not_change_a_sentence_translation():
+    model = tiny_model(seed=5)
+    src = random_ids(5, 8, seed=9)
+    src[1, 5:] = PAD
+    together = translate_ids(model, src, beam_size=3, n_best=2)
+    for i in range(5):
+        alone = translate_ids(model, src[i : i + 1, : int((src[i] != PAD).sum())], 3, n_best=2)
+        assert [h.tokens for h in alone[0]] == [h.tokens for h in together[i]]
+
+
+def test_outputs_respect_the_length_limit_and_never_contain_specials():
+    model = tiny_model(seed=6)
+    src = random_ids(3, 5)
+    config = SearchConfig(max_len_a=1.0, max_len_b=2)
+    for beam in (1, 4):
+        for hyps in translate_ids(model, src, beam, config, n_best=1):
+            assert len(hyps[0].tokens) + 1 <= 5 + 2
+            assert not {PAD, BOS, EOS} & set(hyps[0].tokens)
+
+
+# -- sampling ------------------------------------------------------------------------------
+
+
+def test_top_k_keeps_exactly_k_candidates():
+    logits = torch.randn(3, 50)
+    kept = top_k_filter(logits, 7).isfinite().sum(-1)
+    assert kept.tolist() == [7, 7, 7]
+
+
+def test_top_p_keeps_the_smallest_set_reaching_p():
+    probs = torch.tensor([[0.05, 0.5, 0.2, 0.15, 0.1]])
+    kept = top_p_filter(probs.log(), 0.8).isfinite()[0].tolist()
+    assert kept == [False, True, True, True, False]  # 0.5 + 0.2 + 0.15 = 0.85 >= 0.8
+    kept = top_p_filter(probs.log(), 0.7).isfinite()[0].tolist()
+    assert kept == [False, True, True, False, False]  # 0.7 reached exactly by two tokens
+
+
+def _lm_scorer(model):
+    cache = model.init_cache(4, 32)
+
+    class Scorer:
+        def __call__(self, last):
+            return model.decode(last[:, None], cache=cache)[:, -1].log_softmax(-1)
+
+        def reorder(self, index):
+            cache.reorder(index)
+
+    return Scorer()
+
+
+def test_sampling_with_a_seed_is_reproducible_and_temperature_zero_is_greedy():
+    model = tiny_model(seed=2, decoder_only=True)
+    start = torch.full((4,), BOS)
+    config = SamplingConfig(temperature=1.0, top_k=10, top_p=0.9, seed=123)
+    first = sample_search(_lm_scorer(model), start, 12, config, EOS)
+    second = sample_search(_lm_scorer(model), start, 12, config, EOS)
+    assert torch.equal(first, second)
+    other = sample_search(_lm_scorer(model), start, 12, SamplingConfig(seed=7), EOS)
+    assert not torch.equal(first, other)
+    greedy = sample_search(_lm_scorer(model), start, 12, SamplingConfig(temperature=0.0), EOS)
+    cold = sample_search(
+        _lm_scorer(model), start, 12, SamplingConfig(temperature=1e-4, seed=1), EOS
+    )
+    assert torch.equal(greedy, cold)
