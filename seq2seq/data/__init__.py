@@ -1,0 +1,69 @@
+"""Data layer: corpora, cleaning, the hash split, the joint tokenizer, token-budget batching.
+
+Only :mod:`seq2seq.data.datamodule` imports Lightning; it is loaded lazily so that importing
+``seq2seq.data`` for tokenization or batching stays light.
+"""
+
+from typing import Any
+
+from seq2seq.data.batching import (
+    Batch,
+    TokenBatchLoader,
+    TokenBatchSampler,
+    collate,
+    example_length,
+    padding_fraction,
+)
+from seq2seq.data.clean import CleanReport, clean_pairs, normalize_en, normalize_zh
+from seq2seq.data.errors import DataError
+from seq2seq.data.sources import (
+    CorpusSpec,
+    load_bundled,
+    load_corpus,
+    load_hf,
+    load_jsonl,
+    load_text_pair,
+    load_tsv,
+)
+from seq2seq.data.split import bucket, split_name, split_pairs
+from seq2seq.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
+
+__all__ = [
+    "BOS_ID",
+    "EOS_ID",
+    "PAD_ID",
+    "UNK_ID",
+    "Batch",
+    "CleanReport",
+    "CorpusSpec",
+    "DataError",
+    "TokenBatchLoader",
+    "TokenBatchSampler",
+    "Tokenizer",
+    "TokenizedPairs",
+    "TranslationDataModule",
+    "bucket",
+    "clean_pairs",
+    "collate",
+    "example_length",
+    "load_bundled",
+    "load_corpus",
+    "load_hf",
+    "load_jsonl",
+    "load_text_pair",
+    "load_tsv",
+    "normalize_en",
+    "normalize_zh",
+    "padding_fraction",
+    "split_name",
+    "split_pairs",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: Lightning takes seconds to import and model/search code never needs it.
+    if name in ("TranslationDataModule", "TokenizedPairs"):
+        from seq2seq.data import datamodule
+
+        return getattr(datamodule, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

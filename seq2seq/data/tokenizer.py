@@ -1,0 +1,119 @@
+"""A joint English+Chinese SentencePiece vocabulary with fixed special ids.
+
+One vocabulary serves both languages because the model shares (ties) its source embedding,
+target embedding and output projection. Special ids are fixed so model code can rely on them
+without a tokenizer at hand.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import sentencepiece as spm
+
+PAD_ID = 0
+UNK_ID = 1
+BOS_ID = 2
+EOS_ID = 3
+
+
+class Tokenizer:
+    """Wraps a SentencePiece model; ``encode`` adds no specials, ``decode`` strips them."""
+
+    def __init__(self, model_proto: bytes) -> None:
+        """Loads a serialized SentencePiece ``ModelProto`` (see :meth:`to_bytes`)."""
+        self._proto = bytes(model_proto)
+        self._sp = spm.SentencePieceProcessor(model_proto=self._proto)
+        specials = (self._sp.pad_id(), self._sp.unk_id(), self._sp.bos_id(), self._sp.eos_id())
+        if specials != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
+            raise ValueError(f"model has special ids (pad, unk, bos, eos) = {specials}, not 0-3")
+
+    @classmethod
+    def train(
+        cls,
+        texts: Iterable[str],
+        vocab_size: int,
+        model_type: str = "unigram",
+        character_coverage: float = 0.9995,
+        input_sentence_size: int = 200_000,
+        num_threads: int = 2,
+        seed: int = 1,
+    ) -> Tokenizer:
+        """Trains a model in memory on ``texts`` (both languages, already normalised).
+
+        Args:
+            texts: Training sentences; pass both sides of the training split.
+            vocab_size: Exact vocabulary size including the four specials. SentencePiece
+                raises if the text is too small to fill it.
+            model_type: ``unigram`` or ``bpe`` (``char``/``word`` work too).
+            character_coverage: Fraction of characters covered by single-character pieces; the
+                rest map to ``<unk>``. Below 1 matters for Chinese's long tail of rare characters.
+            input_sentence_size: Train on at most this many sentences (a random sample).
+            num_threads: Trainer threads.
+            seed: Seed for SentencePiece's sampling, for a reproducible vocabulary.
+        """
+        spm.set_random_generator_seed(seed)
+        model = io.BytesIO()
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(texts),
+            model_writer=model,
+            vocab_size=vocab_size,
+            model_type=model_type,
+            character_coverage=character_coverage,
+            input_sentence_size=input_sentence_size,
+            shuffle_input_sentence=True,
+            num_threads=num_threads,
+            pad_id=PAD_ID,
+            unk_id=UNK_ID,
+            bos_id=BOS_ID,
+            eos_id=EOS_ID,
+            # Text is normalised by seq2seq.data.clean already; SentencePiece's default NFKC
+            # would fold Chinese full-width punctuation, so decode(encode(x)) != x.
+            normalization_rule_name="identity",
+            minloglevel=2,
+        )
+        return cls(model.getvalue())
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids, specials included."""
+        return self._sp.get_piece_size()
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text``, without bos/eos."""
+        return self._sp.encode(text)
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each text, without bos/eos."""
+        return self._sp.encode(list(texts))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text of ``ids``: stops at the first eos and ignores pad and bos."""
+        ids = list(ids)
+        if EOS_ID in ids:
+            ids = ids[: ids.index(EOS_ID)]
+        return self._sp.decode([i for i in ids if i not in (PAD_ID, BOS_ID)])
+
+    def id_to_piece(self, token_id: int) -> str:
+        """The vocabulary piece of ``token_id`` (for debugging and tests)."""
+        return self._sp.id_to_piece(token_id)
+
+    def to_bytes(self) -> bytes:
+        """The serialized model, e.g. to embed in a checkpoint."""
+        return self._proto
+
+    @classmethod
+    def from_bytes(cls, model_proto: bytes) -> Tokenizer:
+        """Inverse of :meth:`to_bytes`."""
+        return cls(model_proto)
+
+    def save(self, path: str | Path) -> None:
+        """Writes the model file (loadable by plain SentencePiece too)."""
+        Path(path).write_bytes(self._proto)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Tokenizer:
+        """Reads a model file written by :meth:`save` or ``spm_train``."""
+        return cls(Path(path).read_bytes())

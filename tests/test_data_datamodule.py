@@ -1,0 +1,194 @@
+"""TranslationDataModule: prepare → cache → loaders, and mid-epoch resume under Lightning."""
+
+import itertools
+import json
+import time
+
+import pytest
+import torch
+from lightning.pytorch import Callback, LightningModule, Trainer
+
+from seq2seq.data import Batch, DataError, Tokenizer, TranslationDataModule
+from seq2seq.data.split import split_name
+
+SUBJECTS = [("I", "我"), ("You", "你"), ("He", "他"), ("She", "她"), ("We", "我们"),
+            ("They", "他们"), ("Tom", "汤姆"), ("My teacher", "我的老师")]  # fmt: skip
+VERBS = [("will buy", "会买"), ("can see", "能看见"), ("should eat", "应该吃"),
+         ("will cook", "会做"), ("can find", "能找到")]  # fmt: skip
+OBJECTS = [("apples", "苹果"), ("the book", "那本书"), ("a new car", "一辆新车"),
+           ("rice", "米饭"), ("tea", "茶"), ("the red bag", "那个红色的包"),
+           ("some fish", "一些鱼"), ("the small dog", "那只小狗")]  # fmt: skip
+TIMES = [("today", "今天"), ("tomorrow", "明天"), ("at home", "在家")]
+
+
+def synthetic_pairs():
+    """960 distinct, real-looking pairs; the Chinese has traditional duplicates to clean."""
+    pairs = []
+    for (s_en, s_zh), (v_en, v_zh), (o_en, o_zh), (t_en, t_zh) in itertools.product(
+        SUBJECTS, VERBS, OBJECTS, TIMES
+    ):
+        pairs.append((f"{s_en} {v_en} {o_en} {t_en}.", f"{s_zh}{t_zh}{v_zh}{o_zh}。"))
+    pairs.append(("I will buy apples today.", "我今天會買蘋果。"))  # duplicate after t2s
+    return pairs
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("corpus") / "pairs.tsv"
+    path.write_text("".join(f"{en}\t{zh}\n" for en, zh in synthetic_pairs()), encoding="utf-8")
+    return path
+
+
+def make_dm(corpus, cache_dir, **kwargs):
+    args = dict(corpus="tsv", path=str(corpus), vocab_size=300, max_tokens=256, max_len=40)
+    return TranslationDataModule(cache_dir=str(cache_dir), **{**args, **kwargs})
+
+
+@pytest.fixture(scope="module")
+def prepared(corpus, tmp_path_factory):
+    dm = make_dm(corpus, tmp_path_factory.mktemp("cache"))
+    dm.prepare_data()
+    dm.setup("fit")
+    return dm
+
+
+def test_prepare_writes_cache_and_report(prepared):
+    files = {p.name for p in prepared.cache_path.iterdir()}
+    assert {"spm.model", "report.json", "train.npz", "dev.npz", "test.npz"} <= files
+    assert {f"{s}.{lang}" for s in ("train", "dev", "test") for lang in ("en", "zh")} <= files
+    assert not list(prepared.cache_path.parent.glob("*.tmp-*"))
+    report = json.loads((prepared.cache_path / "report.json").read_text())
+    assert report["clean"]["total"] == 961 and report["clean"]["duplicate"] == 1
+    assert sum(report["split"].values()) + report["held_out_english_dropped"] == 960
+    assert report == prepared.report
+
+
+def test_tokenizer_and_splits(prepared):
+    assert prepared.tokenizer.vocab_size == prepared.vocab_size == 300
+    for split in ("train", "dev", "test"):
+        en, zh = prepared.split_texts(split)
+        assert len(en) == len(zh) == prepared.report["split"][split]
+        assert all(split_name(z) == split for z in zh)
+    en, zh = prepared.split_texts("test")
+    src, tgt = prepared.dataset("test")[0]
+    assert prepared.tokenizer.decode(src) == en[0] and prepared.tokenizer.decode(tgt) == zh[0]
+
+
+def test_second_prepare_hits_cache(prepared, corpus):
+    again = make_dm(corpus, prepared.cache_dir)
+    assert again.cache_path == prepared.cache_path and again.is_prepared()
+    start = time.perf_counter()
+    again.prepare_data()
+    again.setup("fit")
+    assert time.perf_counter() - start < 1.0
+    assert again.tokenizer.to_bytes() == prepared.tokenizer.to_bytes()
+    assert make_dm(corpus, prepared.cache_dir, vocab_size=310).cache_path != prepared.cache_path
+
+
+def test_max_len_drops_are_counted(prepared, corpus, tmp_path):
+    lengths = sorted(prepared.dataset("train").lengths())  # (longer side + 1) per pair
+    max_len = lengths[len(lengths) // 2] - 1
+    dm = make_dm(corpus, tmp_path, max_len=max_len)
+    dm.setup()  # prepares on demand outside a Trainer
+    dropped = dm.report["too_long"]
+    assert dropped["train"] > 0 and dropped["test"] == 0
+    assert len(dm.dataset("train")) == dm.report["split"]["train"] - dropped["train"]
+    assert max(dm.dataset("train").lengths()) <= max_len + 1
+    assert dropped["train"] == sum(n > max_len + 1 for n in lengths)
+
+
+def test_loaders(prepared):
+    loader = prepared.train_dataloader()
+    batches = list(loader)
+    assert len(batches) == len(loader)
+    assert all(isinstance(b, Batch) and b.src.numel() and len(b) * max(
+        b.src.size(1), b.tgt_in.size(1)) <= 256 for b in batches)  # fmt: skip
+    assert sum(len(b) for b in batches) == len(prepared.dataset("train"))
+    val = list(prepared.val_dataloader())
+    assert sum(len(b) for b in val) == len(prepared.dataset("dev"))
+
+
+def test_bad_corpus_errors(tmp_path):
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("a\tb\nc\td\te\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"bad\.tsv:2: expected 2 tab-separated fields"):
+        make_dm(bad, tmp_path / "c").prepare_data()
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("\t你好\nHi.\t \n", encoding="utf-8")  # each pair has an empty side
+    with pytest.raises(DataError, match=r"empty\.tsv: no training pairs left"):
+        make_dm(empty, tmp_path / "c").prepare_data()
+    assert not list((tmp_path / "c").iterdir())  # nothing half-written left behind
+    with pytest.raises(ValueError, match="max_tokens"):
+        make_dm(bad, tmp_path, max_tokens=16, max_len=20)
+
+
+class Recorder(LightningModule):
+    """Records each training batch's source ids; learns nothing useful."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(1))
+        self.seen = []
+
+    def training_step(self, batch, batch_idx):
+        assert isinstance(batch, Batch)
+        self.seen.append((self.current_epoch, batch.src.tolist()))
+        return self.w.sum() * batch.n_tgt_tokens
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.0)
+
+
+class SaveAtStep(Callback):
+    """Saves a checkpoint right after training step ``step``, as a preempted job would."""
+
+    def __init__(self, step, path):
+        self.step, self.path = step, path
+
+    def on_train_batch_end(self, trainer, *args):
+        if trainer.global_step == self.step:
+            trainer.save_checkpoint(self.path)
+
+
+def fit(dm, max_steps=-1, ckpt_path=None, callbacks=()):
+    model = Recorder()
+    trainer = Trainer(
+        max_epochs=2, max_steps=max_steps, accelerator="cpu", devices=1, logger=False,
+        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        limit_val_batches=0, num_sanity_val_steps=0, callbacks=list(callbacks),
+    )  # fmt: skip
+    trainer.fit(model, datamodule=dm, ckpt_path=ckpt_path)
+    return model.seen
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(prepared, corpus):
+    return fit(make_dm(corpus, prepared.cache_dir))
+
+
+@pytest.mark.slow
+def test_lightning_sets_epoch_every_epoch(prepared, uninterrupted):
+    epoch0 = [src for e, src in uninterrupted if e == 0]
+    epoch1 = [src for e, src in uninterrupted if e == 1]
+    assert len(epoch0) == len(epoch1) == len(prepared.train_dataloader())
+    assert epoch0 != epoch1  # Lightning called loader.sampler.set_epoch(1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["first epoch", "epoch end", "second epoch"])
+def test_lightning_resumes_exactly(prepared, corpus, uninterrupted, tmp_path, where):
+    n = len(prepared.train_dataloader())
+    stop = {"first epoch": 3, "epoch end": n, "second epoch": n + 3}[where]
+    ckpt = tmp_path / "preempted.ckpt"
+    first = fit(make_dm(corpus, prepared.cache_dir), stop, callbacks=[SaveAtStep(stop, ckpt)])
+    loops = torch.load(ckpt, weights_only=False)["loops"]["fit_loop"]
+    assert loops["state_dict"]["combined_loader"] == [
+        {"epoch": stop // (n + 1), "batches_yielded": stop - n * (stop // (n + 1))}
+    ]
+    rest = fit(make_dm(corpus, prepared.cache_dir), ckpt_path=ckpt)
+    assert first + rest == uninterrupted
+
+
+def test_tokenizer_in_cache_is_plain_sentencepiece(prepared):
+    tok = Tokenizer.load(prepared.cache_path / "spm.model")
+    assert tok.encode("我今天会买苹果。") == prepared.tokenizer.encode("我今天会买苹果。")
