@@ -25,6 +25,8 @@ class ModelConfig:
         d_ff: inner width of the position-wise feed-forward network.
         dropout: residual and embedding dropout P_drop (paper: 0.1 base, 0.3 big en-fr).
         attention_dropout: dropout on attention weights; 0 as in the paper.
+        activation_dropout: dropout on the feed-forward hidden layer; 0 as in the paper, which
+            drops out only sub-layer outputs and the embedding sums (§5.4).
         activation: non-linearity of the feed-forward network, ``relu`` (paper) or ``gelu``.
         max_positions: longest sequence the sinusoid table covers.
         pad_id: padding token; never attended to as a key, never predicted.
@@ -44,6 +46,7 @@ class ModelConfig:
     d_ff: int = 2048
     dropout: float = 0.1
     attention_dropout: float = 0.0
+    activation_dropout: float = 0.0
     activation: str = "relu"
     max_positions: int = 1024
     pad_id: int = 0
@@ -77,7 +80,7 @@ class ModelConfig:
                 f"ModelConfig.d_model ({self.d_model}) must be divisible by "
                 f"n_heads ({self.n_heads})"
             )
-        for name in ("dropout", "attention_dropout"):
+        for name in ("dropout", "attention_dropout", "activation_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 value = getattr(self, name)
                 raise ConfigError(f"ModelConfig.{name} must be in [0, 1), got {value}")

@@ -1,0 +1,190 @@
+"""The ``seq2seq`` command: fit/validate through LightningCLI, and the inference commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+COMMANDS = {
+    "fit": "train a model (LightningCLI: seq2seq fit --config configs/tiny.yaml)",
+    "validate": "run validation of a checkpoint (LightningCLI)",
+    "translate": "translate English lines to Chinese (stdin -> stdout by default)",
+    "evaluate": "score a checkpoint with sacreBLEU BLEU and chrF",
+    "average": "average the parameters of several checkpoints",
+}
+LIGHTNING_COMMANDS = ("fit", "validate")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``seq2seq`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in LIGHTNING_COMMANDS:
+        from seq2seq.lightning_cli import run_lightning_cli
+
+        run_lightning_cli(argv)
+        return 0
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 1
+    from seq2seq.data.errors import DataError
+    from seq2seq.translator import CheckpointError
+
+    try:
+        return args.run(args)
+    except (CheckpointError, DataError, OSError, ValueError) as error:
+        print(f"seq2seq {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="seq2seq",
+        description="English→Chinese Transformer translation toolkit.",
+        epilog="Run 'seq2seq COMMAND --help' for the options of one command.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in LIGHTNING_COMMANDS:
+        sub.add_parser(name, help=COMMANDS[name], add_help=False)
+    _add_translate(sub.add_parser("translate", help=COMMANDS["translate"]))
+    _add_evaluate(sub.add_parser("evaluate", help=COMMANDS["evaluate"]))
+    _add_average(sub.add_parser("average", help=COMMANDS["average"]))
+    return parser
+
+
+def _add_search_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", required=True, help="a .ckpt written by 'seq2seq fit'")
+    p.add_argument("--beam-size", type=int, default=5, help="beam width; 1 = greedy (default 5)")
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=4000,
+        help="source tokens per decoding batch (default 4000)",
+    )
+    p.add_argument(
+        "--length-penalty",
+        type=float,
+        default=None,
+        help="GNMT length penalty alpha (default: the checkpoint's, 0.6)",
+    )
+    p.add_argument(
+        "--max-len-a",
+        type=float,
+        default=None,
+        help="output limit a*source_len+b: a (default: the checkpoint's)",
+    )
+    p.add_argument(
+        "--max-len-b",
+        type=int,
+        default=None,
+        help="output limit a*source_len+b: b (default: the checkpoint's)",
+    )
+    p.add_argument("--device", default="cpu", help="torch device, e.g. cuda (default cpu)")
+
+
+def _add_translate(p: argparse.ArgumentParser) -> None:
+    _add_search_options(p)
+    p.add_argument("--input", help="file of English lines (default: stdin)")
+    p.add_argument("--output", help="file for the translations (default: stdout)")
+    p.set_defaults(run=run_translate)
+
+
+def _add_evaluate(p: argparse.ArgumentParser) -> None:
+    _add_search_options(p)
+    p.add_argument(
+        "--split",
+        choices=("test", "dev"),
+        default=None,
+        help="score the held-out split the checkpoint was trained with (default test)",
+    )
+    p.add_argument("--src", help="English source file (instead of --split)")
+    p.add_argument("--ref", action="append", help="Chinese reference file; repeat for more")
+    p.add_argument("--hyps", help="where to write the hypotheses (default: next to the ckpt)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.set_defaults(run=run_evaluate)
+
+
+def _add_average(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoints", nargs="+", required=True, help="checkpoints to average")
+    p.add_argument("--output", required=True, help="the averaged checkpoint to write")
+    p.set_defaults(run=run_average)
+
+
+def _load_translator(args: argparse.Namespace):
+    from seq2seq.translator import Translator
+
+    translator = Translator.from_checkpoint(args.checkpoint, device=args.device)
+    return translator.with_search(
+        length_penalty=args.length_penalty, max_len_a=args.max_len_a, max_len_b=args.max_len_b
+    )
+
+
+def read_lines(path: str | None) -> list[str]:
+    """Lines of a file or stdin, decoded leniently: bad UTF-8 bytes never drop a line."""
+    raw = sys.stdin.buffer.read() if path is None else Path(path).read_bytes()
+    text = raw.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the final newline ends the last line; it does not start a new one
+    return [line.removesuffix("\r") for line in lines]
+
+
+def _translate_with_progress(translator, lines: list[str], args, show: bool) -> list[str]:
+    from tqdm import tqdm
+
+    with tqdm(total=len(lines), unit="line", file=sys.stderr, disable=not show) as bar:
+        return translator.translate(lines, args.beam_size, args.max_tokens, bar.update)
+
+
+def run_translate(args: argparse.Namespace) -> int:
+    lines = read_lines(args.input)
+    translator = _load_translator(args)
+    outputs = _translate_with_progress(translator, lines, args, show=args.input is not None)
+    text = "".join(line + "\n" for line in outputs)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return 0
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    from seq2seq.evaluation import evaluate_translator, load_eval_set
+
+    translator = _load_translator(args)
+    sources, references, name = load_eval_set(args)
+    hypotheses = _translate_with_progress(translator, sources, args, show=True)
+    result = evaluate_translator(hypotheses, references)
+    hyps_path = Path(args.hyps or Path(args.checkpoint).with_suffix(f".{name}.hyp.zh"))
+    hyps_path.write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
+    result.update(
+        {
+            "sentences": len(sources),
+            "beam_size": args.beam_size,
+            "hypotheses": str(hyps_path),
+            "eval_set": name,
+        }
+    )
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        print(f"BLEU = {result['bleu']:.2f}  ({result['bleu_signature']})")
+        print(f"chrF = {result['chrf']:.2f}  ({result['chrf_signature']})")
+        print(f"{len(sources)} sentences, beam {args.beam_size}; hypotheses in {hyps_path}")
+    return 0
+
+
+def run_average(args: argparse.Namespace) -> int:
+    from seq2seq.evaluation import average_checkpoints
+
+    average_checkpoints(args.checkpoints, args.output)
+    print(f"averaged {len(args.checkpoints)} checkpoints into {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,233 @@
+"""Training as a LightningModule: label-smoothed loss, Adam, the paper's warmup schedule.
+
+Lightning lives here and in the data/CLI layers only; the model itself is plain PyTorch.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, replace
+from typing import Any
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from seq2seq.config import ModelConfig
+from seq2seq.model import Transformer
+from seq2seq.search import SearchConfig, translate_ids
+from seq2seq.translator import CHECKPOINT_KEY
+
+
+def inverse_sqrt_schedule(step: int, d_model: int, warmup_steps: int, scale: float) -> float:
+    """lrate = scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5) (paper §5.3).
+
+    ``step`` counts from 1 (optimizer updates), so the first update already has a nonzero rate.
+    """
+    step = max(step, 1)
+    return scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
+
+
+def label_smoothed_loss(logits: Tensor, targets: Tensor, epsilon: float) -> Tensor:
+    """Mean label-smoothed cross-entropy (§5.4) over the given target tokens.
+
+    (1 - eps) * NLL + eps * cross-entropy with the uniform distribution, which is what
+    ``F.cross_entropy(label_smoothing=eps)`` computes in one fused kernel.
+
+    Args:
+        logits: (N, V) for the N non-pad target positions only.
+        targets: (N,) gold ids.
+    """
+    return F.cross_entropy(logits.float(), targets, label_smoothing=epsilon)
+
+
+class TranslationModule(L.LightningModule):
+    """Trains a Transformer with teacher forcing and scores BLEU on the validation set.
+
+    Args:
+        config: the model's shape (``ModelConfig``); ``vocab_size`` and the special ids are
+            set from the data module's tokenizer by the CLI.
+        label_smoothing: epsilon_ls (paper: 0.1).
+        warmup_steps: linear warmup length of the inverse-sqrt schedule (paper: 4000).
+        lr_scale: multiplies the paper's schedule (1.0 = the paper's rate).
+        adam_betas: Adam's (beta1, beta2) (paper: 0.9, 0.98).
+        adam_eps: Adam's epsilon (paper: 1e-9).
+        weight_decay: decoupled weight decay (AdamW); 0 as in the paper.
+        val_bleu_sentences: how many dev sentences to translate for validation BLEU per
+            validation run (0 = skip BLEU, -1 = all).
+        val_beam_size: beam used for validation BLEU (1 = greedy, fastest).
+        search: decoding defaults stored in the checkpoint for ``translate``/``evaluate``.
+    """
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        label_smoothing: float = 0.1,
+        warmup_steps: int = 4000,
+        lr_scale: float = 1.0,
+        adam_betas: tuple[float, float] = (0.9, 0.98),
+        adam_eps: float = 1e-9,
+        weight_decay: float = 0.0,
+        val_bleu_sentences: int = 500,
+        val_beam_size: int = 1,
+        search: SearchConfig = SearchConfig(),  # noqa: B008 (frozen, so sharing is safe)
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.config = config
+        self.model = Transformer(config)
+        self.search = replace(
+            search, bos_id=config.bos_id, eos_id=config.eos_id, pad_id=config.pad_id
+        )
+        self.tokenizer_bytes: bytes | None = None  # set from the data module in setup()
+        self._val_outputs: list[tuple[str, str]] = []
+        self._val_sentences = 0
+
+    # -- optimisation --------------------------------------------------------------------
+
+    def configure_optimizers(self) -> dict[str, Any]:
+        hp = self.hparams
+        optimizer = torch.optim.AdamW(
+            self.parameters(),
+            lr=1.0,  # the schedule below supplies the whole rate
+            betas=tuple(hp.adam_betas),
+            eps=hp.adam_eps,
+            weight_decay=hp.weight_decay,
+        )
+        d_model, warmup, scale = self.config.d_model, hp.warmup_steps, hp.lr_scale
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: inverse_sqrt_schedule(step + 1, d_model, warmup, scale)
+        )
+        return {
+            "optimizer": optimizer,
+            "lr_scheduler": {"scheduler": scheduler, "interval": "step"},
+        }
+
+    # -- steps -----------------------------------------------------------------------------
+
+    def loss(self, batch) -> tuple[Tensor, Tensor, int]:
+        """Label-smoothed loss, NLL (no gradient) and target-token count of a batch.
+
+        The output projection (the largest matmul with an 8k+ vocabulary) runs only on
+        non-pad target positions.
+        """
+        memory = None if self.config.decoder_only else self.model.encode(batch.src)
+        source_mask = None if memory is None else batch.src != self.config.pad_id
+        states = self.model.decoder_states(batch.tgt_in, memory, source_mask)  # (B, T, d)
+        real = batch.tgt_out != self.config.pad_id  # (B, T)
+        logits = self.model.project(states[real])  # (N, V)
+        targets = batch.tgt_out[real]
+        loss = label_smoothed_loss(logits, targets, self.hparams.label_smoothing)
+        with torch.no_grad():
+            nll = F.cross_entropy(logits.detach().float(), targets) if not self.training else loss
+        return loss, nll, int(real.sum())
+
+    def training_step(self, batch, batch_idx: int) -> Tensor:
+        loss, _, _ = self.loss(batch)
+        self.log("train_loss", loss, prog_bar=True, batch_size=batch.src.shape[0])
+        return loss
+
+    def validation_step(self, batch, batch_idx: int) -> None:
+        loss, nll, n_tokens = self.loss(batch)
+        self.log("val_loss", loss, batch_size=n_tokens, sync_dist=True)
+        self.log("val_nll", nll, batch_size=n_tokens, sync_dist=True, prog_bar=True)
+        if self._wants_more_bleu_sentences():
+            self._translate_for_bleu(batch)
+
+    def on_validation_epoch_start(self) -> None:
+        self._val_outputs, self._val_sentences = [], 0
+
+    def on_validation_epoch_end(self) -> None:
+        nll = self.trainer.callback_metrics.get("val_nll")
+        if nll is not None:
+            self.log("val_ppl", torch.exp(nll), sync_dist=True)
+        if self._val_outputs:
+            self.log("val_bleu", corpus_bleu_zh(self._val_outputs), prog_bar=True)
+        elif self.hparams.val_bleu_sentences != 0:
+            self.log("val_bleu", 0.0)
+
+    def _wants_more_bleu_sentences(self) -> bool:
+        limit = self.hparams.val_bleu_sentences
+        return limit < 0 or self._val_sentences < limit
+
+    def _translate_for_bleu(self, batch) -> None:
+        tokenizer = self._tokenizer()
+        if tokenizer is None or self.config.decoder_only:
+            return
+        hyps = translate_ids(self.model, batch.src, self.hparams.val_beam_size, self.search)
+        for best, ref in zip(hyps, batch.tgt_out.tolist(), strict=True):
+            self._val_outputs.append((tokenizer.decode(best[0].tokens), tokenizer.decode(ref)))
+        self._val_sentences += batch.src.shape[0]
+
+    # -- tokenizer and self-contained checkpoints -----------------------------------------
+
+    def setup(self, stage: str) -> None:
+        datamodule = getattr(self.trainer, "datamodule", None) if self._trainer else None
+        tokenizer = getattr(datamodule, "tokenizer", None)
+        if tokenizer is not None:
+            self.tokenizer_bytes = tokenizer.to_bytes()
+            self._check_vocab(tokenizer.vocab_size)
+
+    def _check_vocab(self, vocab_size: int) -> None:
+        if vocab_size != self.config.vocab_size:
+            raise ValueError(
+                f"ModelConfig.vocab_size ({self.config.vocab_size}) disagrees with the "
+                f"SentencePiece model ({vocab_size} pieces)"
+            )
+
+    def _tokenizer(self):
+        if self.tokenizer_bytes is None:
+            return None
+        if getattr(self, "_tokenizer_cache", None) is None:
+            from seq2seq.data.tokenizer import Tokenizer
+
+            self._tokenizer_cache = Tokenizer.from_bytes(self.tokenizer_bytes)
+        return self._tokenizer_cache
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint[CHECKPOINT_KEY] = {
+            "model_config": self.config.to_dict(),
+            "search": asdict(self.search),
+            "tokenizer": self.tokenizer_bytes,
+        }
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        section = checkpoint.get(CHECKPOINT_KEY, {})
+        self.tokenizer_bytes = section.get("tokenizer", self.tokenizer_bytes)
+
+
+def corpus_bleu_zh(pairs: list[tuple[str, str]]) -> float:
+    """sacreBLEU corpus BLEU with the ``zh`` tokenizer over (hypothesis, reference) pairs."""
+    import sacrebleu
+
+    hyps = [h for h, _ in pairs]
+    refs = [[r for _, r in pairs]]
+    return float(sacrebleu.corpus_bleu(hyps, refs, tokenize="zh").score)
+
+
+class ThroughputMonitor(L.Callback):
+    """Logs non-pad source+target tokens per second of training (progress bar and logger)."""
+
+    def __init__(self, window: int = 20) -> None:
+        self.window = window
+        self._tokens = 0
+        self._start: float | None = None
+        self._steps = 0
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx: int) -> None:
+        if self._start is None:
+            self._start = time.perf_counter()
+
+    def on_validation_start(self, trainer, pl_module) -> None:
+        # Validation time is not training time: restart the window afterwards.
+        self._tokens, self._steps, self._start = 0, 0, None
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int) -> None:
+        self._tokens += int(batch.n_src_tokens) + int(batch.n_tgt_tokens)
+        self._steps += 1
+        if self._steps >= self.window and self._start is not None:
+            elapsed = time.perf_counter() - self._start
+            rate = self._tokens * trainer.world_size / max(elapsed, 1e-9)
+            pl_module.log("tok_per_s", rate, prog_bar=True, rank_zero_only=True)
+            self._tokens, self._steps, self._start = 0, 0, time.perf_counter()

@@ -1,0 +1,157 @@
+"""Inference from a self-contained checkpoint: load, batch by tokens, translate, keep order."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from seq2seq.config import ConfigError, ModelConfig
+from seq2seq.model import Transformer
+from seq2seq.search import SearchConfig, translate_ids
+
+CHECKPOINT_KEY = "seq2seq"  # our section of a Lightning checkpoint: config + tokenizer
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that is missing, unreadable or not one of ours."""
+
+
+def read_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Load a Lightning checkpoint on the CPU, with one-line errors for the usual problems."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: checkpoint not found")
+    try:
+        # Our checkpoints hold plain Python config objects, so weights_only loading is off.
+        checkpoint = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as error:  # truncated zip, not a torch file, ...
+        raise CheckpointError(f"{path}: cannot read checkpoint ({error})") from None
+    if not isinstance(checkpoint, dict) or CHECKPOINT_KEY not in checkpoint:
+        raise CheckpointError(f"{path}: not a seq2seq checkpoint (no '{CHECKPOINT_KEY}' section)")
+    return checkpoint
+
+
+def model_state_dict(checkpoint: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """The Transformer's weights from a LightningModule state dict (drops the 'model.' prefix)."""
+    prefix = "model."
+    return {
+        k[len(prefix) :]: v for k, v in checkpoint["state_dict"].items() if k.startswith(prefix)
+    }
+
+
+class Translator:
+    """A trained model plus its tokenizer and decoding defaults.
+
+    Example:
+        >>> translator = Translator.from_checkpoint("runs/demo/checkpoints/last.ckpt")
+        >>> translator.translate(["I love you."], beam_size=5)
+        ['我爱你。']
+    """
+
+    def __init__(self, model: Transformer, tokenizer, search: SearchConfig) -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.search = search
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, device: str = "cpu") -> Translator:
+        """Build everything from a ``.ckpt`` written by ``seq2seq fit``."""
+        from seq2seq.data.tokenizer import Tokenizer
+
+        checkpoint = read_checkpoint(path)
+        section = checkpoint[CHECKPOINT_KEY]
+        try:
+            config = ModelConfig.from_dict(section["model_config"])
+        except (ConfigError, KeyError, TypeError) as error:
+            raise CheckpointError(f"{path}: bad model config ({error})") from None
+        if section.get("tokenizer") is None:
+            raise CheckpointError(f"{path}: checkpoint holds no SentencePiece model")
+        tokenizer = Tokenizer.from_bytes(section["tokenizer"])
+        if tokenizer.vocab_size != config.vocab_size:
+            raise CheckpointError(
+                f"{path}: vocab_size {config.vocab_size} disagrees with the SentencePiece "
+                f"model ({tokenizer.vocab_size} pieces)"
+            )
+        model = Transformer(config)
+        model.load_state_dict(model_state_dict(checkpoint))
+        known = {f.name for f in fields(SearchConfig)}
+        search = SearchConfig(**{k: v for k, v in section.get("search", {}).items() if k in known})
+        return cls(model.to(device), tokenizer, search)
+
+    def with_search(self, **overrides: Any) -> Translator:
+        """A translator sharing this model, with some search settings changed (None = keep)."""
+        changes = {k: v for k, v in overrides.items() if v is not None}
+        return Translator(self.model, self.tokenizer, replace(self.search, **changes))
+
+    def translate(
+        self,
+        lines: Sequence[str],
+        beam_size: int = 5,
+        max_tokens: int = 4000,
+        on_batch: Callable[[int], None] | None = None,
+    ) -> list[str]:
+        """Translate ``lines``: exactly one output string (without newlines) per input line.
+
+        Args:
+            lines: English sentences; empty lines give empty outputs.
+            beam_size: 1 = greedy search.
+            max_tokens: source tokens per batch (times the beam inside the search).
+            on_batch: called with the number of lines finished after each batch (progress).
+        """
+        from seq2seq.data.clean import normalize_en
+
+        encoded = [self.tokenizer.encode(normalize_en(line)) for line in lines]
+        self._truncate(encoded)
+        outputs = [""] * len(lines)
+        for batch in token_batches(encoded, max_tokens):
+            src = self._pad([encoded[i] for i in batch])
+            hyps = translate_ids(self.model, src, beam_size, self.search)
+            for index, best in zip(batch, hyps, strict=True):
+                outputs[index] = one_line(self.tokenizer.decode(best[0].tokens))
+            if on_batch is not None:
+                on_batch(len(batch))
+        return outputs
+
+    def _truncate(self, encoded: list[list[int]]) -> None:
+        """Cut sources to the model's positions; warn once, naming the lines (1-based)."""
+        limit = self.model.config.max_positions
+        cut = [i + 1 for i, ids in enumerate(encoded) if len(ids) > limit]
+        for i in cut:
+            encoded[i - 1] = encoded[i - 1][:limit]
+        if cut:
+            shown = ", ".join(map(str, cut[:20])) + (" ..." if len(cut) > 20 else "")
+            print(
+                f"warning: truncated {len(cut)} over-long input line(s) to {limit} tokens: "
+                f"line {shown}",
+                file=sys.stderr,
+            )
+
+    def _pad(self, rows: list[list[int]]) -> torch.Tensor:
+        pad = self.model.config.pad_id
+        width = max(len(r) for r in rows)
+        device = self.model.embedding.weight.device
+        return torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=device)
+
+
+def token_batches(encoded: list[list[int]], max_tokens: int) -> Iterable[list[int]]:
+    """Indices of non-empty inputs, longest first, in batches of <= max_tokens padded tokens."""
+    order = sorted((i for i, ids in enumerate(encoded) if ids), key=lambda i: -len(encoded[i]))
+    batch: list[int] = []
+    for index in order:
+        width = len(encoded[batch[0]]) if batch else len(encoded[index])
+        if batch and (len(batch) + 1) * width > max_tokens:
+            yield batch
+            batch = []
+        batch.append(index)
+    if batch:
+        yield batch
+
+
+def one_line(text: str) -> str:
+    """Output text with no line breaks, so output line i always answers input line i."""
+    return " ".join(text.splitlines()).replace("\u2028", " ").replace("\u2029", " ")
