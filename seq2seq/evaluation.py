@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,9 @@ def held_out_split(checkpoint_path: str, split: str) -> tuple[list[str], list[st
         raise CheckpointError(
             f"{checkpoint_path}: no data settings stored; evaluate with --src and --ref"
         )
-    datamodule = TranslationDataModule(**dict(hparams))
+    # Lightning adds bookkeeping entries (e.g. '_instantiator'); keep the constructor's own.
+    accepted = inspect.signature(TranslationDataModule).parameters
+    datamodule = TranslationDataModule(**{k: v for k, v in hparams.items() if k in accepted})
     datamodule.prepare_data()
     return datamodule.split_texts(split)
 

@@ -209,7 +209,7 @@ def corpus_bleu_zh(pairs: list[tuple[str, str]]) -> float:
 class ThroughputMonitor(L.Callback):
     """Logs non-pad source+target tokens per second of training (progress bar and logger)."""
 
-    def __init__(self, window: int = 20) -> None:
+    def __init__(self, window: int = 10) -> None:
         self.window = window
         self._tokens = 0
         self._start: float | None = None

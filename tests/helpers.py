@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 
 from seq2seq import ModelConfig, Transformer
@@ -33,3 +35,24 @@ def random_ids(batch: int, length: int, vocab: int = 40, seed: int = 1) -> torch
     """Ids of ordinary tokens (>= 4: never pad, unk, bos or eos)."""
     generator = torch.Generator().manual_seed(seed)
     return torch.randint(4, vocab, (batch, length), generator=generator)
+
+
+SUBJECTS = [("I", "我"), ("You", "你"), ("He", "他"), ("She", "她"), ("We", "我们"),
+            ("They", "他们"), ("Tom", "汤姆"), ("My teacher", "我的老师")]  # fmt: skip
+VERBS = [("will buy", "会买"), ("can see", "能看见"), ("should eat", "应该吃"),
+         ("will cook", "会做"), ("can find", "能找到")]  # fmt: skip
+OBJECTS = [("apples", "苹果"), ("the book", "那本书"), ("a new car", "一辆新车"),
+           ("rice", "米饭"), ("tea", "茶"), ("the red bag", "那个红色的包"),
+           ("some fish", "一些鱼"), ("the small dog", "那只小狗")]  # fmt: skip
+TIMES = [("today", "今天"), ("tomorrow", "明天"), ("at home", "在家")]
+
+
+def synthetic_pairs():
+    """960 distinct, real-looking pairs; the Chinese has traditional duplicates to clean."""
+    pairs = []
+    for (s_en, s_zh), (v_en, v_zh), (o_en, o_zh), (t_en, t_zh) in itertools.product(
+        SUBJECTS, VERBS, OBJECTS, TIMES
+    ):
+        pairs.append((f"{s_en} {v_en} {o_en} {t_en}.", f"{s_zh}{t_zh}{v_zh}{o_zh}。"))
+    pairs.append(("I will buy apples today.", "我今天會買蘋果。"))  # duplicate after t2s
+    return pairs

@@ -1,0 +1,236 @@
+"""End to end through the real commands: fit a tiny model, then translate, evaluate, average,
+resume. One small run is shared by the module; each test checks one promise of the README."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from helpers import synthetic_pairs
+from seq2seq.cli import main
+from seq2seq.translator import Translator, read_checkpoint
+
+pytestmark = pytest.mark.slow
+
+CONFIG = """
+seed_everything: 3
+model:
+  config:
+    d_model: 32
+    n_heads: 2
+    n_encoder_layers: 1
+    n_decoder_layers: 1
+    d_ff: 64
+    dropout: 0.0
+    max_positions: 64
+  warmup_steps: 10
+  lr_scale: 0.5
+  val_bleu_sentences: 20
+data:
+  corpus: tsv
+  path: {corpus}
+  vocab_size: 300
+  max_tokens: 400
+  max_len: 40
+  cache_dir: {root}/cache
+trainer:
+  accelerator: cpu
+  devices: 1
+  max_steps: {max_steps}
+  val_check_interval: 10
+  check_val_every_n_epoch: null
+  num_sanity_val_steps: 0
+  limit_val_batches: 2
+  log_every_n_steps: 5
+  enable_progress_bar: false
+  enable_model_summary: false
+  callbacks:
+    - class_path: lightning.pytorch.callbacks.ModelCheckpoint
+      init_args:
+        dirpath: {root}/checkpoints
+        filename: "step{{step:05d}}"
+        every_n_train_steps: 10
+        save_top_k: -1
+        auto_insert_metric_name: false
+  logger:
+    class_path: lightning.pytorch.loggers.CSVLogger
+    init_args:
+      save_dir: {root}
+      name: logs
+checkpoint:
+  dirpath: {root}/checkpoints
+"""
+
+
+def fit(root: Path, corpus: Path, max_steps: int, *extra: str) -> None:
+    config = root / f"config{max_steps}.yaml"
+    config.write_text(CONFIG.format(corpus=corpus, root=root, max_steps=max_steps))
+    assert main(["fit", "--config", str(config), *extra]) == 0
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("corpus") / "pairs.tsv"
+    path.write_text("".join(f"{en}\t{zh}\n" for en, zh in synthetic_pairs()), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, corpus) -> Path:
+    root = tmp_path_factory.mktemp("run")
+    fit(root, corpus, max_steps=30)
+    return root
+
+
+def metrics(root: Path) -> list[dict[str, str]]:
+    (path,) = root.glob("logs/version_*/metrics.csv")
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def column(rows: list[dict[str, str]], name: str) -> list[float]:
+    return [float(r[name]) for r in rows if r.get(name)]
+
+
+def test_fit_writes_checkpoints_and_metrics(run):
+    names = {p.name for p in (run / "checkpoints").iterdir()}
+    assert "last.ckpt" in names
+    assert {"step00010.ckpt", "step00020.ckpt", "step00030.ckpt"} <= names
+    assert any(n.startswith("best-") for n in names)
+    rows = metrics(run)
+    losses = column(rows, "train_loss")
+    assert losses[-1] < losses[0] - 1.0, losses  # it learns
+    for name in ("val_loss", "val_bleu", "val_ppl", "tok_per_s", "lr-AdamW"):
+        assert column(rows, name), f"{name} never logged"
+    assert all(rate > 0 for rate in column(rows, "tok_per_s"))
+
+
+def test_logged_learning_rate_follows_the_paper_schedule(run):
+    from seq2seq.training import inverse_sqrt_schedule
+
+    rows = [r for r in metrics(run) if r.get("lr-AdamW")]
+    for row in rows:
+        step = int(row["step"])  # the rate used for the update after `step` updates
+        assert float(row["lr-AdamW"]) == pytest.approx(inverse_sqrt_schedule(step + 1, 32, 10, 0.5))
+
+
+def test_checkpoint_is_self_contained(run, tmp_path):
+    checkpoint = read_checkpoint(run / "checkpoints" / "last.ckpt")
+    section = checkpoint["seq2seq"]
+    assert section["model_config"]["vocab_size"] == 300
+    assert section["tokenizer"][:2] and len(section["tokenizer"]) > 1000
+    # Nothing else is needed: move the data cache away and translate.
+    (run / "cache").rename(tmp_path / "cache")
+    try:
+        translator = Translator.from_checkpoint(run / "checkpoints" / "last.ckpt")
+        (out,) = translator.translate(["I will buy apples today."], beam_size=2)
+        assert out and "\n" not in out
+    finally:
+        (tmp_path / "cache").rename(run / "cache")
+
+
+def test_translate_keeps_one_line_per_input_line(run, tmp_path, capsys):
+    ugly = [
+        b"I will buy apples today.",
+        b"",
+        b"   \t ",
+        b"She can see the small dog tomorrow.\r",
+        b"We \xff\xfe will cook rice.",
+        "我会买苹果。".encode(),
+        "Tea \U0001f375 at home.".encode(),
+        b"Tom\x00 \x07 can find\x1b the book.",
+        b"apples " * 3000,  # 21,000 characters: truncated with a warning
+        b"He should eat some fish.",
+    ]
+    source = tmp_path / "in.en"
+    source.write_bytes(b"\n".join(ugly) + b"\n")
+    output = tmp_path / "out.zh"
+    checkpoint = str(run / "checkpoints" / "last.ckpt")
+    code = main(["translate", "--checkpoint", checkpoint, "--input", str(source),
+                 "--output", str(output), "--beam-size", "3"])  # fmt: skip
+    assert code == 0
+    lines = output.read_text(encoding="utf-8").split("\n")
+    assert lines[-1] == "" and len(lines) - 1 == len(ugly)
+    assert lines[1] == "" and lines[2] == ""
+    assert lines[0] and lines[-2]
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "truncat" in line]
+    assert len(warnings) == 1 and "9" in warnings[0]
+
+
+def test_batching_does_not_change_translations(run):
+    translator = Translator.from_checkpoint(run / "checkpoints" / "last.ckpt")
+    lines = [en for en, _ in synthetic_pairs()[:40:3]]
+    together = translator.translate(lines, beam_size=3, max_tokens=4000)
+    alone = [translator.translate([line], beam_size=3)[0] for line in lines]
+    tiny_batches = translator.translate(lines, beam_size=3, max_tokens=30)
+    assert together == alone == tiny_batches
+
+
+def test_evaluate_json_with_files(run, tmp_path, capsys):
+    pairs = synthetic_pairs()[:25]
+    src, ref = tmp_path / "t.en", tmp_path / "t.zh"
+    src.write_text("".join(en + "\n" for en, _ in pairs), encoding="utf-8")
+    ref.write_text("".join(zh + "\n" for _, zh in pairs), encoding="utf-8")
+    hyps = tmp_path / "hyps.zh"
+    checkpoint = str(run / "checkpoints" / "last.ckpt")
+    code = main(["evaluate", "--checkpoint", checkpoint, "--src", str(src), "--ref", str(ref),
+                 "--ref", str(ref), "--hyps", str(hyps), "--json", "--beam-size", "2"])  # fmt: skip
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    assert 0.0 <= result["bleu"] <= 100.0 and 0.0 <= result["chrf"] <= 100.0
+    assert "tok:zh" in result["bleu_signature"] and "nrefs:2" in result["bleu_signature"]
+    assert result["sentences"] == 25
+    assert len(hyps.read_text(encoding="utf-8").splitlines()) == 25
+
+
+def test_evaluate_held_out_test_split(run, capsys):
+    checkpoint = str(run / "checkpoints" / "last.ckpt")
+    assert main(["evaluate", "--checkpoint", checkpoint, "--split", "test", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["eval_set"] == "test" and result["sentences"] > 0
+
+
+def test_evaluation_scores_perfect_hypotheses_100():
+    from seq2seq.evaluation import evaluate_translator
+
+    refs = ["我今天会买苹果。", "他明天能看见那本书。"]
+    assert evaluate_translator(refs, [refs])["bleu"] == pytest.approx(100.0)
+
+
+def test_average_is_the_parameter_mean(run, tmp_path):
+    a, b = run / "checkpoints" / "step00010.ckpt", run / "checkpoints" / "step00020.ckpt"
+    out = tmp_path / "avg.ckpt"
+    assert main(["average", "--checkpoints", str(a), str(b), "--output", str(out)]) == 0
+    averaged, first, second = (read_checkpoint(p) for p in (out, a, b))
+    assert "optimizer_states" not in averaged
+    for key, value in averaged["state_dict"].items():
+        expected = (first["state_dict"][key].double() + second["state_dict"][key].double()) / 2
+        torch.testing.assert_close(value.double(), expected, rtol=0, atol=1e-6)
+    assert Translator.from_checkpoint(out).translate(["I will buy tea."])[0]
+
+
+def test_resume_from_last_continues_exactly(run, corpus, tmp_path_factory):
+    """30 steps + resume to 40 == 40 steps straight (dropout 0, same seed)."""
+    straight = tmp_path_factory.mktemp("straight")
+    fit(straight, corpus, max_steps=40)
+    resumed = tmp_path_factory.mktemp("resumed")
+    fit(resumed, corpus, max_steps=30)
+    fit(resumed, corpus, 40, "--ckpt_path", "last")
+    a = read_checkpoint(straight / "checkpoints" / "last.ckpt")
+    b = read_checkpoint(resumed / "checkpoints" / "last.ckpt")
+    assert a["global_step"] == b["global_step"] == 40
+    for key, value in a["state_dict"].items():
+        torch.testing.assert_close(b["state_dict"][key], value, rtol=1e-5, atol=1e-6)
+
+
+def test_bad_checkpoint_is_one_line_error(tmp_path, capsys):
+    bogus = tmp_path / "bogus.ckpt"
+    bogus.write_bytes(b"not a checkpoint")
+    for path in (tmp_path / "missing.ckpt", bogus):
+        code = main(["translate", "--checkpoint", str(path), "--input", str(bogus)])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and "\n" not in err and str(path) in err
