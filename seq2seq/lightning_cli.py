@@ -44,7 +44,9 @@ def trainer_defaults() -> dict:
 def run_lightning_cli(argv: list[str]) -> Seq2SeqCLI:
     """Run ``fit``/``validate`` with the given command-line arguments."""
     saved_argv = sys.argv
-    sys.argv = sys.argv[:1]  # the arguments come from ``argv`` only
+    # Lightning's DDP launcher starts the other ranks by re-running sys.argv, so it must hold
+    # exactly this command's arguments.
+    sys.argv = sys.argv[:1] + list(argv)
     try:
         return Seq2SeqCLI(
             TranslationModule,

@@ -1,0 +1,82 @@
+"""One rank of the 2-process DDP test (launched by torchrun from tests/test_ddp.py).
+
+Trains one epoch of a tiny model with Lightning's DDP strategy on CPU (gloo) and saves, per
+rank: every batch's source rows, the first step's (all-reduced) gradients and the weights the
+run started from. Usage: ddp_worker.py OUT_DIR CORPUS_TSV CACHE_DIR
+"""
+
+import sys
+from pathlib import Path
+
+import lightning as L
+import torch
+
+from seq2seq.config import ModelConfig
+from seq2seq.data.datamodule import TranslationDataModule
+from seq2seq.training import TranslationModule
+
+TINY = dict(d_model=32, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=64, dropout=0.0)
+
+
+class Recorder(L.Callback):
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, ...]] = []
+        self.batches = 0
+        self.first_grads: dict[str, torch.Tensor] = {}
+        self.first_batch = None
+        self.initial: dict[str, torch.Tensor] = {}
+        self.losses: list[float] = []
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self.initial = {k: v.detach().clone() for k, v in pl_module.state_dict().items()}
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        self.batches += 1
+        self.rows += [tuple(row[row != 0].tolist()) for row in batch.src]
+        if self.first_batch is None:
+            self.first_batch = batch
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self.losses.append(float(outputs["loss"]))
+
+    def on_after_backward(self, trainer, pl_module) -> None:
+        if not self.first_grads:  # DDP has already averaged the gradients across ranks here
+            self.first_grads = {n: p.grad.detach().clone() for n, p in pl_module.named_parameters()}
+
+
+def main() -> None:
+    out, corpus, cache = sys.argv[1:4]
+    torch.set_num_threads(1)
+    data = TranslationDataModule(
+        corpus="tsv", path=corpus, vocab_size=300, max_tokens=400, max_len=40, cache_dir=cache
+    )
+    L.seed_everything(0)
+    module = TranslationModule(
+        ModelConfig(vocab_size=300, max_positions=64, **TINY), warmup_steps=10,
+        val_bleu_sentences=0,
+    )  # fmt: skip
+    recorder = Recorder()
+    trainer = L.Trainer(
+        accelerator="cpu", devices=2, strategy="ddp", max_epochs=1, limit_val_batches=0,
+        logger=False, enable_checkpointing=False, enable_progress_bar=False,
+        enable_model_summary=False, callbacks=[recorder],
+    )  # fmt: skip
+    trainer.fit(module, datamodule=data)
+    b = recorder.first_batch
+    torch.save(
+        {
+            "rows": recorder.rows,
+            "batches": recorder.batches,
+            "losses": recorder.losses,
+            "global_step": trainer.global_step,
+            "world_size": trainer.world_size,
+            "first_batch": (b.src, b.tgt_in, b.tgt_out),
+            "first_grads": recorder.first_grads,
+            "initial": recorder.initial,
+        },
+        Path(out) / f"rank{trainer.global_rank}.pt",
+    )
+
+
+if __name__ == "__main__":
+    main()
