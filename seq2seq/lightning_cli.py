@@ -41,8 +41,9 @@ def trainer_defaults() -> dict:
     }
 
 
-def run_lightning_cli(argv: list[str]) -> Seq2SeqCLI:
-    """Run ``fit``/``validate`` with the given command-line arguments."""
+def run_lightning_cli(argv: list[str], run: bool = True) -> Seq2SeqCLI:
+    """Run ``fit``/``validate`` with the given arguments (``run=False``: only instantiate;
+    ``argv`` then has no subcommand)."""
     saved_argv = sys.argv
     # Lightning's DDP launcher starts the other ranks by re-running sys.argv, so it must hold
     # exactly this command's arguments.
@@ -55,6 +56,7 @@ def run_lightning_cli(argv: list[str]) -> Seq2SeqCLI:
             save_config_kwargs={"overwrite": True},
             auto_configure_optimizers=False,  # the module owns Adam and the paper's schedule
             args=argv,
+            run=run,
         )
     finally:
         sys.argv = saved_argv
