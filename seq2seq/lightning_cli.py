@@ -6,6 +6,7 @@ Trainer), so ``seq2seq fit --print_config`` writes a complete YAML that ``--conf
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 
 from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
@@ -32,6 +33,27 @@ class Seq2SeqCLI(LightningCLI):
                 "checkpoint.auto_insert_metric_name": False,
             }
         )
+
+    def instantiate_trainer(self, **kwargs):
+        trainer = super().instantiate_trainer(**kwargs)
+        add_tensorboard_beside_csv(trainer)
+        return trainer
+
+
+def add_tensorboard_beside_csv(trainer) -> None:
+    """Also log to TensorBoard, in the CSV logger's run directory, when it is installed."""
+    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+
+    if importlib.util.find_spec("tensorboard") is None:
+        return
+    loggers = trainer.loggers
+    if len(loggers) != 1 or not isinstance(loggers[0], CSVLogger):
+        return
+    csv = loggers[0]
+    tensorboard = TensorBoardLogger(
+        save_dir=csv.save_dir, name=csv.name, version=csv.version, default_hp_metric=False
+    )
+    trainer.loggers = [csv, tensorboard]
 
 
 def trainer_defaults() -> dict:

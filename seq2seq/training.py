@@ -5,6 +5,7 @@ Lightning lives here and in the data/CLI layers only; the model itself is plain 
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, replace
 from typing import Any
@@ -68,8 +69,8 @@ class TranslationModule(L.LightningModule):
         adam_betas: Adam's (beta1, beta2) (paper: 0.9, 0.98).
         adam_eps: Adam's epsilon (paper: 1e-9).
         weight_decay: decoupled weight decay (AdamW); 0 as in the paper.
-        val_bleu_sentences: how many dev sentences to translate for validation BLEU per
-            validation run (0 = skip BLEU, -1 = all).
+        val_bleu_sentences: about how many dev sentences to translate for validation BLEU
+            per validation run, the same share of every batch (0 = skip BLEU, -1 = all).
         val_beam_size: beam used for validation BLEU (1 = greedy, fastest).
         search: decoding defaults stored in the checkpoint for ``translate``/``evaluate``.
     """
@@ -97,7 +98,6 @@ class TranslationModule(L.LightningModule):
         )
         self.tokenizer_bytes: bytes | None = None  # set from the data module in setup()
         self._val_outputs: list[tuple[str, str]] = []
-        self._val_sentences = 0
 
     # -- optimisation --------------------------------------------------------------------
 
@@ -155,11 +155,12 @@ class TranslationModule(L.LightningModule):
         loss, nll, n_tokens = self.loss(batch)
         self.log("val_loss", loss, batch_size=n_tokens, sync_dist=True)
         self.log("val_nll", nll, batch_size=n_tokens, sync_dist=True, prog_bar=True)
-        if self._wants_more_bleu_sentences():
-            self._translate_for_bleu(batch)
+        share = self._bleu_share(batch.src.shape[0])
+        if share:
+            self._translate_for_bleu(batch, share)
 
     def on_validation_epoch_start(self) -> None:
-        self._val_outputs, self._val_sentences = [], 0
+        self._val_outputs = []
 
     def on_validation_epoch_end(self) -> None:
         nll = self.trainer.callback_metrics.get("val_nll")
@@ -170,18 +171,29 @@ class TranslationModule(L.LightningModule):
         elif self.hparams.val_bleu_sentences != 0:
             self.log("val_bleu", 0.0)
 
-    def _wants_more_bleu_sentences(self) -> bool:
-        limit = self.hparams.val_bleu_sentences
-        return limit < 0 or self._val_sentences < limit
+    def _bleu_share(self, batch_size: int) -> int:
+        """How many sentences of this dev batch to translate for validation BLEU.
 
-    def _translate_for_bleu(self, batch) -> None:
+        Dev batches run shortest first, so taking the first N sentences would score only short
+        ones; the same fraction of every batch samples all lengths.
+        """
+        limit = self.hparams.val_bleu_sentences
+        datamodule = getattr(self.trainer, "datamodule", None) if self._trainer else None
+        if limit == 0:
+            return 0
+        if limit < 0 or not hasattr(datamodule, "dataset"):
+            return batch_size
+        n_dev = len(datamodule.dataset("dev"))
+        return min(batch_size, math.ceil(batch_size * limit / max(n_dev, 1)))
+
+    def _translate_for_bleu(self, batch, share: int) -> None:
         tokenizer = self._tokenizer()
         if tokenizer is None or self.config.decoder_only:
             return
-        hyps = translate_ids(self.model, batch.src, self.hparams.val_beam_size, self.search)
-        for best, ref in zip(hyps, batch.tgt_out.tolist(), strict=True):
+        src, refs = batch.src[:share], batch.tgt_out[:share].tolist()
+        hyps = translate_ids(self.model, src, self.hparams.val_beam_size, self.search)
+        for best, ref in zip(hyps, refs, strict=True):
             self._val_outputs.append((tokenizer.decode(best[0].tokens), tokenizer.decode(ref)))
-        self._val_sentences += batch.src.shape[0]
 
     # -- tokenizer and self-contained checkpoints -----------------------------------------
 

@@ -109,6 +109,13 @@ def test_fit_writes_checkpoints_and_metrics(run):
     assert all(rate > 0 for rate in column(rows, "tok_per_s"))
 
 
+def test_tensorboard_logs_beside_csv_when_installed(run):
+    pytest.importorskip("tensorboard")
+    (version,) = run.glob("logs/version_*")
+    assert (version / "metrics.csv").is_file()
+    assert list(version.glob("events.out.tfevents.*"))
+
+
 def test_logged_learning_rate_follows_the_paper_schedule(run):
     from seq2seq.training import inverse_sqrt_schedule
 
