@@ -9,9 +9,10 @@ from __future__ import annotations
 import importlib.util
 import sys
 
-from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
+from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
+from seq2seq.checkpointing import BestAndLastCheckpoint
 from seq2seq.data.datamodule import TranslationDataModule
 from seq2seq.training import ThroughputMonitor, TranslationModule
 
@@ -22,7 +23,7 @@ class Seq2SeqCLI(LightningCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         # One vocabulary: the model's embedding has exactly the tokenizer's size.
         parser.link_arguments("data.vocab_size", "model.config.vocab_size")
-        parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
+        parser.add_lightning_class_args(BestAndLastCheckpoint, "checkpoint")
         parser.set_defaults(
             {
                 "checkpoint.monitor": "val_bleu",

@@ -221,11 +221,15 @@ def test_average_is_the_parameter_mean(run, tmp_path):
 
 
 def test_resume_from_last_continues_exactly(run, corpus, tmp_path_factory):
-    """30 steps + resume to 40 == 40 steps straight (dropout 0, same seed)."""
+    """25 steps + resume to 40 == 40 steps straight (dropout 0, same seed).
+
+    25 is between two validations (every 10 steps): last.ckpt must still hold step 25, and
+    resuming it mid-epoch must replay the same data order."""
     straight = tmp_path_factory.mktemp("straight")
     fit(straight, corpus, max_steps=40)
     resumed = tmp_path_factory.mktemp("resumed")
-    fit(resumed, corpus, max_steps=30)
+    fit(resumed, corpus, max_steps=25)
+    assert read_checkpoint(resumed / "checkpoints" / "last.ckpt")["global_step"] == 25
     fit(resumed, corpus, 40, "--ckpt_path", "last")
     a = read_checkpoint(straight / "checkpoints" / "last.ckpt")
     b = read_checkpoint(resumed / "checkpoints" / "last.ckpt")
