@@ -178,6 +178,7 @@ def ours_config(config: dict[str, Any], out: Path, args: argparse.Namespace) -> 
     }
     trainer["default_root_dir"] = str(out)
     config.setdefault("checkpoint", {})["dirpath"] = str(out / "checkpoints")
+    config["checkpoint"]["overwrite"] = True  # a rerun replaces the previous comparison
     return config
 
 

@@ -1,9 +1,19 @@
-"""Checkpointing for ``seq2seq fit``: the best model by validation BLEU and an always-recent
-``last.ckpt`` for ``--ckpt_path last``."""
+"""Checkpointing for ``seq2seq fit``: the best model by validation BLEU, an always-recent
+``last.ckpt`` for ``--ckpt_path last``, and one run per checkpoint directory."""
 
 from __future__ import annotations
 
+import os
+import socket
+from pathlib import Path
+
 from lightning.pytorch.callbacks import ModelCheckpoint
+
+LOCK_NAME = ".run.lock"
+
+
+class CheckpointDirInUse(RuntimeError):
+    """The checkpoint directory belongs to another run; the message says what to do."""
 
 
 class BestAndLastCheckpoint(ModelCheckpoint):
@@ -15,20 +25,76 @@ class BestAndLastCheckpoint(ModelCheckpoint):
     and ``--ckpt_path last`` would resume from the past. This one also writes it every
     ``last_every_n_train_steps`` optimizer steps and when training ends.
 
+    It also keeps two runs from overwriting each other's checkpoints: a new run (not resuming
+    with ``--ckpt_path``) refuses a directory that already holds checkpoints unless
+    ``overwrite`` is set, and no run starts in a directory that a live run on this machine
+    holds (a lock file with its process id; a lock left by a killed run is ignored).
+
     Args:
         last_every_n_train_steps: refresh ``last.ckpt`` this often (0 = only at validation and
             at the end of training).
+        overwrite: let a new run write into a directory that already holds checkpoints.
         **kwargs: ``ModelCheckpoint``'s own arguments.
     """
 
-    def __init__(self, last_every_n_train_steps: int = 100, **kwargs) -> None:
+    def __init__(
+        self, last_every_n_train_steps: int = 100, overwrite: bool = False, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
+        self.overwrite = overwrite
+        if overwrite:
+            # Really overwrite: Lightning would otherwise write last-v1.ckpt beside the old
+            # last.ckpt, and --ckpt_path last could later pick either.
+            self._enable_version_counter = False
         if last_every_n_train_steps < 0:
             raise ValueError(
                 f"last_every_n_train_steps must be >= 0, got {last_every_n_train_steps}"
             )
         self.last_every_n_train_steps = last_every_n_train_steps
         self._step_in_last = -1  # the global step that last.ckpt holds
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        super().on_train_start(trainer, pl_module)
+        # Here, not in setup(): only now is trainer.ckpt_path (a resume) known. Rank 0 decides
+        # for every rank: a rank that raised alone would leave the others hanging.
+        problem = self._clobber_problem(trainer) if trainer.is_global_zero else None
+        problem = trainer.strategy.broadcast(problem)
+        if problem:
+            raise CheckpointDirInUse(problem)
+        if trainer.is_global_zero:
+            self._lock_path().parent.mkdir(parents=True, exist_ok=True)
+            self._lock_path().write_text(f"{socket.gethostname()} {os.getpid()}\n")
+
+    def teardown(self, trainer, pl_module, stage: str) -> None:
+        self._release(trainer)
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        super().on_exception(trainer, pl_module, exception)
+        self._release(trainer)
+
+    def _lock_path(self) -> Path:
+        return Path(self.dirpath) / LOCK_NAME
+
+    def _release(self, trainer) -> None:
+        if trainer.is_global_zero and _lock_owner(self._lock_path()) == os.getpid():
+            self._lock_path().unlink(missing_ok=True)
+
+    def _clobber_problem(self, trainer) -> str | None:
+        directory = Path(self.dirpath)
+        owner = _lock_owner(directory / LOCK_NAME)
+        if owner is not None and owner != os.getpid():
+            return (
+                f"{directory} is in use by another training run (process {owner}); give this "
+                "run its own checkpoint.dirpath"
+            )
+        existing = sorted(p.name for p in directory.glob("*.ckpt")) if directory.is_dir() else []
+        if existing and not self.overwrite and trainer.ckpt_path is None:
+            return (
+                f"{directory} already holds checkpoints of another run ({', '.join(existing[:3])}"
+                f"{', ...' if len(existing) > 3 else ''}): resume it with --ckpt_path last, "
+                "choose another checkpoint.dirpath, or pass --checkpoint.overwrite true"
+            )
+        return None
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int) -> None:
         super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
@@ -51,3 +117,21 @@ class BestAndLastCheckpoint(ModelCheckpoint):
     def _save_last_checkpoint(self, trainer, monitor_candidates) -> None:
         super()._save_last_checkpoint(trainer, monitor_candidates)
         self._step_in_last = trainer.global_step
+
+
+def _lock_owner(lock: Path) -> int | None:
+    """The process id holding ``lock`` if that process is alive on this machine, else None."""
+    try:
+        host, pid = lock.read_text().split()
+        pid = int(pid)
+    except (OSError, ValueError):
+        return None
+    if host != socket.gethostname():
+        return None  # cannot check another machine's processes: treat as stale
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None  # the run that wrote it is gone (killed): resuming is fine
+    except PermissionError:
+        pass  # alive, owned by another user
+    return pid

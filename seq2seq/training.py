@@ -42,6 +42,10 @@ def cooldown_factor(step: int, total_steps: int, cooldown_steps: int) -> float:
     return max(0.0, min(1.0, (total_steps - step) / cooldown_steps))
 
 
+class TrainingStopped(RuntimeError):
+    """Training cannot usefully go on; the message says why in one line."""
+
+
 def label_smoothed_loss(logits: Tensor, targets: Tensor, epsilon: float) -> Tensor:
     """Mean label-smoothed cross-entropy (§5.4) over the given target tokens.
 
@@ -73,6 +77,10 @@ class TranslationModule(L.LightningModule):
             per validation run, the same share of every batch (0 = skip BLEU, -1 = all).
         val_beam_size: beam used for validation BLEU (1 = greedy, fastest).
         search: decoding defaults stored in the checkpoint for ``translate``/``evaluate``.
+        max_nonfinite_steps: a batch whose loss is NaN or infinite (on any rank) is skipped:
+            no backward and no parameter update (Lightning's step counter and the schedule
+            still advance), counted in the ``skipped_steps`` metric. After this many in a row,
+            training stops with ``TrainingStopped``.
     """
 
     def __init__(
@@ -88,6 +96,7 @@ class TranslationModule(L.LightningModule):
         val_bleu_sentences: int = 500,
         val_beam_size: int = 1,
         search: SearchConfig = SearchConfig(),  # noqa: B008 (frozen, so sharing is safe)
+        max_nonfinite_steps: int = 10,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -98,6 +107,8 @@ class TranslationModule(L.LightningModule):
         )
         self.tokenizer_bytes: bytes | None = None  # set from the data module in setup()
         self._val_outputs: list[tuple[str, str]] = []
+        self.skipped_steps = 0  # batches skipped for a non-finite loss, in this process's run
+        self._skipped_in_a_row = 0
 
     # -- optimisation --------------------------------------------------------------------
 
@@ -146,10 +157,32 @@ class TranslationModule(L.LightningModule):
             nll = F.cross_entropy(logits.detach().float(), targets) if not self.training else loss
         return loss, nll, int(real.sum())
 
-    def training_step(self, batch, batch_idx: int) -> Tensor:
+    def training_step(self, batch, batch_idx: int) -> Tensor | None:
         loss, _, _ = self.loss(batch)
+        if not self._finite_on_every_rank(loss):
+            self._skip_nonfinite_batch(loss)
+            return None  # Lightning then runs no backward; Adam skips gradient-less parameters
+        self._skipped_in_a_row = 0
         self.log("train_loss", loss, prog_bar=True, batch_size=batch.src.shape[0])
         return loss
+
+    def _finite_on_every_rank(self, loss: Tensor) -> bool:
+        """Whether the loss is finite everywhere: under DDP every rank must skip together, or
+        the ranks that do step would wait forever for the others' gradients."""
+        finite = torch.isfinite(loss.detach()).float()
+        return bool(self.all_gather(finite).min() > 0)
+
+    def _skip_nonfinite_batch(self, loss: Tensor) -> None:
+        self.skipped_steps += 1
+        self._skipped_in_a_row += 1
+        self.log("skipped_steps", float(self.skipped_steps))
+        limit = self.hparams.max_nonfinite_steps
+        if self._skipped_in_a_row >= limit:
+            raise TrainingStopped(
+                f"the training loss was not finite ({loss.item()}) for {limit} batches in a row "
+                f"at step {self.global_step} ({self.skipped_steps} skipped in all); lower "
+                "model.lr_scale, lengthen model.warmup_steps or check the data"
+            )
 
     def validation_step(self, batch, batch_idx: int) -> None:
         loss, nll, n_tokens = self.loss(batch)

@@ -66,10 +66,14 @@ checkpoint:
 """
 
 
-def fit(root: Path, corpus: Path, max_steps: int, *extra: str) -> None:
+def write_config(root: Path, corpus: Path, max_steps: int) -> str:
     config = root / f"config{max_steps}.yaml"
     config.write_text(CONFIG.format(corpus=corpus, root=root, max_steps=max_steps))
-    assert main(["fit", "--config", str(config), *extra]) == 0
+    return str(config)
+
+
+def fit(root: Path, corpus: Path, max_steps: int, *extra: str) -> None:
+    assert main(["fit", "--config", write_config(root, corpus, max_steps), *extra]) == 0
 
 
 @pytest.fixture(scope="module")
@@ -245,3 +249,38 @@ def test_bad_checkpoint_is_one_line_error(tmp_path, capsys):
         code = main(["translate", "--checkpoint", str(path), "--input", str(bogus)])
         err = capsys.readouterr().err.strip()
         assert code == 2 and "\n" not in err and str(path) in err
+
+
+def test_a_new_run_refuses_a_directory_with_checkpoints(run, corpus, capsys):
+    last = run / "checkpoints" / "last.ckpt"
+    before = last.read_bytes()
+    assert main(["fit", "--config", write_config(run, corpus, 12)]) == 2
+    (error,) = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert error.startswith("seq2seq fit: error: ") and str(run / "checkpoints") in error
+    assert "already holds checkpoints" in error and "--checkpoint.overwrite true" in error
+    assert last.read_bytes() == before  # nothing was overwritten
+
+
+def test_overwrite_is_explicit_and_a_live_run_is_never_clobbered(corpus, tmp_path, capsys):
+    import os
+    import socket
+    import subprocess
+
+    config = write_config(tmp_path, corpus, 5)
+    assert main(["fit", "--config", config]) == 0
+    assert main(["fit", "--config", config, "--checkpoint.overwrite", "true"]) == 0
+    lock = tmp_path / "checkpoints" / ".run.lock"
+    assert not lock.exists()  # released when the run ended
+    # A lock left by a process that is gone (a killed run) does not block a resume.
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    lock.write_text(f"{socket.gethostname()} {gone.pid}\n")
+    assert main(["fit", "--config", write_config(tmp_path, corpus, 8), "--ckpt_path", "last"]) == 0
+    assert read_checkpoint(tmp_path / "checkpoints" / "last.ckpt")["global_step"] == 8
+    # A live one blocks even overwrite and resume.
+    lock.write_text(f"{socket.gethostname()} {os.getppid()}\n")
+    capsys.readouterr()
+    longer = write_config(tmp_path, corpus, 11)  # a resume that would train and save
+    argv = ["fit", "--config", longer, "--checkpoint.overwrite", "true", "--ckpt_path", "last"]
+    assert main(argv) == 2
+    assert f"in use by another training run (process {os.getppid()})" in capsys.readouterr().err

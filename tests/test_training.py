@@ -65,3 +65,72 @@ def test_loss_ignores_padding_and_counts_only_real_targets():
     one = [module.loss(make_batch([s], [t])) for s, t in zip(src, tgt, strict=True)]
     weighted = sum(item[0] * item[2] for item in one) / n
     torch.testing.assert_close(loss, weighted)
+
+
+class LossIsNanOn(TranslationModule):
+    """A module whose training loss is NaN on the chosen training batches (0-based calls)."""
+
+    def __init__(self, bad_batches, **kwargs):
+        super().__init__(tiny_config(), warmup_steps=2, **kwargs)
+        self.bad_batches, self.calls = set(bad_batches), 0
+
+    def loss(self, batch):
+        loss, nll, n = super().loss(batch)
+        if self.training:
+            if self.calls in self.bad_batches:
+                loss = loss * float("nan")
+            self.calls += 1
+        return loss, nll, n
+
+
+def train_batches(count: int) -> list:
+    generator = torch.Generator().manual_seed(0)
+    rows = lambda n: torch.randint(4, 40, (3, n), generator=generator).tolist()  # noqa: E731
+    return [make_batch(rows(5), rows(4)) for _ in range(count)]
+
+
+def fit_on(module, batches, callbacks=()) -> None:
+    import lightning as L
+
+    trainer = L.Trainer(
+        accelerator="cpu",
+        max_epochs=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=list(callbacks),
+    )
+    loader = torch.utils.data.DataLoader(batches, batch_size=None, collate_fn=lambda b: b)
+    trainer.fit(module, train_dataloaders=loader)
+    return trainer
+
+
+def test_nonfinite_loss_skips_the_update_and_training_goes_on():
+    import lightning as L
+
+    class Snapshots(L.Callback):
+        def __init__(self):
+            self.after = []  # parameters after each training batch
+
+        def on_train_batch_end(self, trainer, module, *args):
+            self.after.append(torch.cat([p.detach().flatten() for p in module.parameters()]))
+
+    torch.manual_seed(0)
+    module, snapshots = LossIsNanOn({2, 3}), Snapshots()
+    fit_on(module, train_batches(6), callbacks=[snapshots])
+    assert module.skipped_steps == 2
+    after = snapshots.after
+    assert torch.equal(after[1], after[2]) and torch.equal(after[2], after[3])  # no update
+    assert not torch.equal(after[3], after[4]) and not torch.equal(after[0], after[1])
+    assert torch.isfinite(after[-1]).all()
+    assert module.trainer.callback_metrics["skipped_steps"] == 2
+
+
+def test_a_loss_that_stays_nonfinite_stops_training_with_a_message():
+    from seq2seq.training import TrainingStopped
+
+    module = LossIsNanOn(set(range(100)), max_nonfinite_steps=3)
+    with pytest.raises(TrainingStopped, match=r"not finite \(nan\) for 3 batches in a row"):
+        fit_on(module, train_batches(6))
+    assert module.skipped_steps == 3
