@@ -68,10 +68,25 @@ class KVCache:
         """Mark ``n_steps`` more positions as filled (called once per decode call)."""
         self.length += n_steps
 
-    def reorder(self, index: Tensor) -> None:
-        """Select rows ``index`` (N',) of every tensor: one call after each beam step."""
-        self.self_k = self.self_k.index_select(1, index)
-        self.self_v = self.self_v.index_select(1, index)
+    def reorder(self, index: Tensor, *, cross: bool = True) -> None:
+        """Select rows ``index`` (N',) of every tensor: one call after each beam step.
+
+        With the row count unchanged (beam search), only the ``length`` filled positions are
+        copied, in place: the rest is rewritten before it is read, and copying the whole
+        preallocated buffer would make every step cost O(max_len). ``cross=False`` leaves the
+        cross-attention keys/values and source mask alone, which is right when rows only move
+        among copies of the same source (the k beams of one sentence).
+        """
+        if index.shape[0] == self.n_rows:
+            filled = slice(0, self.length)
+            self.self_k[:, :, :, filled] = self.self_k[:, index, :, filled]
+            self.self_v[:, :, :, filled] = self.self_v[:, index, :, filled]
+        else:
+            self.self_k = self.self_k.index_select(1, index)
+            self.self_v = self.self_v.index_select(1, index)
+            cross = True  # the row count changed: every tensor must follow
+        if not cross:
+            return
         if self.cross_k is not None and self.cross_v is not None:
             self.cross_k = self.cross_k.index_select(1, index)
             self.cross_v = self.cross_v.index_select(1, index)

@@ -35,23 +35,27 @@ class Scorer(Protocol):
 class TransformerScorer:
     """Encodes a source batch once, then feeds one token per step through the KV cache.
 
-    Rows are ordered sentence-major: row ``b * beam_size + j`` is beam j of sentence b.
+    Rows are ordered sentence-major: row ``b * beam_size + j`` is beam j of sentence b, and
+    ``reorder`` expects rows to move only among one sentence's beams (what ``beam_search``
+    does), so the cross-attention keys/values never need to follow.
     """
 
     def __init__(self, model: Transformer, src_ids: Tensor, beam_size: int, max_len: int) -> None:
         self.model = model
-        src_ids = src_ids.repeat_interleave(beam_size, dim=0)  # (B*k, S)
+        # Encode each source once, then give each of its k beams a copy of the result.
+        memory = model.encode(src_ids).repeat_interleave(beam_size, dim=0)  # (B*k, S, d)
         source_mask = padding_mask(src_ids, model.config.pad_id)
-        # Encoding the k copies is as cheap as expanding one memory: the batch is small.
-        memory = model.encode(src_ids)
-        self.cache = model.init_cache(src_ids.shape[0], max_len, memory, source_mask)
+        source_mask = source_mask.repeat_interleave(beam_size, dim=0)  # (B*k, S)
+        self.cache = model.init_cache(memory.shape[0], max_len, memory, source_mask)
 
     def __call__(self, last_tokens: Tensor) -> Tensor:
         logits = self.model.decode(last_tokens[:, None], cache=self.cache)[:, -1]
         return torch.log_softmax(logits.float(), dim=-1)
 
     def reorder(self, index: Tensor) -> None:
-        self.cache.reorder(index)
+        # Searches move rows only among the k beams of one sentence, which share the source:
+        # the cross-attention keys/values stay as they are.
+        self.cache.reorder(index, cross=False)
 
 
 @dataclass(frozen=True)

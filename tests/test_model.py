@@ -100,6 +100,23 @@ def test_cache_reorder_selects_rows():
     assert torch.allclose(got, expected, atol=1e-10)
 
 
+def test_beam_reorder_within_sentences_keeps_cross_attention_as_is():
+    """Rows 0-1 are beams of sentence A, rows 2-3 of B: moving beams inside each sentence
+    needs no cross-attention copy, and decoding continues as if from the reordered prefixes."""
+    model = tiny_model()
+    src = random_ids(2, 5).repeat_interleave(2, dim=0)  # (4, 5): A, A, B, B
+    tgt = random_ids(4, 4, seed=8)
+    cache = model.init_cache(4, 8, model.encode(src), padding_mask(src, 0))
+    cross_before = cache.cross_k
+    model.decode(tgt[:, :3], cache=cache)
+    rows = torch.tensor([1, 1, 3, 2])
+    cache.reorder(rows, cross=False)
+    assert cache.cross_k is cross_before
+    got = model.decode(tgt[rows, 3:], cache=cache)
+    expected = model(src, tgt[rows])[:, 3:]
+    assert torch.allclose(got, expected, atol=1e-10)
+
+
 def test_decoder_only_model_has_no_encoder_or_cross_attention_and_is_causal():
     model = tiny_model(decoder_only=True)
     names = [n for n, _ in model.named_parameters()]
