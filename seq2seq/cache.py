@@ -71,16 +71,22 @@ class KVCache:
     def reorder(self, index: Tensor, *, cross: bool = True) -> None:
         """Select rows ``index`` (N',) of every tensor: one call after each beam step.
 
-        With the row count unchanged (beam search), only the ``length`` filled positions are
-        copied, in place: the rest is rewritten before it is read, and copying the whole
-        preallocated buffer would make every step cost O(max_len). ``cross=False`` leaves the
-        cross-attention keys/values and source mask alone, which is right when rows only move
-        among copies of the same source (the k beams of one sentence).
+        With the row count unchanged (beam search), only the rows that change and only their
+        ``length`` filled positions are copied, in place: the rest is rewritten before it is
+        read, and copying the whole preallocated buffer would make every step cost O(max_len).
+        ``cross=False`` leaves the cross-attention keys/values and source mask alone, which is
+        right when rows only move among copies of the same source (the k beams of one
+        sentence).
         """
         if index.shape[0] == self.n_rows:
+            # Only rows that take another row's state are written (beams that kept their
+            # place, and finished sentences, cost nothing).
+            moved = (index != torch.arange(self.n_rows, device=index.device)).nonzero()[:, 0]
             filled = slice(0, self.length)
-            self.self_k[:, :, :, filled] = self.self_k[:, index, :, filled]
-            self.self_v[:, :, :, filled] = self.self_v[:, index, :, filled]
+            if moved.numel():
+                source = index[moved]
+                self.self_k[:, moved, :, filled] = self.self_k[:, source, :, filled]
+                self.self_v[:, moved, :, filled] = self.self_v[:, source, :, filled]
         else:
             self.self_k = self.self_k.index_select(1, index)
             self.self_v = self.self_v.index_select(1, index)

@@ -196,6 +196,7 @@ def beam_search(
     last = torch.full((batch * k,), config.bos_id, dtype=torch.long, device=device)
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
     done = torch.zeros(batch, dtype=torch.bool, device=device)
+    keep_in_place = torch.arange(k, device=device)[None, :]  # (1, k)
     for step in range(history.shape[2]):
         log_probs = scorer(last).view(batch, k, -1)
         log_probs = restrict_next_tokens(log_probs, step, max_lens, config)
@@ -210,6 +211,8 @@ def beam_search(
         done |= _sentences_done(finished, scores, step, max_lens, k, config)
         if bool(done.all()):
             break
+        # Finished sentences keep their rows in place: nothing to copy for them.
+        chosen_beam = torch.where(done[:, None], keep_in_place, chosen_beam)
         history = history.gather(1, chosen_beam[:, :, None].expand_as(history))
         history[:, :, step] = chosen_token
         rows = (chosen_beam + torch.arange(batch, device=device)[:, None] * k).view(-1)
