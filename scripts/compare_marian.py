@@ -37,7 +37,7 @@ reference implementation's".
 The two trainings run one after the other (ours in a subprocess), never at once. From the
 repository root:
 
-    python scripts/compare_marian.py --minutes 10   # the full comparison, ~25 min on 2 cores
+    python scripts/compare_marian.py --minutes 10   # the full comparison, ~20 min on 2 cores
     python scripts/compare_marian.py --minutes 0.5 --threads 1 --out /tmp/compare   # smoke test
 
 Results: a table on stdout and OUT/results.json (plus hypotheses in OUT/*.hyp.zh).
