@@ -110,3 +110,54 @@ def test_fit_command_runs_ddp_with_lightnings_launcher(prepared, tmp_path):
     checkpoint = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=False)
     assert checkpoint["global_step"] == 10
     assert "seq2seq" in checkpoint  # the tokenizer and config travel with it under DDP too
+
+
+def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(prepared, tmp_path):
+    """Kill a real 2-process run (both ranks, SIGKILL) mid-epoch, resume it with
+    ``--ckpt_path last``: it ends where an uninterrupted run of the same seed ends."""
+    import signal
+    import time
+
+    from test_commands import CONFIG
+
+    _, corpus, _ = prepared
+
+    def command(root: Path, *extra: str) -> list[str]:
+        root.mkdir(exist_ok=True)
+        config = root / "config.yaml"
+        config.write_text(CONFIG.format(corpus=corpus, root=root, max_steps=60))
+        return [
+            sys.executable, "-m", "seq2seq", "fit", "--config", str(config),
+            "--trainer.devices", "2", "--trainer.strategy", "ddp", *extra,
+        ]  # fmt: skip
+
+    def run(argv: list[str]) -> None:
+        env = {**quiet_env(), "MASTER_PORT": str(free_port())}
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    straight, killed = tmp_path / "straight", tmp_path / "killed"
+    run(command(straight))
+    argv = command(killed, "--checkpoint.last_every_n_train_steps", "3")
+    env = {**quiet_env(), "MASTER_PORT": str(free_port())}
+    victim = subprocess.Popen(argv, env=env, start_new_session=True, stderr=subprocess.DEVNULL)
+    last = killed / "checkpoints" / "last.ckpt"
+    deadline = time.time() + 300
+    while time.time() < deadline and victim.poll() is None:
+        if last.exists() and torch.load(last, weights_only=False)["global_step"] >= 9:
+            break
+        time.sleep(0.02)
+    os.killpg(victim.pid, signal.SIGKILL)  # rank 0 and the rank it launched
+    victim.wait()
+    stopped_at = torch.load(last, weights_only=False)["global_step"]
+    assert 9 <= stopped_at < 60, f"the run was not killed mid-training (step {stopped_at})"
+
+    run(command(killed, "--ckpt_path", "last"))
+    a = torch.load(straight / "checkpoints" / "last.ckpt", weights_only=False)
+    b = torch.load(last, weights_only=False)
+    assert a["global_step"] == b["global_step"] == 60
+    for key, value in a["state_dict"].items():
+        torch.testing.assert_close(b["state_dict"][key], value, rtol=1e-4, atol=1e-5)
+    for x, y in zip(a["optimizer_states"][0]["state"].values(),
+                    b["optimizer_states"][0]["state"].values(), strict=True):  # fmt: skip
+        torch.testing.assert_close(y["exp_avg_sq"], x["exp_avg_sq"], rtol=1e-4, atol=1e-8)
