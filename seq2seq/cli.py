@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.run(args)
-    except (CheckpointError, DataError, OSError, ValueError) as error:
+    except (CheckpointError, DataError, MemoryError, OSError, ValueError) as error:
         print(f"seq2seq {args.command}: error: {error}", file=sys.stderr)
         return 2
 

@@ -57,6 +57,7 @@ class Translator:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.search = search
+        self._split_batches = 0  # batches split after running out of memory, per call
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str = "cpu") -> Translator:
@@ -108,14 +109,40 @@ class Translator:
         encoded = [self.tokenizer.encode(normalize_en(line)) for line in lines]
         self._truncate(encoded)
         outputs = [""] * len(lines)
+        self._split_batches = 0
         for batch in token_batches(encoded, max_tokens):
-            src = self._pad([encoded[i] for i in batch])
-            hyps = translate_ids(self.model, src, beam_size, self.search)
-            for index, best in zip(batch, hyps, strict=True):
-                outputs[index] = one_line(self.tokenizer.decode(best[0].tokens))
+            best = self._best_outputs([encoded[i] for i in batch], beam_size)
+            for index, tokens in zip(batch, best, strict=True):
+                outputs[index] = one_line(self.tokenizer.decode(tokens))
             if on_batch is not None:
                 on_batch(len(batch))
+        if self._split_batches:
+            print(
+                f"warning: {self._split_batches} batch(es) ran out of memory and were split and "
+                "retried; a smaller --max-tokens avoids the retries",
+                file=sys.stderr,
+            )
         return outputs
+
+    def _best_outputs(self, sources: list[list[int]], beam_size: int) -> list[list[int]]:
+        """The best output ids of each source. A batch that runs out of (GPU) memory is split
+        in halves and retried, so one oversized batch never aborts a file."""
+        try:
+            hyps = translate_ids(self.model, self._pad(sources), beam_size, self.search)
+            return [h[0].tokens for h in hyps]
+        except torch.OutOfMemoryError:
+            if len(sources) == 1:
+                raise MemoryError(
+                    f"out of memory translating a single sentence of {len(sources[0])} tokens "
+                    f"on {self.model.embedding.weight.device}"
+                ) from None
+        self._split_batches += 1
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()  # hand the failed attempt's blocks back before retrying
+        half = len(sources) // 2
+        return self._best_outputs(sources[:half], beam_size) + self._best_outputs(
+            sources[half:], beam_size
+        )
 
     def _truncate(self, encoded: list[list[int]]) -> None:
         """Cut sources to the model's positions; warn once, naming the lines (1-based)."""

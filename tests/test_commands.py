@@ -242,6 +242,35 @@ def test_resume_from_last_continues_exactly(run, corpus, tmp_path_factory):
         torch.testing.assert_close(b["state_dict"][key], value, rtol=1e-5, atol=1e-6)
 
 
+def test_a_batch_out_of_memory_is_split_and_retried(run, monkeypatch, capsys):
+    import seq2seq.translator as translator_module
+
+    translator = Translator.from_checkpoint(run / "checkpoints" / "last.ckpt")
+    lines = ["I will buy apples today.", "", "He should eat some fish.", "We can cook rice."] * 3
+    expected = translator.translate(lines, beam_size=2)
+    real = translator_module.translate_ids
+    tried, done = [], []
+
+    def small_memory(model, src, *args):  # as if the GPU held at most 2 sentences
+        tried.append(src.shape[0])
+        if src.shape[0] > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        done.append(src.shape[0])
+        return real(model, src, *args)
+
+    monkeypatch.setattr(translator_module, "translate_ids", small_memory)
+    assert translator.translate(lines, beam_size=2) == expected
+    assert tried[0] == 9 and sum(done) == 9 and max(done) <= 2  # 9 non-empty lines, split
+    assert capsys.readouterr().err.count("ran out of memory and were split") == 1
+
+    def no_memory(model, src, *args):
+        raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+    monkeypatch.setattr(translator_module, "translate_ids", no_memory)
+    with pytest.raises(MemoryError, match="single sentence"):
+        translator.translate(["I will buy apples today."])
+
+
 def test_bad_checkpoint_is_one_line_error(tmp_path, capsys):
     bogus = tmp_path / "bogus.ckpt"
     bogus.write_bytes(b"not a checkpoint")
