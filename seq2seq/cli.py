@@ -22,13 +22,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in LIGHTNING_COMMANDS:
         from seq2seq.checkpointing import CheckpointDirInUse
+        from seq2seq.config import ConfigError
         from seq2seq.data.errors import DataError
         from seq2seq.lightning_cli import run_lightning_cli
         from seq2seq.training import TrainingStopped
 
         try:
             run_lightning_cli(argv)
-        except (CheckpointDirInUse, DataError, TrainingStopped) as error:
+        except (CheckpointDirInUse, ConfigError, DataError, TrainingStopped) as error:
             print(f"seq2seq {argv[0]}: error: {error}", file=sys.stderr)
             return 2
         return 0

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from seq2seq.config import ModelConfig
+from seq2seq.config import ConfigError, ModelConfig
 from seq2seq.model import Transformer
 from seq2seq.search import SearchConfig, translate_ids
 from seq2seq.translator import CHECKPOINT_KEY
@@ -239,7 +239,7 @@ class TranslationModule(L.LightningModule):
 
     def _check_vocab(self, vocab_size: int) -> None:
         if vocab_size != self.config.vocab_size:
-            raise ValueError(
+            raise ConfigError(
                 f"ModelConfig.vocab_size ({self.config.vocab_size}) disagrees with the "
                 f"SentencePiece model ({vocab_size} pieces)"
             )

@@ -271,13 +271,45 @@ def test_a_batch_out_of_memory_is_split_and_retried(run, monkeypatch, capsys):
         translator.translate(["I will buy apples today."])
 
 
-def test_bad_checkpoint_is_one_line_error(tmp_path, capsys):
+def test_bad_checkpoint_is_one_line_error(run, tmp_path, capsys):
+    good = run / "checkpoints" / "last.ckpt"
     bogus = tmp_path / "bogus.ckpt"
     bogus.write_bytes(b"not a checkpoint")
-    for path in (tmp_path / "missing.ckpt", bogus):
+    truncated = tmp_path / "truncated.ckpt"
+    truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    other_model = tmp_path / "other.ckpt"  # a torch file, but not one of ours
+    torch.save({"state_dict": {"w": torch.zeros(2)}, "epoch": 1}, other_model)
+    mismatch = tmp_path / "mismatch.ckpt"
+    checkpoint = read_checkpoint(good)
+    checkpoint["seq2seq"]["model_config"]["vocab_size"] += 1
+    torch.save(checkpoint, mismatch)
+    problems = {
+        tmp_path / "missing.ckpt": "checkpoint not found",
+        bogus: "cannot read checkpoint",
+        truncated: "cannot read checkpoint",
+        other_model: "not a seq2seq checkpoint",
+        mismatch: "disagrees with the SentencePiece model",
+    }
+    for path, problem in problems.items():
         code = main(["translate", "--checkpoint", str(path), "--input", str(bogus)])
         err = capsys.readouterr().err.strip()
-        assert code == 2 and "\n" not in err and str(path) in err
+        assert code == 2 and "\n" not in err and str(path) in err and problem in err, err
+
+
+def test_fit_config_errors_are_one_line(run, corpus, tmp_path, capsys):
+    config = write_config(tmp_path, corpus, 5)
+    bad = {
+        ("--model.config.n_heads", "3"): "d_model (32) must be divisible by n_heads (3)",
+        ("--model.config.d_model", "wide"): "model.config.d_model",  # wrong type
+        ("--model.config.colour", "blue"): "unrecognized arguments",  # unknown key
+    }
+    for extra, problem in bad.items():
+        try:
+            code = main(["fit", "--config", config, *extra])
+        except SystemExit as exit:  # jsonargparse's own parse errors
+            code = exit.code
+        err = capsys.readouterr().err
+        assert code == 2 and problem in err and "Traceback" not in err, err
 
 
 def test_a_new_run_refuses_a_directory_with_checkpoints(run, corpus, capsys):
