@@ -296,6 +296,22 @@ def test_bad_checkpoint_is_one_line_error(run, tmp_path, capsys):
         assert code == 2 and "\n" not in err and str(path) in err and problem in err, err
 
 
+def test_evaluate_input_errors_are_one_line(run, tmp_path, capsys):
+    checkpoint = str(run / "checkpoints" / "last.ckpt")
+    src, ref = tmp_path / "test.en", tmp_path / "test.zh"
+    src.write_text("I will buy tea.\nHe can cook rice.\n", encoding="utf-8")
+    ref.write_text("我会买茶。\n", encoding="utf-8")
+    cases = {
+        ("--src", str(src), "--ref", str(ref)): f"{ref}: 1 reference lines but {src} has 2",
+        ("--src", str(src)): "--src needs at least one --ref file",
+        ("--src", str(tmp_path / "none.en"), "--ref", str(ref)): "none.en",
+    }
+    for extra, problem in cases.items():
+        code = main(["evaluate", "--checkpoint", checkpoint, *extra])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and "\n" not in err and problem in err, err
+
+
 def test_fit_config_errors_are_one_line(run, corpus, tmp_path, capsys):
     config = write_config(tmp_path, corpus, 5)
     bad = {
