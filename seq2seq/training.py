@@ -78,9 +78,10 @@ class TranslationModule(L.LightningModule):
         val_beam_size: beam used for validation BLEU (1 = greedy, fastest).
         search: decoding defaults stored in the checkpoint for ``translate``/``evaluate``.
         max_nonfinite_steps: a batch whose loss is NaN or infinite (on any rank) is skipped:
-            no backward and no parameter update (Lightning's step counter and the schedule
-            still advance), counted in the ``skipped_steps`` metric. After this many in a row,
-            training stops with ``TrainingStopped``.
+            it contributes no gradient, and an update with no finite batch in it changes no
+            parameter (Lightning's step counter and the schedule still advance); counted in the
+            ``skipped_steps`` metric. After this many in a row, training stops with
+            ``TrainingStopped``.
     """
 
     def __init__(
@@ -109,6 +110,7 @@ class TranslationModule(L.LightningModule):
         self._val_outputs: list[tuple[str, str]] = []
         self.skipped_steps = 0  # batches skipped for a non-finite loss, in this process's run
         self._skipped_in_a_row = 0
+        self._update_has_finite_batch = False  # in the current (accumulated) update
 
     # -- optimisation --------------------------------------------------------------------
 
@@ -157,14 +159,24 @@ class TranslationModule(L.LightningModule):
             nll = F.cross_entropy(logits.detach().float(), targets) if not self.training else loss
         return loss, nll, int(real.sum())
 
-    def training_step(self, batch, batch_idx: int) -> Tensor | None:
+    def training_step(self, batch, batch_idx: int) -> Tensor:
         loss, _, _ = self.loss(batch)
         if not self._finite_on_every_rank(loss):
             self._skip_nonfinite_batch(loss)
-            return None  # Lightning then runs no backward; Adam skips gradient-less parameters
+            # Returning None is not allowed under DDP, whose backward must see every
+            # parameter: a zero loss gives zero gradients, and on_before_optimizer_step drops
+            # the update if no batch of it was finite.
+            return sum(p.sum() for p in self.parameters() if p.requires_grad) * 0.0
         self._skipped_in_a_row = 0
+        self._update_has_finite_batch = True
         self.log("train_loss", loss, prog_bar=True, batch_size=batch.src.shape[0])
         return loss
+
+    def on_before_optimizer_step(self, optimizer) -> None:
+        if not self._update_has_finite_batch:
+            for parameter in self.parameters():
+                parameter.grad = None  # Adam skips parameters without gradients: no update
+        self._update_has_finite_batch = False
 
     def _finite_on_every_rank(self, loss: Tensor) -> bool:
         """Whether the loss is finite everywhere: under DDP every rank must skip together, or

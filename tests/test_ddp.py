@@ -161,3 +161,25 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(prepared, tm
     for x, y in zip(a["optimizer_states"][0]["state"].values(),
                     b["optimizer_states"][0]["state"].values(), strict=True):  # fmt: skip
         torch.testing.assert_close(y["exp_avg_sq"], x["exp_avg_sq"], rtol=1e-4, atol=1e-8)
+
+
+def test_nonfinite_losses_under_ddp_skip_together_then_stop_with_one_line(prepared, tmp_path):
+    """An absurd learning rate makes every loss NaN after the first update: both ranks skip
+    the same batches (no hang, no Lightning error about skipping under DDP) and fit stops with
+    its one-line message after max_nonfinite_steps."""
+    from test_commands import CONFIG
+
+    _, corpus, _ = prepared
+    config = tmp_path / "config.yaml"
+    config.write_text(CONFIG.format(corpus=corpus, root=tmp_path, max_steps=30))
+    command = [
+        sys.executable, "-m", "seq2seq", "fit", "--config", str(config),
+        "--trainer.devices", "2", "--trainer.strategy", "ddp",
+        "--model.lr_scale", "1e30", "--model.max_nonfinite_steps", "3",
+    ]  # fmt: skip
+    env = {**quiet_env(), "MASTER_PORT": str(free_port())}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 2, done.stderr[-3000:]
+    last_line = done.stderr.strip().splitlines()[-1]
+    assert last_line.startswith("seq2seq fit: error: the training loss was not finite")
+    assert "for 3 batches in a row" in last_line
