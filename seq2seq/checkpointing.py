@@ -84,8 +84,8 @@ class BestAndLastCheckpoint(ModelCheckpoint):
         owner = _lock_owner(directory / LOCK_NAME)
         if owner is not None and owner != os.getpid():
             return (
-                f"{directory} is in use by another training run (process {owner}); give this "
-                "run its own checkpoint.dirpath"
+                f"{directory} is in use by another training run (process {owner}, see "
+                f"{LOCK_NAME} there); give this run its own checkpoint.dirpath"
             )
         existing = sorted(p.name for p in directory.glob("*.ckpt")) if directory.is_dir() else []
         if existing and not self.overwrite and trainer.ckpt_path is None:
@@ -111,8 +111,14 @@ class BestAndLastCheckpoint(ModelCheckpoint):
     def _refresh_last(self, trainer) -> None:
         if not self.save_last or trainer.global_step == 0 or trainer.sanity_checking:
             return
-        if self._step_in_last != trainer.global_step:
-            self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
+        if self._step_in_last == trainer.global_step:
+            return
+        # ModelCheckpoint skips a validation's best-model check at a step it already saved;
+        # refreshing last.ckpt must not count as that save, or the validation that follows
+        # at this step (the final one, say) would never be considered for the best.
+        saved_step, saved_path = self._last_global_step_saved, self._last_checkpoint_saved
+        self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
+        self._last_global_step_saved, self._last_checkpoint_saved = saved_step, saved_path
 
     def _save_last_checkpoint(self, trainer, monitor_candidates) -> None:
         super()._save_last_checkpoint(trainer, monitor_candidates)

@@ -130,7 +130,7 @@ class Translator:
         try:
             hyps = translate_ids(self.model, self._pad(sources), beam_size, self.search)
             return [h[0].tokens for h in hyps]
-        except torch.OutOfMemoryError:
+        except torch.cuda.OutOfMemoryError:  # (= torch.OutOfMemoryError from torch 2.5)
             if len(sources) == 1:
                 raise MemoryError(
                     f"out of memory translating a single sentence of {len(sources[0])} tokens "

@@ -113,6 +113,16 @@ def test_fit_writes_checkpoints_and_metrics(run):
     assert all(rate > 0 for rate in column(rows, "tok_per_s"))
 
 
+def test_every_validation_is_considered_for_the_best_checkpoint(corpus, tmp_path):
+    """Validations at 10 and 20 fall on steps where last.ckpt is also refreshed (every 10,
+    and the final step): each still gets its best-by-BLEU check (save_top_k -1 keeps all)."""
+    fit(tmp_path, corpus, 20, "--checkpoint.save_top_k", "-1",
+        "--checkpoint.last_every_n_train_steps", "10")  # fmt: skip
+    names = sorted(p.name for p in (tmp_path / "checkpoints").glob("best-*"))
+    assert [n.split("-bleu")[0] for n in names] == ["best-step10", "best-step20"], names
+    assert read_checkpoint(tmp_path / "checkpoints" / "last.ckpt")["global_step"] == 20
+
+
 def test_tensorboard_logs_beside_csv_when_installed(run):
     pytest.importorskip("tensorboard")
     (version,) = run.glob("logs/version_*")
@@ -328,12 +338,15 @@ def test_fit_config_errors_are_one_line(run, corpus, tmp_path, capsys):
         assert code == 2 and problem in err and "Traceback" not in err, err
 
 
-def test_a_new_run_refuses_a_directory_with_checkpoints(run, corpus, capsys):
-    last = run / "checkpoints" / "last.ckpt"
+def test_a_new_run_refuses_a_directory_with_checkpoints(run, corpus, tmp_path, capsys):
+    import shutil
+
+    shutil.copytree(run / "checkpoints", tmp_path / "checkpoints")  # another run's files
+    last = tmp_path / "checkpoints" / "last.ckpt"
     before = last.read_bytes()
-    assert main(["fit", "--config", write_config(run, corpus, 12)]) == 2
+    assert main(["fit", "--config", write_config(tmp_path, corpus, 12)]) == 2
     (error,) = capsys.readouterr().err.strip().splitlines()[-1:]
-    assert error.startswith("seq2seq fit: error: ") and str(run / "checkpoints") in error
+    assert error.startswith("seq2seq fit: error: ") and str(tmp_path / "checkpoints") in error
     assert "already holds checkpoints" in error and "--checkpoint.overwrite true" in error
     assert last.read_bytes() == before  # nothing was overwritten
 
@@ -360,4 +373,7 @@ def test_overwrite_is_explicit_and_a_live_run_is_never_clobbered(corpus, tmp_pat
     longer = write_config(tmp_path, corpus, 11)  # a resume that would train and save
     argv = ["fit", "--config", longer, "--checkpoint.overwrite", "true", "--ckpt_path", "last"]
     assert main(argv) == 2
-    assert f"in use by another training run (process {os.getppid()})" in capsys.readouterr().err
+    assert (
+        f"in use by another training run (process {os.getppid()}, see .run.lock"
+        in capsys.readouterr().err
+    )
