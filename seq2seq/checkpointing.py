@@ -7,9 +7,38 @@ import os
 import socket
 from pathlib import Path
 
+import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 LOCK_NAME = ".run.lock"
+
+
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """Writes a checkpoint to a temporary file beside it, then renames it into place.
+
+    A kill during a save leaves the previous file whole. Lightning's own writer stages the
+    bytes in the system temporary directory and moves them, which is a copy (interruptible)
+    whenever that directory is on another filesystem, e.g. a tmpfs /tmp. Remote paths
+    (``s3://`` ...) keep Lightning's writer.
+    """
+
+    def save_checkpoint(self, checkpoint, path, storage_options=None) -> None:
+        if "://" in str(path) or storage_options is not None:
+            return super().save_checkpoint(checkpoint, path, storage_options)
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for stale in path.parent.glob(f".{path.name}.tmp-*"):  # left by a killed save
+            stale.unlink(missing_ok=True)
+        temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        try:
+            with open(temporary, "wb") as file:
+                torch.save(checkpoint, file)
+                file.flush()
+                os.fsync(file.fileno())  # the bytes are on disk before the name points at them
+            os.replace(temporary, path)  # atomic on POSIX and Windows
+        finally:
+            temporary.unlink(missing_ok=True)
 
 
 class CheckpointDirInUse(RuntimeError):

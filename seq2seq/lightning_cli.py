@@ -11,8 +11,9 @@ import sys
 
 from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
+from lightning.pytorch.plugins.io import TorchCheckpointIO
 
-from seq2seq.checkpointing import BestAndLastCheckpoint
+from seq2seq.checkpointing import AtomicCheckpointIO, BestAndLastCheckpoint
 from seq2seq.data.datamodule import TranslationDataModule
 from seq2seq.training import ThroughputMonitor, TranslationModule
 
@@ -38,6 +39,8 @@ class Seq2SeqCLI(LightningCLI):
     def instantiate_trainer(self, **kwargs):
         trainer = super().instantiate_trainer(**kwargs)
         add_tensorboard_beside_csv(trainer)
+        if type(trainer.strategy.checkpoint_io) is TorchCheckpointIO:  # not a user's plugin
+            trainer.strategy.checkpoint_io = AtomicCheckpointIO()
         return trainer
 
 

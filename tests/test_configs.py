@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from seq2seq.checkpointing import AtomicCheckpointIO
 from seq2seq.cli import main
 from seq2seq.lightning_cli import run_lightning_cli
 
@@ -26,6 +27,8 @@ def test_config_instantiates_with_the_tokenizers_vocabulary(config):
     cli = run_lightning_cli(["--config", str(config)], run=False)
     assert cli.model.config.vocab_size == cli.datamodule.vocab_size
     assert cli.model.config.norm_first is False  # the paper's post-LN in every shipped config
+    # Checkpoints are written through the temporary-file-and-rename writer.
+    assert isinstance(cli.trainer.strategy.checkpoint_io, AtomicCheckpointIO)
 
 
 def test_shipped_configs_exist():
