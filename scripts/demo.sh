@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job in one command: train configs/tiny.yaml on the bundled English–Chinese corpus on
 # the CPU, score the held-out test set with sacreBLEU (beam 5), and translate a few sentences.
-# About 12 minutes on 2 cores; everything lands in runs/demo/.
+# About 10 minutes on 2 cores from a fresh clone; everything lands in runs/demo/.
 #   ./scripts/demo.sh                                      # the whole demo
 #   CONFIG=configs/my.yaml RUN=runs/my ./scripts/demo.sh   # another config; RUN = its run dir
 set -euo pipefail
