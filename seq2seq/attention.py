@@ -31,6 +31,16 @@ def causal_mask(n_queries: int, n_keys: int, device: torch.device | None = None)
     return torch.arange(n_keys, device=device)[None, :] <= rows
 
 
+def apply_rotary(x: Tensor, rotary: tuple[Tensor, Tensor]) -> Tensor:
+    """Rotate dimension pairs (i, i + Dh/2) of (B, H, T, Dh) queries or keys by their angles.
+
+    ``rotary`` is (cos, sin) from ``RotaryPositions``, broadcastable to (B, H, T, Dh/2).
+    """
+    cos, sin = rotary
+    first, second = x.chunk(2, dim=-1)
+    return torch.cat((first * cos - second * sin, first * sin + second * cos), dim=-1)
+
+
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
     """(B, T, d_model) -> (B, H, T, Dh)."""
     batch, length, width = x.shape
@@ -49,12 +59,14 @@ class SelfAttention(nn.Module):
     Q, K and V come from the same input, so one (d, 3d) matmul replaces three (d, d) ones.
     """
 
-    def __init__(self, d_model: int, n_heads: int, attention_dropout: float = 0.0) -> None:
+    def __init__(
+        self, d_model: int, n_heads: int, attention_dropout: float = 0.0, bias: bool = True
+    ) -> None:
         super().__init__()
         self.n_heads = n_heads
         self.attention_dropout = attention_dropout
-        self.qkv_proj = nn.Linear(d_model, 3 * d_model)
-        self.out_proj = nn.Linear(d_model, d_model)
+        self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
     def forward(
         self,
@@ -62,6 +74,7 @@ class SelfAttention(nn.Module):
         mask: Tensor | None = None,
         causal: bool = False,
         cache: LayerCache | None = None,
+        rotary: tuple[Tensor, Tensor] | None = None,
     ) -> Tensor:
         """Attend each position of ``x`` to the others.
 
@@ -71,16 +84,18 @@ class SelfAttention(nn.Module):
             causal: position i attends only to positions <= i.
             cache: when decoding incrementally, keys/values of earlier steps; the new ones
                 are written into it at ``cache.start``. Implies causal attention.
+            rotary: (cos, sin) of the positions of ``x`` for rotary position embedding.
 
         Returns:
             (B, T, d_model)
         """
         q, k, v = self.qkv_proj(x).chunk(3, dim=-1)
         q, k, v = (split_heads(t, self.n_heads) for t in (q, k, v))  # (B, H, T, Dh)
+        if rotary is not None:
+            q, k = apply_rotary(q, rotary), apply_rotary(k, rotary)
         if cache is not None:
             k, v = self._extend_cache(cache, k, v)
-            if q.shape[2] > 1:  # several new positions at once: causal within them
-                mask = causal_mask(q.shape[2], k.shape[2], device=x.device)
+            mask = self._cache_mask(cache, q.shape[2], k.shape[2], x.device)
             causal = False
         out = F.scaled_dot_product_attention(
             q,
@@ -91,6 +106,25 @@ class SelfAttention(nn.Module):
             is_causal=causal and mask is None,
         )
         return self.out_proj(merge_heads(out))
+
+    @staticmethod
+    def _cache_mask(
+        cache: LayerCache, n_queries: int, n_keys: int, device: torch.device
+    ) -> Tensor | None:
+        """Mask of the new queries over all cached keys: (N, 1, T, K), (T, K) or None.
+
+        Several new positions at once are causal among themselves. Left-padded prompts
+        (``cache.real_keys``) hide their padding; a padding query still sees itself, so that
+        no row of the softmax is empty (an empty row is NaN, and NaN values would poison the
+        cache even at weight 0).
+        """
+        mask = causal_mask(n_queries, n_keys, device=device) if n_queries > 1 else None
+        if cache.real_keys is None:
+            return mask
+        itself = torch.zeros(n_queries, n_keys, dtype=torch.bool, device=device)  # (T, K)
+        itself[:, n_keys - n_queries :] = torch.eye(n_queries, dtype=torch.bool, device=device)
+        visible = cache.real_keys[:, None, None, :n_keys] | itself  # (N, 1, T, K)
+        return visible if mask is None else visible & mask
 
     @staticmethod
     def _extend_cache(cache: LayerCache, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
@@ -106,13 +140,15 @@ class SelfAttention(nn.Module):
 class CrossAttention(nn.Module):
     """Multi-head attention from decoder queries to encoder keys/values (the memory)."""
 
-    def __init__(self, d_model: int, n_heads: int, attention_dropout: float = 0.0) -> None:
+    def __init__(
+        self, d_model: int, n_heads: int, attention_dropout: float = 0.0, bias: bool = True
+    ) -> None:
         super().__init__()
         self.n_heads = n_heads
         self.attention_dropout = attention_dropout
-        self.q_proj = nn.Linear(d_model, d_model)
-        self.kv_proj = nn.Linear(d_model, 2 * d_model)
-        self.out_proj = nn.Linear(d_model, d_model)
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.kv_proj = nn.Linear(d_model, 2 * d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
     def project_memory(self, memory: Tensor) -> tuple[Tensor, Tensor]:
         """(B, S, d_model) encoder output -> keys, values (B, H, S, Dh), once per source."""

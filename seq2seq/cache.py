@@ -21,6 +21,10 @@ class KVCache:
         self_k, self_v: (L, N, H, max_len, Dh)
         cross_k, cross_v: (L, N, H, S, Dh), or None for a decoder-only model
         source_mask: (N, S) bool, True = a real source token, or None
+        pad_left: (N,) long, padding slots before each row's first token, or None when no row
+            is left-padded (decoder-only prompts of different lengths are left-padded so that
+            every row's next token goes into the same slot)
+        real_keys: (N, max_len) bool, True = the slot holds a real token (from ``pad_left``)
     """
 
     self_k: Tensor
@@ -28,6 +32,8 @@ class KVCache:
     cross_k: Tensor | None = None
     cross_v: Tensor | None = None
     source_mask: Tensor | None = None
+    pad_left: Tensor | None = None
+    real_keys: Tensor | None = None
     length: int = 0
 
     @classmethod
@@ -57,12 +63,29 @@ class KVCache:
     def n_rows(self) -> int:
         return self.self_k.shape[1]
 
+    def set_left_padding(self, pad_left: Tensor) -> None:
+        """Declare that row i starts with ``pad_left[i]`` padding slots (before any decode)."""
+        slots = torch.arange(self.max_len, device=pad_left.device)
+        self.pad_left = pad_left
+        self.real_keys = slots[None, :] >= pad_left[:, None]
+
+    def positions(self, n_new: int) -> Tensor:
+        """Position ids of the next ``n_new`` tokens: (n_new,), or (N, n_new) when rows are
+        left-padded (a row's first real token is position 0; padding slots get 0 too)."""
+        device = self.self_k.device
+        slots = torch.arange(self.length, self.length + n_new, device=device)
+        if self.pad_left is None:
+            return slots
+        return (slots[None, :] - self.pad_left[:, None]).clamp(min=0)
+
     def layer(self, index: int) -> LayerCache:
         """The view one decoder layer reads and writes."""
         cross = None
         if self.cross_k is not None and self.cross_v is not None:
             cross = (self.cross_k[index], self.cross_v[index])
-        return LayerCache(self.self_k[index], self.self_v[index], cross, self.length)
+        return LayerCache(
+            self.self_k[index], self.self_v[index], cross, self.length, self.real_keys
+        )
 
     def advance(self, n_steps: int) -> None:
         """Mark ``n_steps`` more positions as filled (called once per decode call)."""
@@ -87,9 +110,15 @@ class KVCache:
                 source = index[moved]
                 self.self_k[:, moved, :, filled] = self.self_k[:, source, :, filled]
                 self.self_v[:, moved, :, filled] = self.self_v[:, source, :, filled]
+                if self.pad_left is not None and self.real_keys is not None:
+                    self.pad_left[moved] = self.pad_left[source]
+                    self.real_keys[moved] = self.real_keys[source]
         else:
             self.self_k = self.self_k.index_select(1, index)
             self.self_v = self.self_v.index_select(1, index)
+            if self.pad_left is not None and self.real_keys is not None:
+                self.pad_left = self.pad_left.index_select(0, index)
+                self.real_keys = self.real_keys.index_select(0, index)
             cross = True  # the row count changed: every tensor must follow
         if not cross:
             return
@@ -102,9 +131,11 @@ class KVCache:
 
 @dataclass
 class LayerCache:
-    """One layer's slice of a KVCache: buffers (N, H, max_len, Dh) filled up to ``start``."""
+    """One layer's slice of a KVCache: buffers (N, H, max_len, Dh) filled up to ``start``;
+    ``real_keys`` (N, max_len) marks the slots of left-padded rows that hold real tokens."""
 
     self_k: Tensor
     self_v: Tensor
     cross_kv: tuple[Tensor, Tensor] | None
     start: int
+    real_keys: Tensor | None = None

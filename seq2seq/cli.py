@@ -12,6 +12,7 @@ COMMANDS = {
     "validate": "run validation of a checkpoint (LightningCLI)",
     "translate": "translate English lines to Chinese (stdin -> stdout by default)",
     "evaluate": "score a checkpoint with sacreBLEU BLEU and chrF",
+    "generate": "continue text with a decoder-only model (--prompt, or stdin lines)",
     "average": "average the parameters of several checkpoints",
 }
 LIGHTNING_COMMANDS = ("fit", "validate")
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_parser(name, help=COMMANDS[name], add_help=False)
     _add_translate(sub.add_parser("translate", help=COMMANDS["translate"]))
     _add_evaluate(sub.add_parser("evaluate", help=COMMANDS["evaluate"]))
+    _add_generate(sub.add_parser("generate", help=COMMANDS["generate"]))
     _add_average(sub.add_parser("average", help=COMMANDS["average"]))
     return parser
 
@@ -113,6 +115,31 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hyps", help="where to write the hypotheses (default: next to the ckpt)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.set_defaults(run=run_evaluate)
+
+
+def _add_generate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", required=True, help="a decoder-only .ckpt from 'seq2seq fit'")
+    p.add_argument("--prompt", help="text to continue; streamed to stdout (default: stdin lines)")
+    p.add_argument("--input", help="file of prompts, one per line (instead of stdin)")
+    p.add_argument("--output", help="file for the outputs, one line per prompt (default: stdout)")
+    p.add_argument("--max-new-tokens", type=int, default=64, help="tokens to add (default 64)")
+    p.add_argument(
+        "--temperature", type=float, default=1.0, help="sampling temperature; 0 = greedy (1.0)"
+    )
+    p.add_argument("--top-k", type=int, default=0, help="sample among the k likeliest (0 = all)")
+    p.add_argument(
+        "--top-p", type=float, default=1.0, help="nucleus: smallest set with mass p (1.0 = all)"
+    )
+    p.add_argument("--seed", type=int, default=None, help="seed for a reproducible sample")
+    p.add_argument("--greedy", action="store_true", help="always take the likeliest token")
+    p.add_argument(
+        "--beam-size", type=int, default=1, help="beam search when > 1 (no sampling, no stream)"
+    )
+    p.add_argument(
+        "--max-tokens", type=int, default=4000, help="prompt + new tokens per batch (4000)"
+    )
+    p.add_argument("--device", default="cpu", help="torch device, e.g. cuda (default cpu)")
+    p.set_defaults(run=run_generate)
 
 
 def _add_average(p: argparse.ArgumentParser) -> None:
@@ -183,6 +210,54 @@ def run_evaluate(args: argparse.Namespace) -> int:
         print(f"BLEU = {result['bleu']:.2f}  ({result['bleu_signature']})")
         print(f"chrF = {result['chrf']:.2f}  ({result['chrf_signature']})")
         print(f"{len(sources)} sentences, beam {args.beam_size}; hypotheses in {hyps_path}")
+    return 0
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    from seq2seq.generation import Generator, check_sampling
+    from seq2seq.search import SamplingConfig
+
+    temperature = 0.0 if args.greedy else args.temperature
+    sampling = SamplingConfig(temperature, args.top_k, args.top_p, args.seed)
+    check_sampling(sampling, args.beam_size, args.max_new_tokens)  # before the slow load
+    if args.prompt is not None and args.input is not None:
+        raise ValueError("give --prompt or --input, not both")
+    prompts = [args.prompt] if args.prompt is not None else read_lines(args.input)
+    generator = Generator.from_checkpoint(args.checkpoint, device=args.device)
+    options = dict(max_new_tokens=args.max_new_tokens, sampling=sampling,
+                   beam_size=args.beam_size, max_tokens=args.max_tokens)  # fmt: skip
+    if args.prompt is not None and args.output is None and args.beam_size == 1:
+        return _stream_one(generator, args.prompt, options)
+    from tqdm import tqdm
+
+    show = len(prompts) > 1 and (args.input is not None or args.output is not None)
+    with tqdm(total=len(prompts), unit="prompt", file=sys.stderr, disable=not show) as bar:
+        outputs = generator.generate(prompts, on_batch=bar.update, **options)
+    text = "".join(line + "\n" for line in outputs)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return 0
+
+
+def _stream_one(generator, prompt: str, options: dict) -> int:
+    """Print the prompt, then each new piece of text as soon as it is generated."""
+    shown = prompt.replace("\n", " ")
+
+    def show(piece: str) -> None:
+        nonlocal shown
+        piece = piece.replace("\n", " ")
+        shown += piece
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+
+    sys.stdout.write(shown)
+    sys.stdout.flush()
+    [final] = generator.generate([prompt], on_text=show, **options)
+    sys.stdout.write((final[len(shown) :] if final.startswith(shown) else "") + "\n")
+    sys.stdout.flush()
     return 0
 
 

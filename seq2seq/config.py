@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-ACTIVATIONS = ("relu", "gelu")
+ACTIVATIONS = ("relu", "gelu", "swiglu")
+NORMS = ("layernorm", "rmsnorm")
+POSITIONS = ("sinusoidal", "learned", "rope")
 
 
 class ConfigError(ValueError):
@@ -27,8 +29,15 @@ class ModelConfig:
         attention_dropout: dropout on attention weights; 0 as in the paper.
         activation_dropout: dropout on the feed-forward hidden layer; 0 as in the paper, which
             drops out only sub-layer outputs and the embedding sums (§5.4).
-        activation: non-linearity of the feed-forward network, ``relu`` (paper) or ``gelu``.
-        max_positions: longest sequence the sinusoid table covers.
+        activation: feed-forward non-linearity: ``relu`` (paper), ``gelu`` (GPT-2) or
+            ``swiglu`` (Llama: ``W2(silu(x W1) * x W3)``, a third d_model x d_ff matrix).
+        norm: ``layernorm`` (paper) or ``rmsnorm`` (Llama: rescale by the root mean square, no
+            centring, no bias).
+        positions: ``sinusoidal`` (paper, fixed), ``learned`` (GPT-2, a trained table) or
+            ``rope`` (rotary: queries and keys of self-attention are rotated by their position,
+            so attention scores depend on relative position; nothing is added to the input).
+        bias: biases in every linear layer and LayerNorm (paper); False as in Llama.
+        max_positions: longest sequence the position table covers.
         pad_id: padding token; never attended to as a key, never predicted.
         bos_id: begin-of-sequence token fed as the first decoder input.
         eos_id: end-of-sequence token that finishes a hypothesis.
@@ -48,6 +57,9 @@ class ModelConfig:
     attention_dropout: float = 0.0
     activation_dropout: float = 0.0
     activation: str = "relu"
+    norm: str = "layernorm"
+    positions: str = "sinusoidal"
+    bias: bool = True
     max_positions: int = 1024
     pad_id: int = 0
     bos_id: int = 2
@@ -84,10 +96,17 @@ class ModelConfig:
             if not 0.0 <= getattr(self, name) < 1.0:
                 value = getattr(self, name)
                 raise ConfigError(f"ModelConfig.{name} must be in [0, 1), got {value}")
-        if self.activation not in ACTIVATIONS:
-            raise ConfigError(
-                f"ModelConfig.activation must be one of {ACTIVATIONS}, got {self.activation!r}"
-            )
+        for name, choices in (
+            ("activation", ACTIVATIONS),
+            ("norm", NORMS),
+            ("positions", POSITIONS),
+        ):
+            if getattr(self, name) not in choices:
+                raise ConfigError(
+                    f"ModelConfig.{name} must be one of {choices}, got {getattr(self, name)!r}"
+                )
+        if self.positions == "rope" and self.head_dim % 2:
+            raise ConfigError(f"rotary positions need an even head width, got {self.head_dim}")
         for name in ("pad_id", "bos_id", "eos_id"):
             token_id = getattr(self, name)
             if not 0 <= token_id < self.vocab_size:

@@ -1,4 +1,9 @@
-"""Input representation (paper §3.4, §3.5): one scaled, shared embedding plus sinusoids."""
+"""Input representation (paper §3.4, §3.5): one scaled, shared embedding plus positions.
+
+Positions are the paper's fixed sinusoids by default; ``ModelConfig.positions`` can pick a
+learned table (GPT-2) or rotary positions (RoFormer, Llama), which rotate attention queries
+and keys instead of being added to the input.
+"""
 
 from __future__ import annotations
 
@@ -55,6 +60,14 @@ def sinusoid_table(n_positions: int, d_model: int) -> Tensor:
     return table.float()
 
 
+def _check_range(positions: Tensor, n_positions: int) -> None:
+    if positions.numel() and int(positions.max()) >= n_positions:
+        raise ValueError(
+            f"sequence of {int(positions.max()) + 1} positions exceeds max_positions "
+            f"({n_positions})"
+        )
+
+
 class SinusoidalPositions(nn.Module):
     """Fixed sinusoidal position encodings, looked up from a precomputed table."""
 
@@ -63,11 +76,47 @@ class SinusoidalPositions(nn.Module):
         # Not a parameter and not saved: it is a pure function of the config.
         self.register_buffer("table", sinusoid_table(max_positions, d_model), persistent=False)
 
-    def forward(self, length: int, offset: int = 0) -> Tensor:
-        """Encodings of positions offset .. offset+length-1: (length, d_model)."""
-        if offset + length > self.table.shape[0]:
-            raise ValueError(
-                f"sequence of {offset + length} positions exceeds max_positions "
-                f"({self.table.shape[0]})"
-            )
-        return self.table[offset : offset + length]
+    def forward(self, positions: Tensor) -> Tensor:
+        """Position ids (T,) or (B, T) -> encodings (T, d_model) or (B, T, d_model)."""
+        _check_range(positions, self.table.shape[0])
+        return self.table[positions]
+
+
+class LearnedPositions(nn.Module):
+    """A trained table of absolute position vectors (GPT-2's ``wpe``)."""
+
+    def __init__(self, max_positions: int, d_model: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(max_positions, d_model))
+        # GPT-2's 0.02; the tokens they are added to have unit-size entries (sqrt(d) scale).
+        nn.init.normal_(self.weight, std=0.02)
+
+    def forward(self, positions: Tensor) -> Tensor:
+        """Position ids (T,) or (B, T) -> vectors (T, d_model) or (B, T, d_model)."""
+        _check_range(positions, self.weight.shape[0])
+        return self.weight[positions]
+
+
+class RotaryPositions(nn.Module):
+    """Rotary position embedding (Su et al. 2021): cos/sin of position x frequency.
+
+    Dimension pair (i, i + Dh/2) of a query or key at position m is rotated by the angle
+    m * theta^(-2i/Dh). A rotation by m then by -n leaves a rotation by m - n, so the dot product
+    of a rotated query and key depends on their positions only through m - n.
+    """
+
+    def __init__(self, max_positions: int, head_dim: int, theta: float = 10000.0) -> None:
+        super().__init__()
+        inv_freq = theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+        angles = torch.arange(max_positions, dtype=torch.float64)[:, None] * inv_freq  # (P, Dh/2)
+        self.register_buffer("cos", angles.cos().float(), persistent=False)
+        self.register_buffer("sin", angles.sin().float(), persistent=False)
+
+    def forward(self, positions: Tensor) -> tuple[Tensor, Tensor]:
+        """Position ids (T,) or (B, T) -> (cos, sin), each (T, Dh/2) or (B, 1, T, Dh/2): ready
+        to broadcast over (B, H, T, Dh/2) halves of queries and keys."""
+        _check_range(positions, self.cos.shape[0])
+        cos, sin = self.cos[positions], self.sin[positions]
+        if positions.dim() == 2:
+            cos, sin = cos[:, None], sin[:, None]
+        return cos, sin

@@ -24,6 +24,8 @@ class Seq2SeqCLI(LightningCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         # One vocabulary: the model's embedding has exactly the tokenizer's size.
         parser.link_arguments("data.vocab_size", "model.config.vocab_size")
+        # One flag switches the data layout too: pairs joined into one sequence, or LM blocks.
+        parser.link_arguments("model.config.decoder_only", "data.decoder_only")
         parser.add_lightning_class_args(BestAndLastCheckpoint, "checkpoint")
         parser.set_defaults(
             {

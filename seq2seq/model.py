@@ -12,8 +12,15 @@ from torch import Tensor, nn
 from seq2seq.attention import key_mask, padding_mask
 from seq2seq.cache import KVCache
 from seq2seq.config import ModelConfig
-from seq2seq.embedding import SharedEmbedding, SinusoidalPositions
-from seq2seq.layers import DecoderLayer, EncoderLayer
+from seq2seq.embedding import (
+    LearnedPositions,
+    RotaryPositions,
+    SharedEmbedding,
+    SinusoidalPositions,
+)
+from seq2seq.layers import DecoderLayer, EncoderLayer, make_norm
+
+Rotary = tuple[Tensor, Tensor]  # (cos, sin) of rotary position embedding
 
 
 class Encoder(nn.Module):
@@ -23,12 +30,14 @@ class Encoder(nn.Module):
         super().__init__()
         self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_encoder_layers))
         # Post-LN layers already end in a LayerNorm; pre-LN needs one after the last residual.
-        self.final_norm = nn.LayerNorm(config.d_model) if config.norm_first else None
+        self.final_norm = make_norm(config) if config.norm_first else None
 
-    def forward(self, x: Tensor, source_mask: Tensor | None) -> Tensor:
+    def forward(
+        self, x: Tensor, source_mask: Tensor | None, rotary: Rotary | None = None
+    ) -> Tensor:
         """(B, S, d_model), key mask (B, 1, 1, S) -> (B, S, d_model)."""
         for layer in self.layers:
-            x = layer(x, source_mask)
+            x = layer(x, source_mask, rotary)
         return self.final_norm(x) if self.final_norm is not None else x
 
 
@@ -41,7 +50,7 @@ class Decoder(nn.Module):
         self.layers = nn.ModuleList(
             DecoderLayer(config, cross_attention=cross) for _ in range(config.n_decoder_layers)
         )
-        self.final_norm = nn.LayerNorm(config.d_model) if config.norm_first else None
+        self.final_norm = make_norm(config) if config.norm_first else None
 
     def forward(
         self,
@@ -49,6 +58,7 @@ class Decoder(nn.Module):
         memory_kv: list[tuple[Tensor, Tensor]] | None = None,
         memory_mask: Tensor | None = None,
         cache: KVCache | None = None,
+        rotary: Rotary | None = None,
     ) -> Tensor:
         """(B, T, d_model) -> (B, T, d_model); memory_kv has one (k, v) pair per layer."""
         for index, layer in enumerate(self.layers):
@@ -58,7 +68,7 @@ class Decoder(nn.Module):
                 layer_memory = layer_cache.cross_kv
             elif memory_kv is not None:
                 layer_memory = memory_kv[index]
-            x = layer(x, layer_memory, memory_mask, layer_cache)
+            x = layer(x, layer_memory, memory_mask, layer_cache, rotary)
         return self.final_norm(x) if self.final_norm is not None else x
 
 
@@ -79,17 +89,42 @@ class Transformer(nn.Module):
         super().__init__()
         self.config = config
         self.embedding = SharedEmbedding(config.vocab_size, config.d_model, config.pad_id)
-        self.positions = SinusoidalPositions(config.max_positions, config.d_model)
+        # Absolute positions are added to the input; rotary ones turn queries and keys instead.
+        self.positions: nn.Module | None = None
+        self.rotary: RotaryPositions | None = None
+        if config.positions == "sinusoidal":
+            self.positions = SinusoidalPositions(config.max_positions, config.d_model)
+        elif config.positions == "learned":
+            self.positions = LearnedPositions(config.max_positions, config.d_model)
+        else:
+            self.rotary = RotaryPositions(config.max_positions, config.head_dim)
         self.embedding_dropout = nn.Dropout(config.dropout)
         self.encoder = None if config.decoder_only else Encoder(config)
         self.decoder = Decoder(config)
 
     # -- embeddings -----------------------------------------------------------------------
 
-    def embed(self, token_ids: Tensor, offset: int = 0) -> Tensor:
-        """(B, T) ids -> dropout(sqrt(d) * E[ids] + PE[offset : offset + T]): (B, T, d_model)."""
-        x = self.embedding(token_ids) + self.positions(token_ids.shape[1], offset)
+    def embed(self, token_ids: Tensor, positions: Tensor | None = None) -> Tensor:
+        """(B, T) ids -> dropout(sqrt(d) * E[ids] + PE[positions]): (B, T, d_model).
+
+        ``positions``: ids (T,) or (B, T); default 0 .. T-1. Rotary models add nothing here.
+        """
+        x = self.embedding(token_ids)
+        if self.positions is not None:
+            x = x + self.positions(self._default_positions(token_ids, positions))
         return self.embedding_dropout(x)
+
+    def rotation(self, token_ids: Tensor, positions: Tensor | None = None) -> Rotary | None:
+        """(cos, sin) for the self-attention of these tokens, or None without rotary positions."""
+        if self.rotary is None:
+            return None
+        return self.rotary(self._default_positions(token_ids, positions))
+
+    @staticmethod
+    def _default_positions(token_ids: Tensor, positions: Tensor | None) -> Tensor:
+        if positions is not None:
+            return positions
+        return torch.arange(token_ids.shape[1], device=token_ids.device)
 
     # -- the paper's two halves --------------------------------------------------------------
 
@@ -98,7 +133,7 @@ class Transformer(nn.Module):
         if self.encoder is None:
             raise RuntimeError("a decoder-only model has no encoder")
         mask = key_mask(padding_mask(src_ids, self.config.pad_id))
-        return self.encoder(self.embed(src_ids), mask)
+        return self.encoder(self.embed(src_ids), mask, self.rotation(src_ids))
 
     def decoder_states(
         self,
@@ -115,14 +150,16 @@ class Transformer(nn.Module):
             source_mask: (B, S) bool, True = real source token; None = all real.
             cache: incremental state from ``init_cache``; advanced by T positions.
         """
-        offset = cache.length if cache is not None else 0
+        positions = cache.positions(tgt_ids.shape[1]) if cache is not None else None
         memory_kv = None
         if cache is not None and cache.source_mask is not None:
             source_mask = cache.source_mask
         if memory is not None and (cache is None or cache.cross_k is None):
             memory_kv = self.project_memory(memory)
         memory_mask = key_mask(source_mask) if source_mask is not None else None
-        states = self.decoder(self.embed(tgt_ids, offset), memory_kv, memory_mask, cache)
+        x = self.embed(tgt_ids, positions)
+        rotary = self.rotation(tgt_ids, positions)
+        states = self.decoder(x, memory_kv, memory_mask, cache, rotary)
         if cache is not None:
             cache.advance(tgt_ids.shape[1])
         return states
@@ -167,6 +204,7 @@ class Transformer(nn.Module):
         max_len: int,
         memory: Tensor | None = None,
         source_mask: Tensor | None = None,
+        pad_left: Tensor | None = None,
     ) -> KVCache:
         """An empty KVCache for ``n_rows`` sequences of up to ``max_len`` target positions.
 
@@ -177,6 +215,9 @@ class Transformer(nn.Module):
             max_len: longest target the cache must hold.
             memory: (n_rows, S, d_model) encoder output; None for a decoder-only model.
             source_mask: (n_rows, S) bool, True = real source token.
+            pad_left: (n_rows,) padding tokens before each row's prompt (decoder-only prompts
+                of different lengths, left-padded); their slots are never attended to and
+                positions count from each row's first real token.
         """
         reference = self.embedding.weight
         cache = KVCache.empty(
@@ -192,6 +233,8 @@ class Transformer(nn.Module):
             keys, values = zip(*self.project_memory(memory), strict=True)
             cache.cross_k, cache.cross_v = torch.stack(keys), torch.stack(values)
             cache.source_mask = source_mask
+        if pad_left is not None:
+            cache.set_left_padding(pad_left)
         return cache
 
     def num_parameters(self) -> int:

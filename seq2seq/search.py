@@ -8,6 +8,7 @@ through its KV cache; tests drive the same searches with scripted scorers.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -58,12 +59,53 @@ class TransformerScorer:
         self.cache.reorder(index, cross=False)
 
 
+class PromptScorer:
+    """Decoder-only: reads every prompt into the KV cache in one pass, then one token per step.
+
+    Prompts of different lengths are left-padded, so each row's next token lands in the same
+    cache slot; the padding is masked out and positions count from each prompt's first token,
+    so a row's output does not depend on the other prompts of its batch. The first call
+    returns the prompts' next-token log-probabilities (the tokens passed to it are ignored:
+    the prompt already ends with the token to continue from).
+    """
+
+    def __init__(
+        self, model: Transformer, prompts: Sequence[Sequence[int]], beam_size: int, max_new: int
+    ) -> None:
+        if not prompts or min(map(len, prompts)) < 1:
+            raise ValueError("every prompt needs at least one token (e.g. bos)")
+        self.model = model
+        pad, device = model.config.pad_id, model.embedding.weight.device
+        width = max(map(len, prompts))
+        ids = torch.tensor([[pad] * (width - len(p)) + list(p) for p in prompts], device=device)
+        pad_left = torch.tensor([width - len(p) for p in prompts], device=device)
+        self.cache = model.init_cache(len(prompts), width + max_new, pad_left=pad_left)
+        states = model.decoder_states(ids, cache=self.cache)[:, -1]  # (B, d): last position only
+        log_probs = torch.log_softmax(model.project(states).float(), dim=-1)  # (B, V)
+        self._first: Tensor | None = log_probs.repeat_interleave(beam_size, dim=0)
+        if beam_size > 1:  # each prompt's k beams start from copies of its cache rows
+            rows = torch.arange(len(prompts), device=device)
+            self.cache.reorder(rows.repeat_interleave(beam_size))
+
+    def __call__(self, last_tokens: Tensor) -> Tensor:
+        if self._first is not None:
+            first, self._first = self._first, None
+            return first
+        logits = self.model.decode(last_tokens[:, None], cache=self.cache)[:, -1]
+        return torch.log_softmax(logits.float(), dim=-1)
+
+    def reorder(self, index: Tensor) -> None:
+        self.cache.reorder(index, cross=False)
+
+
 @dataclass(frozen=True)
 class SearchConfig:
     """Knobs shared by the searches.
 
     Attributes:
         bos_id, eos_id, pad_id: special tokens; pad and bos are never generated.
+        sep_id: the token between source and target of a decoder-only translation model,
+            whose prompt is ``[bos] source [sep]`` (None for encoder-decoder models).
         max_len_a, max_len_b: a hypothesis has at most ``a * source_length + b`` tokens
             (counting its eos); the eos is forced at that length.
         length_penalty: alpha of the GNMT length penalty ``((5 + |Y|) / 6) ** alpha``; beam
@@ -77,6 +119,7 @@ class SearchConfig:
     bos_id: int = 2
     eos_id: int = 3
     pad_id: int = 0
+    sep_id: int | None = None
     max_len_a: float = 1.2
     max_len_b: int = 10
     length_penalty: float = 0.6
@@ -88,6 +131,11 @@ class SearchConfig:
         if cap is not None:
             limits = limits.clamp(max=cap)
         return limits.clamp(min=1)
+
+    def source_limit(self, max_positions: int) -> int:
+        """Longest source a decoder-only model can take and still have room for the longest
+        output allowed: bos + source + sep + (a * source + b) must fit in ``max_positions``."""
+        return max(1, int((max_positions - 2 - self.max_len_b) / (1 + self.max_len_a)))
 
     def length_norm(self, length: Tensor | int) -> Tensor | float:
         """GNMT length penalty lp(|Y|) = ((5 + |Y|) / 6) ** alpha."""
@@ -288,19 +336,35 @@ def translate_ids(
 ) -> list[list[Hypothesis]]:
     """Translate a right-padded batch of source ids (B, S) with greedy or beam search.
 
-    ``beam_size=1`` runs greedy search. Returns ``n_best`` hypotheses per sentence.
+    ``beam_size=1`` runs greedy search. Returns ``n_best`` hypotheses per sentence. A
+    decoder-only model continues the prompt ``[bos] source [sep]`` (``config.sep_id``).
     """
-    if model.config.decoder_only:
-        raise ValueError("translate_ids needs an encoder-decoder model")
     if config is None:
         mc = model.config
         config = SearchConfig(bos_id=mc.bos_id, eos_id=mc.eos_id, pad_id=mc.pad_id)
     src_lengths = padding_mask(src_ids, config.pad_id).sum(dim=1)
-    max_lens = config.max_lengths(src_lengths, cap=model.config.max_positions)
-    scorer = TransformerScorer(model, src_ids, beam_size, int(max_lens.max()))
+    if model.config.decoder_only:
+        rows = zip(src_ids.tolist(), src_lengths.tolist(), strict=True)
+        prompts = [translation_prompt(row[:n], config) for row, n in rows]
+        room = model.config.max_positions - max(map(len, prompts))
+        if room < 1:
+            raise ValueError(f"a prompt of {room} positions leaves no room for the translation")
+        max_lens = config.max_lengths(src_lengths, cap=room)
+        scorer: Scorer = PromptScorer(model, prompts, beam_size, int(max_lens.max()))
+    else:
+        max_lens = config.max_lengths(src_lengths, cap=model.config.max_positions)
+        scorer = TransformerScorer(model, src_ids, beam_size, int(max_lens.max()))
     if beam_size == 1:
         return [[hyp] for hyp in greedy_search(scorer, max_lens, config)]
     return beam_search(scorer, max_lens, beam_size, config, n_best)
+
+
+def translation_prompt(source: Sequence[int], config: SearchConfig) -> list[int]:
+    """``[bos] source [sep]``: what a decoder-only translation model continues with the
+    target (the data layer trains on ``[bos] source [sep] target [eos]``)."""
+    if config.sep_id is None:
+        raise ValueError("a decoder-only translation model needs SearchConfig.sep_id")
+    return [config.bos_id, *source, config.sep_id]
 
 
 # -- sampling ------------------------------------------------------------------------------
@@ -344,8 +408,14 @@ def sample_search(
     sampling: SamplingConfig,
     eos_id: int,
     pad_id: int = 0,
+    banned: Sequence[int] = (),
+    on_token: Callable[[Tensor], None] | None = None,
 ) -> Tensor:
     """Sample up to ``max_new_tokens`` per row, feeding ``first_tokens`` (N,) first.
+
+    Args:
+        banned: ids never sampled besides pad (e.g. bos).
+        on_token: called with each step's (N,) tokens as soon as they exist (streaming).
 
     Returns:
         (N, max_new_tokens) sampled ids; after a row's eos, pad.
@@ -359,9 +429,11 @@ def sample_search(
     last = first_tokens
     for step in range(max_new_tokens):
         log_probs = scorer(last)
-        log_probs[:, pad_id] = NEG_INF
+        log_probs[:, [pad_id, *banned]] = NEG_INF
         token = _sample_token(log_probs, sampling, generator).masked_fill(finished, pad_id)
         out[:, step] = token
+        if on_token is not None:
+            on_token(token)
         finished |= token == eos_id
         if bool(finished.all()):
             break
@@ -378,3 +450,48 @@ def _sample_token(log_probs: Tensor, sampling: SamplingConfig, generator) -> Ten
     )
     probs = logits.softmax(dim=-1)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+
+@torch.inference_mode()
+def generate_ids(
+    model: Transformer,
+    prompts: Sequence[Sequence[int]],
+    max_new_tokens: int,
+    sampling: SamplingConfig = SamplingConfig(),  # noqa: B008 (frozen)
+    beam_size: int = 1,
+    config: SearchConfig | None = None,
+    on_token: Callable[[Tensor], None] | None = None,
+) -> list[list[int]]:
+    """Continue each prompt of a decoder-only model by up to ``max_new_tokens`` tokens.
+
+    ``beam_size`` > 1 runs beam search (``config``'s length penalty); otherwise tokens are
+    sampled (temperature 0 = greedy), and ``on_token`` sees each step's (N,) tokens.
+
+    Returns:
+        The new tokens of each prompt, without the final eos.
+    """
+    mc = model.config
+    if not mc.decoder_only:
+        raise ValueError("generation needs a decoder-only model (decoder_only: true)")
+    config = config or SearchConfig(bos_id=mc.bos_id, eos_id=mc.eos_id, pad_id=mc.pad_id)
+    room = mc.max_positions - max(map(len, prompts))
+    max_new_tokens = min(max_new_tokens, room)
+    if max_new_tokens < 1:
+        raise ValueError(f"the prompt fills all {mc.max_positions} positions of the model")
+    scorer = PromptScorer(model, prompts, beam_size, max_new_tokens + 1)
+    device = model.embedding.weight.device
+    if beam_size > 1:
+        # The eos is forced after max_new_tokens tokens, so the limit counts it too.
+        limits = torch.full((len(prompts),), max_new_tokens + 1, device=device)
+        return [hyps[0].tokens for hyps in beam_search(scorer, limits, beam_size, config)]
+    first = torch.full((len(prompts),), mc.bos_id, device=device)
+    out = sample_search(
+        scorer, first, max_new_tokens, sampling, mc.eos_id, mc.pad_id, (mc.bos_id,), on_token
+    )
+    return [_strip_after_eos(row, mc.eos_id, mc.pad_id) for row in out.tolist()]
+
+
+def _strip_after_eos(row: list[int], eos_id: int, pad_id: int) -> list[int]:
+    if eos_id in row:
+        row = row[: row.index(eos_id)]
+    return [t for t in row if t != pad_id]

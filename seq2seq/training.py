@@ -107,6 +107,7 @@ class TranslationModule(L.LightningModule):
             search, bos_id=config.bos_id, eos_id=config.eos_id, pad_id=config.pad_id
         )
         self.tokenizer_bytes: bytes | None = None  # set from the data module in setup()
+        self.task = "translation"  # or "lm": what the data module trains (set in setup())
         self._val_outputs: list[tuple[str, str]] = []
         self.skipped_steps = 0  # batches skipped for a non-finite loss, in this process's run
         self._skipped_in_a_row = 0
@@ -200,7 +201,7 @@ class TranslationModule(L.LightningModule):
         loss, nll, n_tokens = self.loss(batch)
         self.log("val_loss", loss, batch_size=n_tokens, sync_dist=True)
         self.log("val_nll", nll, batch_size=n_tokens, sync_dist=True, prog_bar=True)
-        share = self._bleu_share(batch.src.shape[0])
+        share = self._bleu_share(batch.src.shape[0]) if self.task == "translation" else 0
         if share:
             self._translate_for_bleu(batch, share)
 
@@ -213,7 +214,7 @@ class TranslationModule(L.LightningModule):
             self.log("val_ppl", torch.exp(nll), sync_dist=True)
         if self._val_outputs:
             self.log("val_bleu", corpus_bleu_zh(self._val_outputs), prog_bar=True)
-        elif self.hparams.val_bleu_sentences != 0:
+        elif self.hparams.val_bleu_sentences != 0 and self.task == "translation":
             self.log("val_bleu", 0.0)
 
     def _bleu_share(self, batch_size: int) -> int:
@@ -233,7 +234,7 @@ class TranslationModule(L.LightningModule):
 
     def _translate_for_bleu(self, batch, share: int) -> None:
         tokenizer = self._tokenizer()
-        if tokenizer is None or self.config.decoder_only:
+        if tokenizer is None:
             return
         src, refs = batch.src[:share], batch.tgt_out[:share].tolist()
         hyps = translate_ids(self.model, src, self.hparams.val_beam_size, self.search)
@@ -248,6 +249,9 @@ class TranslationModule(L.LightningModule):
         if tokenizer is not None:
             self.tokenizer_bytes = tokenizer.to_bytes()
             self._check_vocab(tokenizer.vocab_size)
+            self.task = getattr(datamodule, "task", "translation")
+            if self.config.decoder_only and tokenizer.sep_id is not None:
+                self.search = replace(self.search, sep_id=tokenizer.sep_id)
 
     def _check_vocab(self, vocab_size: int) -> None:
         if vocab_size != self.config.vocab_size:
@@ -270,11 +274,13 @@ class TranslationModule(L.LightningModule):
             "model_config": self.config.to_dict(),
             "search": asdict(self.search),
             "tokenizer": self.tokenizer_bytes,
+            "task": self.task,
         }
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         section = checkpoint.get(CHECKPOINT_KEY, {})
         self.tokenizer_bytes = section.get("tokenizer", self.tokenizer_bytes)
+        self.task = section.get("task", self.task)
 
 
 def corpus_bleu_zh(pairs: list[tuple[str, str]]) -> float:

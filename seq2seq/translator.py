@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,43 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     return checkpoint
 
 
+@dataclass
+class LoadedModel:
+    """What a checkpoint holds: the model (eval mode), its tokenizer, decoding defaults, and
+    the task it was trained for (``translation`` or ``lm``)."""
+
+    model: Transformer
+    tokenizer: Any
+    search: SearchConfig
+    task: str
+
+
+def load_model(path: str | Path, device: str = "cpu") -> LoadedModel:
+    """Model, tokenizer and search settings of a ``.ckpt`` written by ``seq2seq fit``."""
+    from seq2seq.data.tokenizer import Tokenizer
+
+    checkpoint = read_checkpoint(path)
+    section = checkpoint[CHECKPOINT_KEY]
+    try:
+        config = ModelConfig.from_dict(section["model_config"])
+    except (ConfigError, KeyError, TypeError) as error:
+        raise CheckpointError(f"{path}: bad model config ({error})") from None
+    if section.get("tokenizer") is None:
+        raise CheckpointError(f"{path}: checkpoint holds no SentencePiece model")
+    tokenizer = Tokenizer.from_bytes(section["tokenizer"])
+    if tokenizer.vocab_size != config.vocab_size:
+        raise CheckpointError(
+            f"{path}: vocab_size {config.vocab_size} disagrees with the SentencePiece "
+            f"model ({tokenizer.vocab_size} pieces)"
+        )
+    model = Transformer(config)
+    model.load_state_dict(model_state_dict(checkpoint))
+    known = {f.name for f in fields(SearchConfig)}
+    search = SearchConfig(**{k: v for k, v in section.get("search", {}).items() if k in known})
+    task = section.get("task", "translation")
+    return LoadedModel(model.to(device).eval(), tokenizer, search, task)
+
+
 def model_state_dict(checkpoint: dict[str, Any]) -> dict[str, torch.Tensor]:
     """The Transformer's weights from a LightningModule state dict (drops the 'model.' prefix)."""
     prefix = "model."
@@ -61,28 +98,16 @@ class Translator:
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str = "cpu") -> Translator:
-        """Build everything from a ``.ckpt`` written by ``seq2seq fit``."""
-        from seq2seq.data.tokenizer import Tokenizer
-
-        checkpoint = read_checkpoint(path)
-        section = checkpoint[CHECKPOINT_KEY]
-        try:
-            config = ModelConfig.from_dict(section["model_config"])
-        except (ConfigError, KeyError, TypeError) as error:
-            raise CheckpointError(f"{path}: bad model config ({error})") from None
-        if section.get("tokenizer") is None:
-            raise CheckpointError(f"{path}: checkpoint holds no SentencePiece model")
-        tokenizer = Tokenizer.from_bytes(section["tokenizer"])
-        if tokenizer.vocab_size != config.vocab_size:
+        """Build everything from a ``.ckpt`` written by ``seq2seq fit``: an encoder-decoder
+        model, or a decoder-only one trained on joined pairs (``configs/lm_translate.yaml``)."""
+        loaded = load_model(path, device)
+        if loaded.task == "lm" or (
+            loaded.model.config.decoder_only and loaded.search.sep_id is None
+        ):
             raise CheckpointError(
-                f"{path}: vocab_size {config.vocab_size} disagrees with the SentencePiece "
-                f"model ({tokenizer.vocab_size} pieces)"
+                f"{path}: a language model, not a translation model; use 'seq2seq generate'"
             )
-        model = Transformer(config)
-        model.load_state_dict(model_state_dict(checkpoint))
-        known = {f.name for f in fields(SearchConfig)}
-        search = SearchConfig(**{k: v for k, v in section.get("search", {}).items() if k in known})
-        return cls(model.to(device), tokenizer, search)
+        return cls(loaded.model, loaded.tokenizer, loaded.search)
 
     def with_search(self, **overrides: Any) -> Translator:
         """A translator sharing this model, with some search settings changed (None = keep)."""
@@ -145,8 +170,14 @@ class Translator:
         )
 
     def _truncate(self, encoded: list[list[int]]) -> None:
-        """Cut sources to the model's positions; warn once, naming the lines (1-based)."""
+        """Cut sources to the model's positions; warn once, naming the lines (1-based).
+
+        A decoder-only model holds source and translation in one sequence, so its sources
+        leave room for the longest translation the search allows.
+        """
         limit = self.model.config.max_positions
+        if self.model.config.decoder_only:
+            limit = self.search.source_limit(limit)
         cut = [i + 1 for i, ids in enumerate(encoded) if len(ids) > limit]
         for i in cut:
             encoded[i - 1] = encoded[i - 1][:limit]

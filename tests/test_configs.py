@@ -26,7 +26,10 @@ def test_config_prints_complete_yaml(config, capsys):
 def test_config_instantiates_with_the_tokenizers_vocabulary(config):
     cli = run_lightning_cli(["--config", str(config)], run=False)
     assert cli.model.config.vocab_size == cli.datamodule.vocab_size
-    assert cli.model.config.norm_first is False  # the paper's post-LN in every shipped config
+    # The paper's post-LN in every shipped config but the GPT-2 / Llama style ones.
+    assert cli.model.config.norm_first is config.name.startswith(("lm_gpt", "lm_llama"))
+    # One flag: a decoder-only model gets joined pairs or LM blocks from the data module.
+    assert cli.datamodule.decoder_only is cli.model.config.decoder_only
     # Checkpoints are written through the temporary-file-and-rename writer.
     assert isinstance(cli.trainer.strategy.checkpoint_io, AtomicCheckpointIO)
 
@@ -34,6 +37,7 @@ def test_config_instantiates_with_the_tokenizers_vocabulary(config):
 def test_shipped_configs_exist():
     names = {p.name for p in CONFIGS}
     assert {"tiny.yaml", "base.yaml", "big.yaml", "wmt_en_zh.yaml"} <= names
+    assert {"lm.yaml", "lm_translate.yaml", "lm_gpt.yaml", "lm_llama.yaml"} <= names
 
 
 def test_unknown_key_is_rejected(tmp_path, capsys):

@@ -85,8 +85,10 @@ def test_empty_corpus(tmp_path):
 def test_spec_validation():
     with pytest.raises(DataError, match="unknown corpus kind 'csv'"):
         CorpusSpec(kind="csv")
-    with pytest.raises(DataError, match="needs path, tgt_path"):
+    with pytest.raises(DataError, match="needs path"):
         CorpusSpec(kind="text")
+    with pytest.raises(DataError, match="needs tgt_path for a parallel corpus"):
+        load_corpus(CorpusSpec(kind="text", path="only-one-side.txt"))
 
 
 def test_load_corpus_dispatch(tmp_path):

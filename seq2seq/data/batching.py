@@ -29,6 +29,12 @@ def example_length(src_len: int, tgt_len: int) -> int:
     return max(src_len, tgt_len) + 1
 
 
+def joined_length(src_len: int, tgt_len: int) -> int:
+    """Length of a decoder-only translation example ``[bos] src [sep] tgt`` (see
+    :func:`collate_joined`)."""
+    return src_len + tgt_len + 2
+
+
 def _greedy_boundaries(sorted_lengths: np.ndarray, max_tokens: int) -> list[tuple[int, int]]:
     """Cuts ascending lengths into contiguous [start, end) runs with size × max ≤ max_tokens."""
     bounds, start = [], 0
@@ -233,6 +239,40 @@ def collate(examples: Sequence[Example], pad_id: int = PAD_ID) -> Batch:
     )
 
 
+def collate_joined(examples: Sequence[Example], sep_id: int, pad_id: int = PAD_ID) -> Batch:
+    """Pairs as one sequence each, for a decoder-only translation model.
+
+    Input ``[bos] src [sep] tgt``, target ``src [sep] tgt [eos]`` shifted by one, with every
+    position before the first target token set to pad: the loss covers exactly the target and
+    its eos. ``src`` keeps the source alone (for validation BLEU and token counts).
+    """
+    srcs = [list(src) for src, _ in examples]
+    tgts = [list(tgt) for _, tgt in examples]
+    inputs = [[BOS_ID, *s, sep_id, *t] for s, t in zip(srcs, tgts, strict=True)]
+    targets = [[pad_id] * (len(s) + 1) + [*t, EOS_ID] for s, t in zip(srcs, tgts, strict=True)]
+    return Batch(
+        src=_pad(srcs, pad_id),
+        tgt_in=_pad(inputs, pad_id),
+        tgt_out=_pad(targets, pad_id),
+        n_src_tokens=sum(map(len, srcs)),
+        n_tgt_tokens=sum(len(t) + 1 for t in tgts),
+    )
+
+
+def collate_blocks(blocks: Sequence[Sequence[int]], pad_id: int = PAD_ID) -> Batch:
+    """Language-model blocks of ``block_size + 1`` tokens: input ``block[:-1]``, target
+    ``block[1:]`` (a padded tail is never a target). ``src`` is empty, (B, 0)."""
+    rows = torch.as_tensor(np.asarray(blocks, dtype=np.int64))  # (B, block_size + 1)
+    tgt_out = rows[:, 1:]
+    return Batch(
+        src=torch.zeros((rows.shape[0], 0), dtype=torch.long),
+        tgt_in=rows[:, :-1],
+        tgt_out=tgt_out,
+        n_src_tokens=0,
+        n_tgt_tokens=int((tgt_out != pad_id).sum()),
+    )
+
+
 class TokenBatchLoader:
     """A resumable iterable of :class:`Batch` over tokenized examples.
 
@@ -251,6 +291,7 @@ class TokenBatchLoader:
         batch_sampler: Sampler over ``examples``' indices.
         pad_id: Padding id for :func:`collate`.
         num_workers: ``DataLoader`` worker processes (0 = collate in the main process).
+        collate_fn: Builds a :class:`Batch` from examples (default: :func:`collate`).
     """
 
     def __init__(
@@ -259,13 +300,14 @@ class TokenBatchLoader:
         batch_sampler: TokenBatchSampler,
         pad_id: int = PAD_ID,
         num_workers: int = 0,
+        collate_fn: Any = None,
     ) -> None:
         self.dataset = examples
         self.batch_sampler = batch_sampler
         self._loader = DataLoader(
             examples,
             batch_sampler=batch_sampler,
-            collate_fn=partial(collate, pad_id=pad_id),
+            collate_fn=collate_fn or partial(collate, pad_id=pad_id),
             num_workers=num_workers,
             persistent_workers=num_workers > 0,
         )

@@ -1,5 +1,10 @@
 """The Lightning data module: corpus → clean → split → tokenizer → cached token ids → loaders.
 
+Three layouts, one module: translation pairs for an encoder-decoder model (the default),
+the same pairs joined as ``[bos] src [sep] tgt`` for a decoder-only model
+(``decoder_only``, linked from ``model.config.decoder_only`` by the CLI), and monolingual
+text packed into blocks for a language model (``task: lm``, :mod:`seq2seq.data.lm`).
+
 ``prepare_data`` does the slow work once and caches it under
 ``cache_dir/<kind>-<hash of every argument that changes the result>/``::
 
@@ -7,6 +12,8 @@
     train.npz dev.npz test.npz      token ids (flat int32 + offsets, see _save_ids)
     {train,dev,test}.{en,zh}        cleaned text, one sentence per line (BLEU references)
     report.json                     counts: raw, cleaning drops, split sizes, too-long drops
+
+(a language model's cache holds ``{train,dev,test}.npz`` blocks and ``{split}.txt`` instead)
 
 so later runs (and other ranks) only read files. The directory is written under a temporary
 name and renamed into place, so a crash never leaves a half-written cache behind.
@@ -20,6 +27,7 @@ import json
 import os
 import shutil
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +35,23 @@ import numpy as np
 from lightning.pytorch import LightningDataModule
 from lightning.pytorch.utilities import rank_zero_info
 
-from seq2seq.data.batching import TokenBatchLoader, TokenBatchSampler, example_length
+from seq2seq.config import ConfigError
+from seq2seq.data.batching import (
+    TokenBatchLoader,
+    TokenBatchSampler,
+    collate_blocks,
+    collate_joined,
+    example_length,
+    joined_length,
+)
 from seq2seq.data.clean import CleanReport, clean_pairs
 from seq2seq.data.errors import DataError
-from seq2seq.data.sources import CorpusSpec, load_corpus
+from seq2seq.data.lm import TokenBlocks, clean_documents, pack_blocks, split_documents
+from seq2seq.data.sources import CorpusSpec, load_corpus, load_texts
 from seq2seq.data.split import SPLITS, split_pairs
-from seq2seq.data.tokenizer import PAD_ID, Tokenizer
+from seq2seq.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, SEP, Tokenizer
+
+TASKS = ("translation", "lm")
 
 CACHE_VERSION = 1  # bump when the cached format or the pipeline's output changes
 LANGS = ("en", "zh")  # file suffixes of the cached text, source first
@@ -70,9 +89,13 @@ class TokenizedPairs:
         """Token count of every sentence of ``side`` (``"src"`` or ``"tgt"``)."""
         return np.diff(self._offsets[side])
 
-    def lengths(self) -> list[int]:
-        """:func:`example_length` of every pair, for the batch sampler."""
-        return (np.maximum(self.side_lengths("src"), self.side_lengths("tgt")) + 1).tolist()
+    def lengths(self, joined: bool = False) -> list[int]:
+        """:func:`example_length` of every pair, for the batch sampler (``joined``: the
+        decoder-only sequence's :func:`joined_length`)."""
+        src, tgt = self.side_lengths("src"), self.side_lengths("tgt")
+        if joined:
+            return (src + tgt + (joined_length(0, 0))).tolist()
+        return (np.maximum(src, tgt) + 1).tolist()
 
     def _side(self, side: str, i: int) -> list[int]:
         start, end = self._offsets[side][i], self._offsets[side][i + 1]
@@ -110,6 +133,15 @@ class TranslationDataModule(LightningDataModule):
         cache_dir: Where prepared data is cached.
         num_workers: ``DataLoader`` worker processes.
         seed: Seeds the tokenizer's sampling and the batch order.
+        task: ``translation`` (sentence pairs) or ``lm`` (monolingual text packed into blocks
+            for a decoder-only language model).
+        decoder_only: Join each pair into one sequence ``[bos] src [sep] tgt`` with the loss
+            on the target only (set from ``model.config.decoder_only`` by the CLI); the
+            vocabulary then has a ``<sep>`` piece. Required by ``task: lm``.
+        lm_side: ``lm``: the text's language (``zh`` or ``en``: how it is normalised), and which
+            side of a parallel corpus to read.
+        text_field: ``lm`` from JSONL or ``datasets``: the key / column holding the text.
+        block_size: ``lm``: tokens per training sequence.
     """
 
     def __init__(
@@ -133,6 +165,11 @@ class TranslationDataModule(LightningDataModule):
         cache_dir: str = "data_cache",
         num_workers: int = 0,
         seed: int = 1,
+        task: str = "translation",
+        decoder_only: bool = False,
+        lm_side: str = "zh",
+        text_field: str | None = None,
+        block_size: int = 128,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -141,8 +178,9 @@ class TranslationDataModule(LightningDataModule):
             hf_split=hf_split, src_lang=src_lang, tgt_lang=tgt_lang, src_field=src_field,
             tgt_field=tgt_field,
         )  # fmt: skip
-        if max_tokens < example_length(max_len, max_len):
-            raise ValueError(f"max_tokens={max_tokens} cannot hold one pair of max_len={max_len}")
+        self.task, self.decoder_only = task, decoder_only
+        self.lm_side, self.text_field, self.block_size = lm_side, text_field, block_size
+        self._check_layout(max_tokens, max_len)
         self.vocab_size = vocab_size
         self.spm_model_type = spm_model_type
         self.max_tokens = max_tokens
@@ -156,11 +194,26 @@ class TranslationDataModule(LightningDataModule):
         self._data: dict[str, TokenizedPairs] = {}
         self._reported = False
 
+    def _check_layout(self, max_tokens: int, max_len: int) -> None:
+        if self.task not in TASKS:
+            raise ConfigError(f"data.task must be one of {TASKS}, got {self.task!r}")
+        if self.task == "lm":
+            if not self.decoder_only:
+                raise ConfigError("data.task 'lm' needs a decoder-only model (decoder_only: true)")
+            if max_tokens < self.block_size + 1:
+                raise ConfigError(
+                    f"max_tokens={max_tokens} cannot hold one block of {self.block_size} + 1"
+                )
+            return
+        length = joined_length if self.decoder_only else example_length
+        if max_tokens < length(max_len, max_len):
+            raise ValueError(f"max_tokens={max_tokens} cannot hold one pair of max_len={max_len}")
+
     # ----------------------------------------------------------------------------- cache
     @property
     def cache_path(self) -> Path:
         """The cache directory for these arguments."""
-        key = {
+        key: dict[str, Any] = {
             "version": CACHE_VERSION,
             "spec": dataclasses.asdict(self.spec),
             "files": [_fingerprint(p) for p in (self.spec.path, self.spec.tgt_path) if p],
@@ -168,8 +221,15 @@ class TranslationDataModule(LightningDataModule):
             "tokenizer": [self.vocab_size, self.spm_model_type, self.seed],
             "max_len": self.max_len,
         }
+        # Only set for the new layouts, so an encoder-decoder run keeps its existing cache.
+        if self.task == "lm":
+            key["lm"] = [self.lm_side, self.text_field, self.block_size]
+            del key["clean"], key["max_len"]
+        elif self.decoder_only:
+            key["tokenizer"].append(SEP)
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-        return self.cache_dir / f"{self.spec.kind}-{digest}"
+        prefix = "lm-" if self.task == "lm" else ""
+        return self.cache_dir / f"{prefix}{self.spec.kind}-{digest}"
 
     def is_prepared(self) -> bool:
         """Whether the cache for these arguments exists."""
@@ -195,6 +255,9 @@ class TranslationDataModule(LightningDataModule):
 
     def _build(self, out: Path) -> None:
         """Runs the whole pipeline, writing every cache file into ``out``."""
+        if self.task == "lm":
+            self._build_lm(out)
+            return
         pairs = load_corpus(self.spec)
         cleaned, clean_report = clean_pairs(pairs, self.max_len_chars, self.max_ratio)
         splits = split_pairs(cleaned)
@@ -203,7 +266,11 @@ class TranslationDataModule(LightningDataModule):
         start = time.perf_counter()
         train_text = [text for pair in splits["train"] for text in pair]
         tokenizer = Tokenizer.train(
-            train_text, self.vocab_size, self.spm_model_type, seed=self.seed
+            train_text,
+            self.vocab_size,
+            self.spm_model_type,
+            seed=self.seed,
+            user_symbols=[SEP] if self.decoder_only else (),
         )
         report: dict[str, Any] = {
             "corpus": self.spec.name,
@@ -222,6 +289,35 @@ class TranslationDataModule(LightningDataModule):
                 problem = f"every training pair is over max_len={self.max_len} tokens"
                 raise DataError.at(self.spec.name, None, problem)
             np.savez(out / f"{name}.npz", **ids.arrays())
+        (out / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+
+    def _build_lm(self, out: Path) -> None:
+        """The language-model pipeline: documents -> clean -> split -> tokenizer -> blocks."""
+        texts = load_texts(self.spec, self.lm_side, self.text_field)
+        docs, clean_report = clean_documents(texts, self.lm_side)
+        splits = split_documents(docs)
+        if not splits["train"]:
+            raise DataError.at(self.spec.name, None, f"no training text left ({clean_report})")
+        start = time.perf_counter()
+        tokenizer = Tokenizer.train(
+            splits["train"], self.vocab_size, self.spm_model_type, seed=self.seed
+        )
+        report: dict[str, Any] = {
+            "corpus": self.spec.name,
+            "clean": clean_report,
+            "split": {name: len(split) for name, split in splits.items()},
+            "tokenizer_seconds": round(time.perf_counter() - start, 2),
+            "blocks": {},
+            "tokens": {},
+        }
+        tokenizer.save(out / "spm.model")
+        for name, split in splits.items():
+            (out / f"{name}.txt").write_text("".join(d + "\n" for d in split), encoding="utf-8")
+            ids = tokenizer.encode_batch(split)
+            blocks = pack_blocks(ids, self.block_size, BOS_ID, EOS_ID, PAD_ID)
+            report["blocks"][name] = len(blocks)
+            report["tokens"][name] = TokenBlocks(blocks).n_tokens(PAD_ID)
+            np.savez(out / f"{name}.npz", blocks=blocks)
         (out / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
 
     def _tokenize(
@@ -245,7 +341,10 @@ class TranslationDataModule(LightningDataModule):
         self._tokenizer = Tokenizer.load(self.cache_path / "spm.model")
         for name in SPLITS:
             with np.load(self.cache_path / f"{name}.npz") as arrays:
-                self._data[name] = TokenizedPairs(dict(arrays))
+                if self.task == "lm":
+                    self._data[name] = TokenBlocks(arrays["blocks"])
+                else:
+                    self._data[name] = TokenizedPairs(dict(arrays))
         self._log_report_once()
 
     def _log_report_once(self) -> None:
@@ -253,13 +352,22 @@ class TranslationDataModule(LightningDataModule):
             return
         self._reported = True
         report = self.report
-        sampler = TokenBatchSampler(self._data["train"].lengths(), self.max_tokens, seed=self.seed)
+        sampler = TokenBatchSampler(self._lengths("train"), self.max_tokens, seed=self.seed)
+        batches = (
+            f"{len(sampler)} train batches of <= {self.max_tokens} tokens, padding "
+            f"{sampler.padding_fraction():.1%}; cache {self.cache_path}"
+        )
+        if self.task == "lm":
+            rank_zero_info(
+                f"data (language model): {report['corpus']}: {report['clean']}; documents "
+                f"{report['split']}; blocks of {self.block_size} {report['blocks']}; tokens "
+                f"{report['tokens']}; vocab {self.tokenizer.vocab_size}; {batches}"
+            )
+            return
         rank_zero_info(
             f"data: {report['corpus']}: {CleanReport(**report['clean'])}; "
             f"split {report['split']}; dropped over max_len={self.max_len} tokens "
-            f"{report['too_long']}; vocab {self.tokenizer.vocab_size}; "
-            f"{len(sampler)} train batches of <= {self.max_tokens} tokens, padding "
-            f"{sampler.padding_fraction():.1%}; cache {self.cache_path}"
+            f"{report['too_long']}; vocab {self.tokenizer.vocab_size}; {batches}"
         )
 
     @property
@@ -275,8 +383,9 @@ class TranslationDataModule(LightningDataModule):
             raise AttributeError("tokenizer is available after setup()")
         return self._tokenizer
 
-    def dataset(self, split: str) -> TokenizedPairs:
-        """Token ids of ``split`` (``train``/``dev`` without over-long pairs; all of ``test``)."""
+    def dataset(self, split: str) -> TokenizedPairs | TokenBlocks:
+        """Token ids of ``split`` (``train``/``dev`` without over-long pairs; all of ``test``);
+        packed blocks for ``task: lm``."""
         if not self._data:
             raise RuntimeError("call setup() first")
         return self._data[split]
@@ -285,22 +394,39 @@ class TranslationDataModule(LightningDataModule):
         """Cleaned (english, chinese) sentences of ``split``, all pairs, for BLEU."""
         if split not in SPLITS:
             raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
+        if self.task == "lm":
+            raise ValueError("a language model's data has no translation pairs")
         en, zh = (_read_lines(self.cache_path / f"{split}.{lang}") for lang in LANGS)
         return en, zh
 
     # ----------------------------------------------------------------------------- loaders
+    def _lengths(self, split: str) -> list[int]:
+        data = self.dataset(split)
+        if isinstance(data, TokenBlocks):
+            return data.lengths()
+        return data.lengths(joined=self.decoder_only)
+
+    def _collate(self) -> Any:
+        if self.task == "lm":
+            return partial(collate_blocks, pad_id=PAD_ID)
+        if self.decoder_only:
+            return partial(collate_joined, sep_id=self.tokenizer.sep_id, pad_id=PAD_ID)
+        return None  # the loader's default pair collation
+
     def _loader(self, split: str, shuffle: bool) -> TokenBatchLoader:
         data = self.dataset(split)
         trainer = self.trainer
         sampler = TokenBatchSampler(
-            data.lengths(),
+            self._lengths(split),
             self.max_tokens,
             shuffle=shuffle,
             seed=self.seed,
             num_replicas=trainer.world_size if trainer is not None else 1,
             rank=trainer.global_rank if trainer is not None else 0,
         )
-        return TokenBatchLoader(data, sampler, pad_id=PAD_ID, num_workers=self.num_workers)
+        return TokenBatchLoader(
+            data, sampler, pad_id=PAD_ID, num_workers=self.num_workers, collate_fn=self._collate()
+        )
 
     def train_dataloader(self) -> TokenBatchLoader:
         """Shuffled token batches of the training split; Lightning sets the epoch and can

@@ -58,7 +58,7 @@ class CorpusSpec:
                 f"unknown corpus kind {self.kind!r}; expected one of {', '.join(KINDS)}"
             )
         needs = {
-            "text": ("path", "tgt_path"),
+            "text": ("path",),  # a parallel corpus also needs tgt_path (load_text_pair says so)
             "tsv": ("path",),
             "jsonl": ("path",),
             "hf": ("hf_name",),
@@ -89,6 +89,8 @@ def _dispatch(spec: CorpusSpec) -> list[Pair]:
     if spec.kind == "bundled":
         return load_bundled()
     if spec.kind == "text":
+        if spec.tgt_path is None:
+            raise DataError("corpus kind 'text' needs tgt_path for a parallel corpus")
         return load_text_pair(spec.path, spec.tgt_path)
     if spec.kind == "tsv":
         return load_tsv(spec.path, spec.src_field, spec.tgt_field)
@@ -208,16 +210,7 @@ def load_hf(
     Raises:
         DataError: If the split or the ``translation`` column or a language key is missing.
     """
-    import datasets  # deferred: importing datasets costs ~1 s and most runs never need it
-
-    if Path(name).exists():
-        ds = datasets.load_from_disk(name)
-        if isinstance(ds, datasets.DatasetDict):
-            if split not in ds:
-                raise DataError.at(name, None, f"no split {split!r}; found {', '.join(ds)}")
-            ds = ds[split]
-    else:
-        ds = datasets.load_dataset(name, config, split=split)
+    ds = _open_hf(name, config, split)
     if "translation" not in ds.column_names:
         raise DataError.at(name, None, f"no 'translation' column; found {ds.column_names}")
     pairs = []
@@ -265,3 +258,73 @@ def _read_tsv(path: Path, src_field: int, tgt_field: int, n_fields: int | None) 
                 path, lineno, f"expected {n_fields} tab-separated fields, found {len(fields)}"
             )
         yield fields[src_field], fields[tgt_field]
+
+
+def load_texts(spec: CorpusSpec, side: str = "zh", text_field: str | None = None) -> list[str]:
+    """Monolingual text for a language model: one document per line or row.
+
+    * ``text`` without ``tgt_path``: the lines of ``path``;
+    * ``jsonl`` / ``hf`` with ``text_field``: that key / column (e.g. ``text``);
+    * any parallel corpus otherwise (``bundled``, ``tsv``, ``jsonl``, ``hf``, ``text`` with two
+      files): its ``side`` language (``spec.src_lang`` or ``spec.tgt_lang``).
+
+    Blank documents are kept here (cleaning drops them).
+
+    Raises:
+        DataError: For malformed input, an unknown side, or no text at all.
+    """
+    if spec.kind == "text" and spec.tgt_path is None:
+        texts = _read_lines(spec.path)
+    elif spec.kind == "jsonl" and text_field is not None:
+        texts = _jsonl_field(Path(spec.path), text_field)
+    elif spec.kind == "hf" and text_field is not None:
+        texts = _hf_column(spec.hf_name, spec.hf_config, spec.hf_split, text_field)
+    else:
+        sides = {spec.src_lang: 0, spec.tgt_lang: 1}
+        if side not in sides:
+            raise DataError(f"lm_side {side!r} is neither {spec.src_lang!r} nor {spec.tgt_lang!r}")
+        texts = [pair[sides[side]] for pair in load_corpus(spec)]
+    if not any(text.strip() for text in texts):
+        raise DataError.at(spec.name, None, "corpus is empty (no text)")
+    return texts
+
+
+def _jsonl_field(path: Path, key: str) -> list[str]:
+    texts = []
+    for lineno, line in _numbered_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError.at(path, lineno, f"not valid JSON ({e.msg})") from None
+        if not isinstance(row, dict) or not isinstance(row.get(key), str):
+            raise DataError.at(path, lineno, f"missing string key {key!r}")
+        texts.append(row[key])
+    return texts
+
+
+def _hf_column(name: str, config: str | None, split: str, column: str) -> list[str]:
+    ds = _open_hf(name, config, split)
+    if column not in ds.column_names:
+        raise DataError.at(name, None, f"no {column!r} column; found {ds.column_names}")
+    texts = ds[column]
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise DataError.at(name, i + 1, f"{column!r} is {type(text).__name__}, not text")
+    return list(texts)
+
+
+def _open_hf(name: str, config: str | None, split: str):  # noqa: ANN202 (datasets.Dataset)
+    """One split of a hub dataset (downloaded) or of a ``save_to_disk`` directory (local)."""
+    import datasets  # deferred: importing datasets costs ~1 s and most runs never need it
+
+    if Path(name).exists():
+        ds = datasets.load_from_disk(name)
+        if isinstance(ds, datasets.DatasetDict):
+            if split not in ds:
+                raise DataError.at(name, None, f"no split {split!r}; found {', '.join(ds)}")
+            ds = ds[split]
+    else:
+        ds = datasets.load_dataset(name, config, split=split)
+    return ds

@@ -17,6 +17,7 @@ PAD_ID = 0
 UNK_ID = 1
 BOS_ID = 2
 EOS_ID = 3
+SEP = "<sep>"  # between source and target of a decoder-only translation model
 
 
 class Tokenizer:
@@ -40,6 +41,7 @@ class Tokenizer:
         input_sentence_size: int = 200_000,
         num_threads: int = 2,
         seed: int = 1,
+        user_symbols: Sequence[str] = (),
     ) -> Tokenizer:
         """Trains a model in memory on ``texts`` (both languages, already normalised).
 
@@ -53,6 +55,8 @@ class Tokenizer:
             input_sentence_size: Train on at most this many sentences (a random sample).
             num_threads: Trainer threads.
             seed: Seed for SentencePiece's sampling, for a reproducible vocabulary.
+            user_symbols: Extra pieces with ids right after the specials, never split and
+                never produced from ordinary text (e.g. ``<sep>``).
         """
         spm.set_random_generator_seed(seed)
         model = io.BytesIO()
@@ -73,6 +77,7 @@ class Tokenizer:
             # would fold Chinese full-width punctuation, so decode(encode(x)) != x.
             normalization_rule_name="identity",
             minloglevel=2,
+            **({"control_symbols": list(user_symbols)} if user_symbols else {}),
         )
         return cls(model.getvalue())
 
@@ -80,6 +85,12 @@ class Tokenizer:
     def vocab_size(self) -> int:
         """Number of ids, specials included."""
         return self._sp.get_piece_size()
+
+    @property
+    def sep_id(self) -> int | None:
+        """Id of the ``<sep>`` piece, or None when the vocabulary has none."""
+        token_id = self._sp.piece_to_id(SEP)
+        return None if token_id == UNK_ID else token_id
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text``, without bos/eos."""

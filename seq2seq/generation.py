@@ -1,0 +1,157 @@
+"""Text generation with a decoder-only checkpoint: prompts in, continuations out, in order."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from seq2seq.data.tokenizer import EOS_ID
+from seq2seq.model import Transformer
+from seq2seq.search import SamplingConfig, SearchConfig, generate_ids
+from seq2seq.translator import CheckpointError, load_model, one_line
+
+
+class Generator:
+    """A decoder-only model and its tokenizer, continuing prompts.
+
+    Example:
+        >>> generator = Generator.from_checkpoint("runs/lm/checkpoints/last.ckpt")
+        >>> generator.generate(["我们明天"], max_new_tokens=20, sampling=SamplingConfig(seed=1))
+        ['我们明天去公园吧。']
+    """
+
+    def __init__(self, model: Transformer, tokenizer, search: SearchConfig) -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.search = search
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, device: str = "cpu") -> Generator:
+        """Load a checkpoint written by ``seq2seq fit`` with ``decoder_only: true``."""
+        loaded = load_model(path, device)
+        if not loaded.model.config.decoder_only:
+            raise CheckpointError(
+                f"{path}: an encoder-decoder model cannot continue a prompt; use "
+                "'seq2seq translate', or train with decoder_only: true (configs/lm.yaml)"
+            )
+        return cls(loaded.model, loaded.tokenizer, loaded.search)
+
+    def prompt_ids(self, text: str) -> list[int]:
+        """``[bos] + tokens``: how every training document starts."""
+        return [self.model.config.bos_id, *self.tokenizer.encode(text)]
+
+    def generate(
+        self,
+        prompts: Sequence[str],
+        max_new_tokens: int = 64,
+        sampling: SamplingConfig = SamplingConfig(),  # noqa: B008 (frozen)
+        beam_size: int = 1,
+        max_tokens: int = 4000,
+        on_text: Callable[[str], None] | None = None,
+        on_batch: Callable[[int], None] | None = None,
+    ) -> list[str]:
+        """Each prompt followed by its continuation: exactly one line per prompt, in order.
+
+        Args:
+            prompts: texts to continue; an empty one generates from scratch.
+            max_new_tokens: most tokens to add (fewer when the model's positions run out).
+            sampling: temperature / top-k / top-p / seed; temperature 0 is greedy.
+            beam_size: > 1 runs beam search instead of sampling.
+            max_tokens: positions (prompt + new tokens) per batch.
+            on_text: with a single prompt and no beam, called with each new piece of text as
+                soon as it is decoded (streaming).
+            on_batch: called with the number of prompts finished after each batch (progress).
+        """
+        check_sampling(sampling, beam_size, max_new_tokens)
+        encoded = [self.prompt_ids(prompt) for prompt in prompts]
+        self._truncate(encoded, max_new_tokens)
+        outputs = [""] * len(prompts)
+        for batch in _length_batches(encoded, max_new_tokens, max_tokens):
+            stream = _TextStream(self.tokenizer, encoded[batch[0]], on_text)
+            streaming = on_text is not None and len(prompts) == 1 and beam_size == 1
+            new = generate_ids(
+                self.model,
+                [encoded[i] for i in batch],
+                max_new_tokens,
+                sampling,
+                beam_size,
+                self.search,
+                on_token=stream.push if streaming else None,
+            )
+            for index, tokens in zip(batch, new, strict=True):
+                outputs[index] = prompts[index] + self._continuation(encoded[index], tokens)
+            if on_batch is not None:
+                on_batch(len(batch))
+        return [one_line(text) for text in outputs]
+
+    def _continuation(self, prompt: list[int], new: list[int]) -> str:
+        """The text the new tokens add (decoding them with the prompt keeps word spacing)."""
+        return _suffix(self.tokenizer.decode(prompt), self.tokenizer.decode(prompt + new))
+
+    def _truncate(self, encoded: list[list[int]], max_new_tokens: int) -> None:
+        """Keep the end of over-long prompts so that generation has room; warn once."""
+        positions = self.model.config.max_positions
+        limit = max(1, positions - min(max_new_tokens, positions // 2))
+        cut = [i + 1 for i, ids in enumerate(encoded) if len(ids) > limit]
+        for i in cut:
+            encoded[i - 1] = [self.model.config.bos_id, *encoded[i - 1][-(limit - 1) :]]
+        if cut:
+            shown = ", ".join(map(str, cut[:20])) + (" ..." if len(cut) > 20 else "")
+            print(
+                f"warning: kept the last {limit} tokens of {len(cut)} over-long prompt(s): "
+                f"line {shown}",
+                file=sys.stderr,
+            )
+
+
+def check_sampling(sampling: SamplingConfig, beam_size: int, max_new_tokens: int) -> None:
+    """One-line ValueErrors for settings that cannot work."""
+    if sampling.temperature < 0:
+        raise ValueError(f"--temperature must be >= 0, got {sampling.temperature}")
+    if sampling.top_k < 0:
+        raise ValueError(f"--top-k must be >= 0 (0 = off), got {sampling.top_k}")
+    if not 0 < sampling.top_p <= 1:
+        raise ValueError(f"--top-p must be in (0, 1], got {sampling.top_p}")
+    if beam_size < 1:
+        raise ValueError(f"--beam-size must be >= 1, got {beam_size}")
+    if max_new_tokens < 1:
+        raise ValueError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
+
+
+def _suffix(prefix: str, full: str) -> str:
+    return full[len(prefix) :] if full.startswith(prefix) else full
+
+
+def _length_batches(encoded: list[list[int]], max_new: int, max_tokens: int) -> list[list[int]]:
+    """Prompt indices, longest first, in batches of <= max_tokens (prompt + new) positions."""
+    order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
+    batches: list[list[int]] = []
+    for index in order:
+        width = len(encoded[batches[-1][0]]) + max_new if batches else 0
+        if not batches or (len(batches[-1]) + 1) * width > max_tokens:
+            batches.append([])
+        batches[-1].append(index)
+    return batches
+
+
+class _TextStream:
+    """Turns a single row's new tokens into new text as they come (for ``on_text``)."""
+
+    def __init__(self, tokenizer, prompt: list[int], on_text: Callable[[str], None] | None):
+        self.tokenizer, self.ids, self.on_text = tokenizer, list(prompt), on_text
+        self.shown = tokenizer.decode(self.ids)
+        self.finished = False
+
+    def push(self, tokens) -> None:
+        """Called with each step's (1,) token tensor."""
+        token = int(tokens[0])
+        self.finished |= token == EOS_ID
+        if self.finished or self.on_text is None:
+            return
+        self.ids.append(token)
+        text = self.tokenizer.decode(self.ids)
+        # A piece can change how the text before it decodes (rarely); wait until it settles.
+        if text.startswith(self.shown) and len(text) > len(self.shown):
+            self.on_text(text[len(self.shown) :])
+            self.shown = text
