@@ -175,8 +175,8 @@ def _translate_with_progress(translator, lines: list[str], args, show: bool) -> 
 
 
 def run_translate(args: argparse.Namespace) -> int:
+    translator = _load_translator(args)  # a wrong checkpoint fails before stdin is read
     lines = read_lines(args.input)
-    translator = _load_translator(args)
     outputs = _translate_with_progress(translator, lines, args, show=args.input is not None)
     text = "".join(line + "\n" for line in outputs)
     if args.output:

@@ -66,7 +66,13 @@ def load_model(path: str | Path, device: str = "cpu") -> LoadedModel:
             f"model ({tokenizer.vocab_size} pieces)"
         )
     model = Transformer(config)
-    model.load_state_dict(model_state_dict(checkpoint))
+    try:
+        model.load_state_dict(model_state_dict(checkpoint))
+    except RuntimeError as error:  # the weights of another shape of model
+        first = str(error).splitlines()[1].strip() if "\n" in str(error) else str(error)
+        raise CheckpointError(
+            f"{path}: weights do not fit the model config ({first[:200]})"
+        ) from None
     known = {f.name for f in fields(SearchConfig)}
     search = SearchConfig(**{k: v for k, v in section.get("search", {}).items() if k in known})
     task = section.get("task", "translation")
