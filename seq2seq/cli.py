@@ -178,13 +178,18 @@ def run_translate(args: argparse.Namespace) -> int:
     translator = _load_translator(args)  # a wrong checkpoint fails before stdin is read
     lines = read_lines(args.input)
     outputs = _translate_with_progress(translator, lines, args, show=args.input is not None)
-    text = "".join(line + "\n" for line in outputs)
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+    write_lines(outputs, args.output)
+    return 0
+
+
+def write_lines(lines: list[str], path: str | None) -> None:
+    """One line per output, to a file or stdout."""
+    text = "".join(line + "\n" for line in lines)
+    if path:
+        Path(path).write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
-    return 0
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
@@ -233,12 +238,7 @@ def run_generate(args: argparse.Namespace) -> int:
     show = len(prompts) > 1 and (args.input is not None or args.output is not None)
     with tqdm(total=len(prompts), unit="prompt", file=sys.stderr, disable=not show) as bar:
         outputs = generator.generate(prompts, on_batch=bar.update, **options)
-    text = "".join(line + "\n" for line in outputs)
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+    write_lines(outputs, args.output)
     return 0
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from seq2seq.data.tokenizer import EOS_ID
 from seq2seq.model import Transformer
 from seq2seq.search import SamplingConfig, SearchConfig, generate_ids
-from seq2seq.translator import CheckpointError, load_model, one_line
+from seq2seq.translator import CheckpointError, load_model, one_line, warn_lines
 
 
 class Generator:
@@ -97,12 +96,7 @@ class Generator:
         for i in cut:
             encoded[i - 1] = [self.model.config.bos_id, *encoded[i - 1][-(limit - 1) :]]
         if cut:
-            shown = ", ".join(map(str, cut[:20])) + (" ..." if len(cut) > 20 else "")
-            print(
-                f"warning: kept the last {limit} tokens of {len(cut)} over-long prompt(s): "
-                f"line {shown}",
-                file=sys.stderr,
-            )
+            warn_lines(f"kept the last {limit} tokens of {len(cut)} over-long prompt(s)", cut)
 
 
 def check_sampling(sampling: SamplingConfig, beam_size: int, max_new_tokens: int) -> None:

@@ -188,12 +188,7 @@ class Translator:
         for i in cut:
             encoded[i - 1] = encoded[i - 1][:limit]
         if cut:
-            shown = ", ".join(map(str, cut[:20])) + (" ..." if len(cut) > 20 else "")
-            print(
-                f"warning: truncated {len(cut)} over-long input line(s) to {limit} tokens: "
-                f"line {shown}",
-                file=sys.stderr,
-            )
+            warn_lines(f"truncated {len(cut)} over-long input line(s) to {limit} tokens", cut)
 
     def _pad(self, rows: list[list[int]]) -> torch.Tensor:
         pad = self.model.config.pad_id
@@ -214,6 +209,12 @@ def token_batches(encoded: list[list[int]], max_tokens: int) -> Iterable[list[in
         batch.append(index)
     if batch:
         yield batch
+
+
+def warn_lines(message: str, line_numbers: list[int]) -> None:
+    """One warning on stderr naming the (first 20) 1-based line numbers concerned."""
+    shown = ", ".join(map(str, line_numbers[:20])) + (" ..." if len(line_numbers) > 20 else "")
+    print(f"warning: {message}: line {shown}", file=sys.stderr)
 
 
 def one_line(text: str) -> str:

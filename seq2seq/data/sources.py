@@ -170,16 +170,20 @@ def load_jsonl(path: str | Path, src_key: str = "en", tgt_key: str = "zh") -> li
         DataError: If the file is missing, a line is not JSON, or a line lacks a key.
     """
     path = Path(path)
-    pairs = []
+    return [
+        _pair_from_json(row, src_key, tgt_key, path, lineno) for lineno, row in _json_rows(path)
+    ]
+
+
+def _json_rows(path: Path) -> Iterator[tuple[int, Any]]:
+    """(1-based line number, parsed value) of each non-blank line of a JSON-lines file."""
     for lineno, line in _numbered_lines(path):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            yield lineno, json.loads(line)
         except json.JSONDecodeError as e:
             raise DataError.at(path, lineno, f"not valid JSON ({e.msg})") from None
-        pairs.append(_pair_from_json(row, src_key, tgt_key, path, lineno))
-    return pairs
 
 
 def _pair_from_json(row: Any, src_key: str, tgt_key: str, path: Path, lineno: int) -> Pair:
@@ -291,13 +295,7 @@ def load_texts(spec: CorpusSpec, side: str = "zh", text_field: str | None = None
 
 def _jsonl_field(path: Path, key: str) -> list[str]:
     texts = []
-    for lineno, line in _numbered_lines(path):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError.at(path, lineno, f"not valid JSON ({e.msg})") from None
+    for lineno, row in _json_rows(path):
         if not isinstance(row, dict) or not isinstance(row.get(key), str):
             raise DataError.at(path, lineno, f"missing string key {key!r}")
         texts.append(row[key])
