@@ -377,3 +377,31 @@ def test_overwrite_is_explicit_and_a_live_run_is_never_clobbered(corpus, tmp_pat
         f"in use by another training run (process {os.getppid()}, see .run.lock"
         in capsys.readouterr().err
     )
+
+
+def test_fit_data_errors_are_one_line_naming_file_and_line(tmp_path, capsys):
+    good = "I will buy tea.\t我会买茶。\n"
+    (tmp_path / "en.txt").write_text("One.\nTwo.\nThree.\n", encoding="utf-8")
+    (tmp_path / "zh.txt").write_text("一。\n二。\n", encoding="utf-8")
+    files = {
+        "fields.tsv": good * 3 + "He can cook.\t他会做饭。\textra\n",
+        "broken.jsonl": '{"en": "Hi.", "zh": "嗨。"}\n{"en": "Hi.", \n',
+        "empty.tsv": "\n\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    cases = {
+        ("tsv", "fields.tsv"): "fields.tsv:4: expected 2 tab-separated fields, found 3",
+        ("jsonl", "broken.jsonl"): "broken.jsonl:2: not valid JSON",
+        ("tsv", "empty.tsv"): "empty.tsv: corpus is empty",
+        ("tsv", "missing.tsv"): "missing.tsv: file not found",
+        ("text", "en.txt"): "zh.txt:3: file ends here but",
+    }
+    for (kind, name), problem in cases.items():
+        extra = ["--data.tgt_path", str(tmp_path / "zh.txt")] if kind == "text" else []
+        config = write_config(tmp_path, tmp_path / name, 5)
+        code = main(["fit", "--config", config, "--data.corpus", kind, *extra])
+        err = capsys.readouterr().err
+        errors = [line for line in err.splitlines() if "error" in line.lower()]  # not INFO lines
+        assert code == 2 and "Traceback" not in err, err
+        assert len(errors) == 1 and problem in errors[0], err
