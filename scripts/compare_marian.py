@@ -275,37 +275,19 @@ def decode_ours(checkpoint_path: Path, sources: list[str], beam_size: int):
 
 
 def build_marian(settings: dict[str, Any], vocab_size: int):
-    """MarianMTModel with our model's shape, vocabulary and special ids."""
-    from transformers import MarianConfig, MarianMTModel
+    """MarianMTModel with our model's shape, vocabulary and special ids (freshly initialised)."""
+    from transformers import MarianMTModel
 
-    mc = settings["config"]
-    if mc["norm_first"] or mc["decoder_only"]:
-        raise SystemExit("compare_marian.py: Marian is a post-LN encoder-decoder only")
-    config = MarianConfig(
-        vocab_size=vocab_size,
-        decoder_vocab_size=vocab_size,
-        d_model=mc["d_model"],
-        encoder_layers=mc["n_encoder_layers"],
-        decoder_layers=mc["n_decoder_layers"],
-        encoder_attention_heads=mc["n_heads"],
-        decoder_attention_heads=mc["n_heads"],
-        encoder_ffn_dim=mc["d_ff"],
-        decoder_ffn_dim=mc["d_ff"],
-        dropout=mc["dropout"],
-        attention_dropout=mc["attention_dropout"],
-        activation_dropout=mc["activation_dropout"],
-        activation_function=mc["activation"],
-        max_position_embeddings=mc["max_positions"],
-        scale_embedding=True,
-        share_encoder_decoder_embeddings=True,
-        tie_word_embeddings=True,
-        pad_token_id=PAD_ID,
-        bos_token_id=BOS_ID,
-        eos_token_id=EOS_ID,
-        decoder_start_token_id=BOS_ID,
-        forced_eos_token_id=EOS_ID,
-    )
-    return MarianMTModel(config)
+    from seq2seq.config import ModelConfig
+    from seq2seq.export import check_exportable, marian_config
+
+    mc = {**settings["config"], "vocab_size": vocab_size}
+    config = ModelConfig.from_dict(mc)
+    try:
+        check_exportable(config)
+    except ValueError as error:
+        raise SystemExit(f"compare_marian.py: {error}") from None
+    return MarianMTModel(marian_config(config))
 
 
 def trainable_parameters(model: torch.nn.Module) -> list[torch.nn.Parameter]:

@@ -14,6 +14,7 @@ COMMANDS = {
     "evaluate": "score a checkpoint with sacreBLEU BLEU and chrF",
     "generate": "continue text with a decoder-only model (--prompt, or stdin lines)",
     "average": "average the parameters of several checkpoints",
+    "export": "export a checkpoint to Hugging Face (MarianMTModel) or CTranslate2",
 }
 LIGHTNING_COMMANDS = ("fit", "validate")
 
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_evaluate(sub.add_parser("evaluate", help=COMMANDS["evaluate"]))
     _add_generate(sub.add_parser("generate", help=COMMANDS["generate"]))
     _add_average(sub.add_parser("average", help=COMMANDS["average"]))
+    _add_export(sub.add_parser("export", help=COMMANDS["export"]))
     return parser
 
 
@@ -140,6 +142,23 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--device", default="cpu", help="torch device, e.g. cuda (default cpu)")
     p.set_defaults(run=run_generate)
+
+
+def _add_export(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", required=True, help="an encoder-decoder .ckpt")
+    p.add_argument(
+        "--format", choices=("hf", "ctranslate2"), default="hf", help="what to write (hf)"
+    )
+    p.add_argument("--output", required=True, help="directory to write")
+    p.add_argument(
+        "--eval-json", help="'seq2seq evaluate --json' output: its BLEU goes into the model card"
+    )
+    p.add_argument(
+        "--quantization",
+        default=None,
+        help="ctranslate2 only: weight type, e.g. int8 (default: float32)",
+    )
+    p.set_defaults(run=run_export)
 
 
 def _add_average(p: argparse.ArgumentParser) -> None:
@@ -258,6 +277,19 @@ def _stream_one(generator, prompt: str, options: dict) -> int:
     [final] = generator.generate([prompt], on_text=show, **options)
     sys.stdout.write((final[len(shown) :] if final.startswith(shown) else "") + "\n")
     sys.stdout.flush()
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from seq2seq import export
+
+    if args.format == "hf":
+        out = export.export_hf(args.checkpoint, args.output, args.eval_json)
+    else:
+        out = export.export_ctranslate2(
+            args.checkpoint, args.output, args.eval_json, args.quantization
+        )
+    print(f"exported {args.checkpoint} as {args.format} to {out}")
     return 0
 
 

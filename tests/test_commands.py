@@ -405,3 +405,36 @@ def test_fit_data_errors_are_one_line_naming_file_and_line(tmp_path, capsys):
         errors = [line for line in err.splitlines() if "error" in line.lower()]  # not INFO lines
         assert code == 2 and "Traceback" not in err, err
         assert len(errors) == 1 and problem in errors[0], err
+
+
+def test_export_hf_gives_the_same_logits_and_greedy_translations(run, tmp_path, capsys):
+    transformers = pytest.importorskip("transformers")
+    checkpoint = run / "checkpoints" / "last.ckpt"
+    out = tmp_path / "hf"
+    assert main(["export", "--checkpoint", str(checkpoint), "--format", "hf",
+                 "--output", str(out)]) == 0  # fmt: skip
+    marian = transformers.MarianMTModel.from_pretrained(out).eval()
+    translator = Translator.from_checkpoint(checkpoint)
+    ours = translator.model
+    generator = torch.Generator().manual_seed(0)
+    src = torch.randint(4, ours.config.vocab_size, (3, 9), generator=generator)
+    tgt = torch.randint(4, ours.config.vocab_size, (3, 6), generator=generator)
+    src[1, 6:] = 0
+    with torch.no_grad():
+        theirs = marian(input_ids=src, attention_mask=(src != 0).long(), decoder_input_ids=tgt)
+        assert torch.allclose(theirs.logits, ours(src, tgt), atol=1e-4)
+    sentences = [en for en, _ in synthetic_pairs()[:60:7]]
+    expected = translator.translate(sentences, beam_size=1)
+    tokenizer = transformers.MarianTokenizer.from_pretrained(out)
+    for sentence, want in zip(sentences, expected, strict=True):
+        ids = tokenizer(sentence, return_tensors="pt").input_ids
+        assert ids[0, -1] == 3 and ids[0, :-1].tolist() == translator.tokenizer.encode(sentence)
+        search = translator.search  # our limit: a * source length + b tokens, eos included
+        limit = int((ids.shape[1] - 1) * search.max_len_a) + search.max_len_b
+        with torch.no_grad():  # our models take the source without Marian's eos; its eos
+            generated = marian.generate(  # is forced at the last position, as ours is
+                input_ids=ids[:, :-1], num_beams=1, do_sample=False, max_length=limit + 1
+            )
+        assert tokenizer.decode(generated[0], skip_special_tokens=True) == want
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "MarianMTModel export" in card and "| d_model | 32 |" in card and "BLEU" in card

@@ -1,0 +1,257 @@
+"""Export a trained encoder-decoder checkpoint to Hugging Face ``MarianMTModel`` (and from there
+to CTranslate2).
+
+Marian is the same post-LN Transformer with one tied, scaled embedding, so the export is a
+renaming of weights plus one exact change of basis: the paper (and we) interleave the sinusoids,
+``PE[:, 2i] = sin``, ``PE[:, 2i+1] = cos``, while Marian puts all sines first and all cosines
+second. Relabelling the d_model coordinates of the residual stream by the permutation
+``perm = [0, 2, 4, ..., 1, 3, 5, ...]`` (Marian's coordinate j is our coordinate perm[j]) turns
+one model into the other exactly: every weight that reads the residual stream has its input
+columns permuted, every weight that writes it has its output rows permuted, LayerNorm
+parameters are permuted, and attention's inner head space is untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from seq2seq.config import ModelConfig
+from seq2seq.model import Transformer
+from seq2seq.translator import CheckpointError, load_model, read_checkpoint
+
+
+def interleaved_to_halves(d_model: int) -> Tensor:
+    """The permutation ``perm`` with Marian coordinate j = our coordinate perm[j]."""
+    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
+
+
+def check_exportable(config: ModelConfig) -> None:
+    """Marian has exactly the paper's layer: refuse what it cannot represent, by name."""
+    paper = {"decoder_only": False, "norm_first": False, "norm": "layernorm",
+             "positions": "sinusoidal", "bias": True}  # fmt: skip
+    for field, value in paper.items():
+        if getattr(config, field) != value:
+            raise ValueError(
+                f"MarianMTModel has no equivalent of {field}={getattr(config, field)!r} "
+                f"(export needs {field}={value!r})"
+            )
+    if config.activation not in ("relu", "gelu") or config.d_model % 2:
+        raise ValueError("MarianMTModel export needs a relu/gelu model with an even d_model")
+
+
+def marian_config(config: ModelConfig, **overrides: Any):  # noqa: ANN201 (transformers type)
+    """The ``MarianConfig`` of the same model: post-LN, tied and scaled embeddings."""
+    from transformers import MarianConfig
+
+    values = dict(
+        vocab_size=config.vocab_size,
+        decoder_vocab_size=config.vocab_size,
+        d_model=config.d_model,
+        encoder_layers=config.n_encoder_layers,
+        decoder_layers=config.n_decoder_layers,
+        encoder_attention_heads=config.n_heads,
+        decoder_attention_heads=config.n_heads,
+        encoder_ffn_dim=config.d_ff,
+        decoder_ffn_dim=config.d_ff,
+        dropout=config.dropout,
+        attention_dropout=config.attention_dropout,
+        activation_dropout=config.activation_dropout,
+        activation_function=config.activation,
+        max_position_embeddings=config.max_positions,
+        scale_embedding=True,
+        share_encoder_decoder_embeddings=True,
+        tie_word_embeddings=True,
+        pad_token_id=config.pad_id,
+        bos_token_id=config.bos_id,
+        eos_token_id=config.eos_id,
+        decoder_start_token_id=config.bos_id,
+        forced_eos_token_id=config.eos_id,
+    )
+    values.update(overrides)
+    return MarianConfig(**values)
+
+
+def marian_state_dict(model: Transformer) -> dict[str, Tensor]:
+    """Our weights under Marian's names, in Marian's coordinate order (see module docstring)."""
+    perm = interleaved_to_halves(model.config.d_model)
+    weights: dict[str, Tensor] = {}
+
+    def reads(w: Tensor) -> Tensor:  # a Linear whose input is the residual stream
+        return w[:, perm]
+
+    def writes(w: Tensor) -> Tensor:  # a Linear weight (or bias) whose output is the stream
+        return w[perm]
+
+    def layer_norm(prefix: str, norm) -> None:
+        weights[f"{prefix}.weight"] = norm.weight[perm]
+        weights[f"{prefix}.bias"] = norm.bias[perm]
+
+    def attention_in(prefix: str, names: tuple[str, ...], weight: Tensor, bias: Tensor) -> None:
+        for name, w, b in zip(names, weight.chunk(len(names)), bias.chunk(len(names)), strict=True):
+            weights[f"{prefix}.{name}.weight"] = reads(w)  # output: head space, unpermuted
+            weights[f"{prefix}.{name}.bias"] = b
+
+    def attention_out(prefix: str, out_proj) -> None:
+        weights[f"{prefix}.out_proj.weight"] = writes(out_proj.weight)
+        weights[f"{prefix}.out_proj.bias"] = writes(out_proj.bias)
+
+    def feed_forward(prefix: str, ff) -> None:
+        weights[f"{prefix}.fc1.weight"] = reads(ff.linear1.weight)
+        weights[f"{prefix}.fc1.bias"] = ff.linear1.bias
+        weights[f"{prefix}.fc2.weight"] = writes(ff.linear2.weight)
+        weights[f"{prefix}.fc2.bias"] = writes(ff.linear2.bias)
+
+    weights["model.shared.weight"] = model.embedding.weight[:, perm]
+    for i, layer in enumerate(model.encoder.layers):
+        p = f"model.encoder.layers.{i}"
+        attn = layer.self_attn
+        attention_in(f"{p}.self_attn", ("q_proj", "k_proj", "v_proj"), attn.qkv_proj.weight,
+                     attn.qkv_proj.bias)  # fmt: skip
+        attention_out(f"{p}.self_attn", attn.out_proj)
+        layer_norm(f"{p}.self_attn_layer_norm", layer.norm1)
+        feed_forward(p, layer.feed_forward)
+        layer_norm(f"{p}.final_layer_norm", layer.norm2)
+    for i, layer in enumerate(model.decoder.layers):
+        p = f"model.decoder.layers.{i}"
+        attn, cross = layer.self_attn, layer.cross_attn
+        attention_in(f"{p}.self_attn", ("q_proj", "k_proj", "v_proj"), attn.qkv_proj.weight,
+                     attn.qkv_proj.bias)  # fmt: skip
+        attention_out(f"{p}.self_attn", attn.out_proj)
+        layer_norm(f"{p}.self_attn_layer_norm", layer.norm1)
+        attention_in(f"{p}.encoder_attn", ("q_proj",), cross.q_proj.weight, cross.q_proj.bias)
+        attention_in(f"{p}.encoder_attn", ("k_proj", "v_proj"), cross.kv_proj.weight,
+                     cross.kv_proj.bias)  # fmt: skip
+        attention_out(f"{p}.encoder_attn", cross.out_proj)
+        layer_norm(f"{p}.encoder_attn_layer_norm", layer.norm2)
+        feed_forward(p, layer.feed_forward)
+        layer_norm(f"{p}.final_layer_norm", layer.norm3)
+    return {name: w.detach().clone().contiguous() for name, w in weights.items()}
+
+
+def to_marian(model: Transformer):  # noqa: ANN201 (transformers type)
+    """A ``MarianMTModel`` (eval mode) computing the same function as ``model``."""
+    from transformers import MarianMTModel
+
+    check_exportable(model.config)
+    marian = MarianMTModel(marian_config(model.config)).eval()
+    missing, unexpected = marian.load_state_dict(marian_state_dict(model), strict=False)
+    # Left to Marian: its own sinusoid tables, the tied encoder/decoder/output embeddings (the
+    # same tensor as model.shared) and the zero final_logits_bias.
+    left = [n for n in missing if not n.endswith(("embed_positions.weight", "embed_tokens.weight"))]
+    left = [n for n in left if n not in ("lm_head.weight", "final_logits_bias")]
+    if left or unexpected:
+        raise RuntimeError(f"weight mapping incomplete: missing {left}, unexpected {unexpected}")
+    return marian
+
+
+def export_hf(checkpoint: str | Path, output: str | Path, eval_json: str | None = None) -> Path:
+    """Write a ``from_pretrained`` directory: weights, config, generation config, tokenizer
+    files from our SentencePiece model and a model card."""
+    from transformers import GenerationConfig
+
+    loaded = load_model(checkpoint)
+    if loaded.model.config.decoder_only:
+        raise CheckpointError(f"{checkpoint}: a decoder-only model has no MarianMTModel form")
+    check_exportable(loaded.model.config)
+    out = Path(output)
+    out.mkdir(parents=True, exist_ok=True)
+    marian = to_marian(loaded.model)
+    mc, search = loaded.model.config, loaded.search
+    marian.generation_config = GenerationConfig(
+        decoder_start_token_id=mc.bos_id, eos_token_id=mc.eos_id, pad_token_id=mc.pad_id,
+        bos_token_id=mc.bos_id, forced_eos_token_id=mc.eos_id, max_length=mc.max_positions,
+        num_beams=5, suppress_tokens=[mc.pad_id, mc.bos_id],
+    )  # fmt: skip
+    marian.save_pretrained(out)
+    write_marian_tokenizer(loaded.tokenizer, out)
+    (out / "README.md").write_text(model_card(checkpoint, mc, search, eval_json), "utf-8")
+    return out
+
+
+def write_marian_tokenizer(tokenizer, out: Path) -> None:
+    """``MarianTokenizer`` files: the one joint SentencePiece model for both sides, its
+    vocabulary and the special tokens. (MarianTokenizer appends ``</s>`` to every source; our
+    models were trained without it, so feed our ids, or strip it, for exact parity.)"""
+    tokenizer.save(out / "source.spm")
+    shutil.copy(out / "source.spm", out / "target.spm")
+    vocab = {tokenizer.id_to_piece(i): i for i in range(tokenizer.vocab_size)}
+    (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    names = {"pad_token": tokenizer.id_to_piece(0), "unk_token": tokenizer.id_to_piece(1),
+             "eos_token": tokenizer.id_to_piece(3)}  # fmt: skip
+    settings = {"tokenizer_class": "MarianTokenizer", "source_lang": "en", "target_lang": "zh",
+                "separate_vocabs": False, "model_max_length": 512, **names}  # fmt: skip
+    (out / "tokenizer_config.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
+    (out / "special_tokens_map.json").write_text(json.dumps(names, indent=2), encoding="utf-8")
+
+
+def model_card(checkpoint, config: ModelConfig, search, eval_json: str | None) -> str:
+    """README.md of an export: what was trained on what, how it scored, how to use it."""
+    raw = read_checkpoint(checkpoint)
+    data = raw.get("datamodule_hyper_parameters", {})
+    steps = raw.get("global_step", "?")
+    lines = [
+        "# seq2seq English→Chinese Transformer (MarianMTModel export)",
+        "",
+        f"Exported by `seq2seq export` from `{Path(checkpoint).name}` (step {steps}).",
+        "",
+        "## Model",
+        "",
+        "The post-LN encoder–decoder of *Attention Is All You Need* with one embedding shared by",
+        "source, target and output, scaled by sqrt(d_model); sinusoidal positions (Marian's",
+        "half-sin/half-cos layout: the export permutes the model dimensions exactly).",
+        "",
+        "| field | value |",
+        "|---|---|",
+        *[f"| {k} | {v} |" for k, v in config.to_dict().items()],
+        "",
+        "## Data",
+        "",
+        f"Corpus `{data.get('corpus', '?')}`"
+        + (f" ({data['path']})" if data.get("path") else "")
+        + f", joint SentencePiece vocabulary of {config.vocab_size} pieces.",
+        "",
+        "## Evaluation",
+        "",
+    ]
+    lines += _evaluation_lines(raw, eval_json)
+    lines += [
+        "",
+        "## Use",
+        "",
+        "```python",
+        "from transformers import MarianMTModel, MarianTokenizer",
+        'model = MarianMTModel.from_pretrained("DIR")',
+        'tokenizer = MarianTokenizer.from_pretrained("DIR")',
+        "```",
+        "",
+        "The model was trained without an eos at the end of the source; MarianTokenizer adds",
+        "one, so drop it from `input_ids` for outputs identical to `seq2seq translate`.",
+        f"Decoding defaults of the original: beam 5, GNMT length penalty {search.length_penalty}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _evaluation_lines(raw: dict, eval_json: str | None) -> list[str]:
+    if eval_json:
+        result = json.loads(Path(eval_json).read_text(encoding="utf-8"))
+        return [
+            f"sacreBLEU on {result.get('eval_set', '?')} ({result.get('sentences', '?')} "
+            f"sentences, beam {result.get('beam_size', '?')}):",
+            "",
+            f"- BLEU {result['bleu']:.2f} (`{result['bleu_signature']}`)",
+            f"- chrF {result['chrf']:.2f} (`{result['chrf_signature']}`)",
+        ]
+    for state in raw.get("callbacks", {}).values():
+        score = state.get("best_model_score") if isinstance(state, dict) else None
+        if score is not None:
+            return [f"Best validation BLEU during training (greedy, dev share): {float(score):.2f}",
+                    "(tokenizer zh). Run `seq2seq evaluate --json` and export with",
+                    "`--eval-json` to put test-set BLEU and its signature here."]  # fmt: skip
+    return ["Not evaluated: export with `--eval-json` (from `seq2seq evaluate --json`)."]
