@@ -95,6 +95,12 @@ def _add_search_options(p: argparse.ArgumentParser) -> None:
         help="output limit a*source_len+b: b (default: the checkpoint's)",
     )
     p.add_argument("--device", default="cpu", help="torch device, e.g. cuda (default cpu)")
+    p.add_argument(
+        "--engine",
+        choices=("torch", "ctranslate2"),
+        default="torch",
+        help="ctranslate2: --checkpoint is a 'seq2seq export --format ctranslate2' directory",
+    )
 
 
 def _add_translate(p: argparse.ArgumentParser) -> None:
@@ -170,7 +176,12 @@ def _add_average(p: argparse.ArgumentParser) -> None:
 def _load_translator(args: argparse.Namespace):
     from seq2seq.translator import Translator
 
-    translator = Translator.from_checkpoint(args.checkpoint, device=args.device)
+    if args.engine == "ctranslate2":
+        from seq2seq.ctranslate2_engine import CTranslate2Translator
+
+        translator = CTranslate2Translator(args.checkpoint, device=args.device)
+    else:
+        translator = Translator.from_checkpoint(args.checkpoint, device=args.device)
     return translator.with_search(
         length_penalty=args.length_penalty, max_len_a=args.max_len_a, max_len_b=args.max_len_b
     )
@@ -286,9 +297,9 @@ def run_export(args: argparse.Namespace) -> int:
     if args.format == "hf":
         out = export.export_hf(args.checkpoint, args.output, args.eval_json)
     else:
-        out = export.export_ctranslate2(
-            args.checkpoint, args.output, args.eval_json, args.quantization
-        )
+        from seq2seq.ctranslate2_engine import export_ctranslate2
+
+        out = export_ctranslate2(args.checkpoint, args.output, args.eval_json, args.quantization)
     print(f"exported {args.checkpoint} as {args.format} to {out}")
     return 0
 

@@ -50,6 +50,8 @@ def load_eval_set(args: argparse.Namespace) -> tuple[list[str], list[list[str]],
                 )
         return sources, references, Path(args.src).stem
     split = args.split or "test"
+    if getattr(args, "engine", "torch") != "torch":
+        raise DataError("evaluate: with --engine ctranslate2, give --src and --ref files")
     sources, targets = held_out_split(args.checkpoint, split)
     return sources, [targets], split
 

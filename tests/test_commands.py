@@ -438,3 +438,25 @@ def test_export_hf_gives_the_same_logits_and_greedy_translations(run, tmp_path, 
         assert tokenizer.decode(generated[0], skip_special_tokens=True) == want
     card = (out / "README.md").read_text(encoding="utf-8")
     assert "MarianMTModel export" in card and "| d_model | 32 |" in card and "BLEU" in card
+
+
+def test_ctranslate2_export_translates_like_ours(run, tmp_path, capsys):
+    pytest.importorskip("ctranslate2")
+    pytest.importorskip("transformers")
+    checkpoint = run / "checkpoints" / "last.ckpt"
+    out = tmp_path / "ct2"
+    assert main(["export", "--checkpoint", str(checkpoint), "--format", "ctranslate2",
+                 "--output", str(out)]) == 0  # fmt: skip
+    lines = [en for en, _ in synthetic_pairs()[:300:11]] + ["", "Tom \U0001f375 \x07."]
+    source = tmp_path / "in.en"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    outputs = {}
+    for engine, model in (("torch", checkpoint), ("ctranslate2", out)):
+        target = tmp_path / f"{engine}.zh"
+        assert main(["translate", "--checkpoint", str(model), "--engine", engine, "--beam-size",
+                     "1", "--input", str(source), "--output", str(target)]) == 0  # fmt: skip
+        outputs[engine] = target.read_text(encoding="utf-8").split("\n")[:-1]
+    assert len(outputs["torch"]) == len(lines) and outputs["torch"][-2] == ""
+    assert outputs["ctranslate2"] == outputs["torch"]  # greedy: identical
+    assert main(["evaluate", "--checkpoint", str(out), "--engine", "ctranslate2"]) == 2
+    assert "give --src and --ref" in capsys.readouterr().err

@@ -108,8 +108,12 @@ class Tokenizer:
         return self._sp.decode([i for i in ids if i not in (PAD_ID, BOS_ID)])
 
     def id_to_piece(self, token_id: int) -> str:
-        """The vocabulary piece of ``token_id`` (for debugging and tests)."""
+        """The vocabulary piece of ``token_id``."""
         return self._sp.id_to_piece(token_id)
+
+    def piece_to_id(self, piece: str) -> int:
+        """The id of a vocabulary piece (``UNK_ID`` when there is no such piece)."""
+        return self._sp.piece_to_id(piece)
 
     def to_bytes(self) -> bytes:
         """The serialized model, e.g. to embed in a checkpoint."""
