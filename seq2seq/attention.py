@@ -41,6 +41,15 @@ def apply_rotary(x: Tensor, rotary: tuple[Tensor, Tensor]) -> Tensor:
     return torch.cat((first * cos - second * sin, first * sin + second * cos), dim=-1)
 
 
+def attention_probabilities(q: Tensor, k: Tensor, mask: Tensor | None) -> Tensor:
+    """softmax(q k^T / sqrt(d_k)) with ``mask`` (True = may attend): what SDPA computes
+    internally and does not return. (B, H, T, Dh), (B, H, S, Dh) -> (B, H, T, S)."""
+    scores = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return scores.softmax(dim=-1)
+
+
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
     """(B, T, d_model) -> (B, H, T, Dh)."""
     batch, length, width = x.shape
@@ -107,6 +116,24 @@ class SelfAttention(nn.Module):
         )
         return self.out_proj(merge_heads(out))
 
+    @torch.no_grad()
+    def weights(
+        self,
+        x: Tensor,
+        mask: Tensor | None = None,
+        causal: bool = False,
+        rotary: tuple[Tensor, Tensor] | None = None,
+    ) -> Tensor:
+        """The attention probabilities of ``forward`` (no cache): (B, H, T, T)."""
+        q, k, _ = self.qkv_proj(x).chunk(3, dim=-1)
+        q, k = split_heads(q, self.n_heads), split_heads(k, self.n_heads)
+        if rotary is not None:
+            q, k = apply_rotary(q, rotary), apply_rotary(k, rotary)
+        if causal:
+            order = causal_mask(x.shape[1], x.shape[1], device=x.device)
+            mask = order if mask is None else mask & order
+        return attention_probabilities(q, k, mask)
+
     @staticmethod
     def _cache_mask(
         cache: LayerCache, n_queries: int, n_keys: int, device: torch.device
@@ -154,6 +181,14 @@ class CrossAttention(nn.Module):
         """(B, S, d_model) encoder output -> keys, values (B, H, S, Dh), once per source."""
         k, v = self.kv_proj(memory).chunk(2, dim=-1)
         return split_heads(k, self.n_heads), split_heads(v, self.n_heads)
+
+    @torch.no_grad()
+    def weights(
+        self, x: Tensor, memory_kv: tuple[Tensor, Tensor], memory_mask: Tensor | None = None
+    ) -> Tensor:
+        """The attention probabilities of ``forward``: (B, H, T, S)."""
+        q = split_heads(self.q_proj(x), self.n_heads)
+        return attention_probabilities(q, memory_kv[0], memory_mask)
 
     def forward(
         self,

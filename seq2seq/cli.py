@@ -15,6 +15,8 @@ COMMANDS = {
     "generate": "continue text with a decoder-only model (--prompt, or stdin lines)",
     "average": "average the parameters of several checkpoints",
     "export": "export a checkpoint to Hugging Face (MarianMTModel) or CTranslate2",
+    "attention": "draw a model's attention for one sentence as heatmaps (PNG)",
+    "plot": "draw a run's training curves: loss, validation BLEU, learning rate (PNG)",
 }
 LIGHTNING_COMMANDS = ("fit", "validate")
 
@@ -64,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_generate(sub.add_parser("generate", help=COMMANDS["generate"]))
     _add_average(sub.add_parser("average", help=COMMANDS["average"]))
     _add_export(sub.add_parser("export", help=COMMANDS["export"]))
+    _add_attention(sub.add_parser("attention", help=COMMANDS["attention"]))
+    _add_plot(sub.add_parser("plot", help=COMMANDS["plot"]))
     return parser
 
 
@@ -165,6 +169,28 @@ def _add_export(p: argparse.ArgumentParser) -> None:
         help="ctranslate2 only: weight type, e.g. int8 (default: float32)",
     )
     p.set_defaults(run=run_export)
+
+
+def _add_attention(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", required=True, help="a .ckpt from 'seq2seq fit'")
+    p.add_argument("--text", required=True, help="English sentence (a prompt for an LM)")
+    p.add_argument("--output", default="attention.png", help="PNG to write (attention.png)")
+    p.add_argument("--layer", type=int, default=None, help="only this layer (default: all)")
+    p.add_argument("--head", type=int, default=None, help="only this head (default: mean)")
+    p.add_argument("--beam-size", type=int, default=5, help="search for the output (5)")
+    p.add_argument(
+        "--max-new-tokens", type=int, default=20, help="LM only: tokens to continue with (20)"
+    )
+    p.add_argument("--font", default=None, help="a CJK font file (default: found, see README)")
+    p.set_defaults(run=run_attention)
+
+
+def _add_plot(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--run", dest="run_dir", required=True, help="runs/NAME (newest version) or a version dir"
+    )
+    p.add_argument("--output", default="curves.png", help="PNG to write (curves.png)")
+    p.set_defaults(run=run_plot)
 
 
 def _add_average(p: argparse.ArgumentParser) -> None:
@@ -301,6 +327,23 @@ def run_export(args: argparse.Namespace) -> int:
 
         out = export_ctranslate2(args.checkpoint, args.output, args.eval_json, args.quantization)
     print(f"exported {args.checkpoint} as {args.format} to {out}")
+    return 0
+
+
+def run_attention(args: argparse.Namespace) -> int:
+    from seq2seq.pictures import attention_picture
+
+    out = attention_picture(args.checkpoint, args.text, args.output, layer=args.layer,
+                            head=args.head, beam_size=args.beam_size,
+                            max_new_tokens=args.max_new_tokens, font=args.font)  # fmt: skip
+    print(f"wrote {out}")
+    return 0
+
+
+def run_plot(args: argparse.Namespace) -> int:
+    from seq2seq.pictures import plot_curves
+
+    print(f"wrote {plot_curves(args.run_dir, args.output)}")
     return 0
 
 

@@ -185,3 +185,12 @@ def test_a_decoder_only_translator_is_scored_by_the_same_commands(tmp_path, caps
         assert len(lines) == 3 and lines[1] == "" and lines[0]
     assert main(["evaluate", "--checkpoint", str(checkpoint), "--json", "--beam-size", "2"]) == 0
     assert '"bleu"' in capsys.readouterr().out
+
+
+def test_attention_of_a_language_model_is_its_self_attention(lm, tmp_path):
+    image_module = pytest.importorskip("PIL.Image")
+    out = tmp_path / "lm_attention.png"
+    assert main(["attention", "--checkpoint", str(lm), "--text", "我们",
+                 "--max-new-tokens", "4", "--output", str(out)]) == 0  # fmt: skip
+    with image_module.open(out) as image:
+        assert image.format == "PNG" and image.width > image.height  # two layers side by side
