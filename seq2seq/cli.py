@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 COMMANDS = {
@@ -224,10 +226,24 @@ def read_lines(path: str | None) -> list[str]:
 
 
 def _translate_with_progress(translator, lines: list[str], args, show: bool) -> list[str]:
-    from tqdm import tqdm
+    with progress_bar(len(lines), "lines", show) as advance:
+        return translator.translate(lines, args.beam_size, args.max_tokens, advance)
 
-    with tqdm(total=len(lines), unit="line", file=sys.stderr, disable=not show) as bar:
-        return translator.translate(lines, args.beam_size, args.max_tokens, bar.update)
+
+@contextmanager
+def progress_bar(total: int, unit: str, show: bool) -> Iterator[Callable[[int], None]]:
+    """A rich progress bar on stderr (nothing when ``show`` is false); yields advance(n)."""
+    if not show:
+        yield lambda n: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    columns = (*Progress.get_default_columns()[:1], BarColumn(), MofNCompleteColumn(),
+               TimeRemainingColumn())  # fmt: skip
+    with Progress(*columns, console=Console(stderr=True), transient=False) as progress:
+        task = progress.add_task(unit, total=total)
+        yield lambda n: progress.advance(task, n)
 
 
 def run_translate(args: argparse.Namespace) -> int:
@@ -289,11 +305,9 @@ def run_generate(args: argparse.Namespace) -> int:
                    beam_size=args.beam_size, max_tokens=args.max_tokens)  # fmt: skip
     if args.prompt is not None and args.output is None and args.beam_size == 1:
         return _stream_one(generator, args.prompt, options)
-    from tqdm import tqdm
-
     show = len(prompts) > 1 and (args.input is not None or args.output is not None)
-    with tqdm(total=len(prompts), unit="prompt", file=sys.stderr, disable=not show) as bar:
-        outputs = generator.generate(prompts, on_batch=bar.update, **options)
+    with progress_bar(len(prompts), "prompts", show) as advance:
+        outputs = generator.generate(prompts, on_batch=advance, **options)
     write_lines(outputs, args.output)
     return 0
 

@@ -83,7 +83,7 @@ def run_lightning_cli(argv: list[str], run: bool = True) -> Seq2SeqCLI:
             trainer_defaults=trainer_defaults(),
             save_config_kwargs={"overwrite": True},
             auto_configure_optimizers=False,  # the module owns Adam and the paper's schedule
-            args=argv,
+            args=None,  # = sys.argv[1:], set above (passing both makes Lightning warn)
             run=run,
         )
     finally:

@@ -47,3 +47,16 @@ def test_unknown_key_is_rejected(tmp_path, capsys):
         main(["fit", "--config", str(bad)])
     assert exit_info.value.code != 0
     assert "colour" in capsys.readouterr().err
+
+
+def test_print_config_with_comments_documents_our_fields(capsys):
+    pytest.importorskip("ruamel.yaml")
+    config = str(Path(__file__).parent.parent / "configs" / "tiny.yaml")
+    with pytest.raises(SystemExit):
+        main(["fit", "--config", config, "--print_config=comments"])
+    lines = capsys.readouterr().out.splitlines()
+    for field, words in (("d_model", "width of every residual stream"),
+                         ("max_tokens", "Padded-token budget"),
+                         ("warmup_steps", "warmup")):  # fmt: skip
+        index = next(i for i, line in enumerate(lines) if line.strip().startswith(f"{field}:"))
+        assert lines[index - 1].strip().startswith("#") and words in lines[index - 1]
