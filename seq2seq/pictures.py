@@ -247,7 +247,7 @@ def plot_curves(run: str | Path, output: str | Path) -> Path:
         axis.set_xlabel("step")
         axis.legend()
         axis.grid(alpha=0.3)
-    figure.suptitle(str(metrics.parent))
+    figure.suptitle("/".join(metrics.parent.parts[-3:]))  # runs/NAME/version_N
     figure.tight_layout()
     output = Path(output)
     figure.savefig(output, dpi=100)
