@@ -12,6 +12,7 @@ import torch
 
 from helpers import synthetic_pairs
 from seq2seq.cli import main
+from seq2seq.evaluation import evaluate_translator
 from seq2seq.translator import Translator, read_checkpoint
 
 pytestmark = pytest.mark.slow
@@ -216,7 +217,6 @@ def test_evaluate_held_out_test_split(run, capsys):
 
 
 def test_evaluation_scores_perfect_hypotheses_100():
-    from seq2seq.evaluation import evaluate_translator
 
     refs = ["我今天会买苹果。", "他明天能看见那本书。"]
     assert evaluate_translator(refs, [refs])["bleu"] == pytest.approx(100.0)
@@ -411,8 +411,12 @@ def test_export_hf_gives_the_same_logits_and_greedy_translations(run, tmp_path, 
     transformers = pytest.importorskip("transformers")
     checkpoint = run / "checkpoints" / "last.ckpt"
     out = tmp_path / "hf"
+    scores = evaluate_translator(["我会买茶。"], [["我会买茶。"]])
+    eval_json = tmp_path / "eval.json"
+    eval_json.write_text(json.dumps({**scores, "eval_set": "test", "sentences": 1,
+                                     "beam_size": 5}))  # fmt: skip
     assert main(["export", "--checkpoint", str(checkpoint), "--format", "hf",
-                 "--output", str(out)]) == 0  # fmt: skip
+                 "--output", str(out), "--eval-json", str(eval_json)]) == 0  # fmt: skip
     marian = transformers.MarianMTModel.from_pretrained(out).eval()
     translator = Translator.from_checkpoint(checkpoint)
     ours = translator.model
@@ -437,7 +441,9 @@ def test_export_hf_gives_the_same_logits_and_greedy_translations(run, tmp_path, 
             )
         assert tokenizer.decode(generated[0], skip_special_tokens=True) == want
     card = (out / "README.md").read_text(encoding="utf-8")
-    assert "MarianMTModel export" in card and "| d_model | 32 |" in card and "BLEU" in card
+    assert "MarianMTModel export" in card and "| d_model | 32 |" in card
+    assert "BLEU 100.00" in card and scores["bleu_signature"] in card  # from --eval-json
+    assert "Corpus `tsv`" in card
 
 
 def test_ctranslate2_export_translates_like_ours(run, tmp_path, capsys):
