@@ -217,7 +217,6 @@ def test_evaluate_held_out_test_split(run, capsys):
 
 
 def test_evaluation_scores_perfect_hypotheses_100():
-
     refs = ["我今天会买苹果。", "他明天能看见那本书。"]
     assert evaluate_translator(refs, [refs])["bleu"] == pytest.approx(100.0)
 
