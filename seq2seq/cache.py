@@ -113,9 +113,9 @@ class KVCache:
                 if self.pad_left is not None and self.real_keys is not None:
                     self.pad_left[moved] = self.pad_left[source]
                     self.real_keys[moved] = self.real_keys[source]
-        else:
-            self.self_k = self.self_k.index_select(1, index)
-            self.self_v = self.self_v.index_select(1, index)
+        else:  # rows dropped or copied: new buffers, only the filled positions copied
+            self.self_k = self._select_filled(self.self_k, index)
+            self.self_v = self._select_filled(self.self_v, index)
             if self.pad_left is not None and self.real_keys is not None:
                 self.pad_left = self.pad_left.index_select(0, index)
                 self.real_keys = self.real_keys.index_select(0, index)
@@ -127,6 +127,13 @@ class KVCache:
             self.cross_v = self.cross_v.index_select(1, index)
         if self.source_mask is not None:
             self.source_mask = self.source_mask.index_select(0, index)
+
+    def _select_filled(self, buffer: Tensor, index: Tensor) -> Tensor:
+        """(L, N, H, max_len, Dh) -> (L, N', H, max_len, Dh) with rows ``index`` filled up to
+        ``length``; what lies beyond is written before it is ever read."""
+        out = buffer.new_empty(buffer.shape[0], index.shape[0], *buffer.shape[2:])
+        out[:, :, :, : self.length] = buffer[:, index, :, : self.length]
+        return out
 
 
 @dataclass

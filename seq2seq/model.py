@@ -205,6 +205,7 @@ class Transformer(nn.Module):
         memory: Tensor | None = None,
         source_mask: Tensor | None = None,
         pad_left: Tensor | None = None,
+        copies: int = 1,
     ) -> KVCache:
         """An empty KVCache for ``n_rows`` sequences of up to ``max_len`` target positions.
 
@@ -213,11 +214,13 @@ class Transformer(nn.Module):
         Args:
             n_rows: sequences decoded together (batch x beam).
             max_len: longest target the cache must hold.
-            memory: (n_rows, S, d_model) encoder output; None for a decoder-only model.
-            source_mask: (n_rows, S) bool, True = real source token.
+            memory: (n_rows / copies, S, d_model) encoder output; None for a decoder-only model.
+            source_mask: (n_rows / copies, S) bool, True = real source token.
             pad_left: (n_rows,) padding tokens before each row's prompt (decoder-only prompts
                 of different lengths, left-padded); their slots are never attended to and
                 positions count from each row's first real token.
+            copies: rows per source (the beam): its keys/values are projected once and
+                copied, row ``i`` decoding source ``i // copies``.
         """
         reference = self.embedding.weight
         cache = KVCache.empty(
@@ -230,8 +233,11 @@ class Transformer(nn.Module):
             device=reference.device,
         )
         if memory is not None:
-            keys, values = zip(*self.project_memory(memory), strict=True)
-            cache.cross_k, cache.cross_v = torch.stack(keys), torch.stack(values)
+            keys, values = zip(*self.project_memory(memory), strict=True)  # L x (B, H, S, Dh)
+            cache.cross_k = torch.stack(keys).repeat_interleave(copies, dim=1)
+            cache.cross_v = torch.stack(values).repeat_interleave(copies, dim=1)
+            if source_mask is not None:
+                source_mask = source_mask.repeat_interleave(copies, dim=0)
             cache.source_mask = source_mask
         if pad_left is not None:
             cache.set_left_padding(pad_left)

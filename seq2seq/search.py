@@ -1,7 +1,8 @@
 """Decoding: greedy, beam and sampling search over an incremental scorer.
 
 The search drivers never see a model. They talk to a ``Scorer``: something that takes the last
-token of every row and returns next-token log-probabilities, and that can reorder its rows
+token of every row and returns next-token scores (logits or log-probabilities: the searches
+normalise them), and that can reorder its rows
 (fairseq keeps search and model apart the same way). ``TransformerScorer`` adapts our model
 through its KV cache; tests drive the same searches with scripted scorers.
 """
@@ -25,7 +26,8 @@ class Scorer(Protocol):
     """Incremental next-token model over N rows."""
 
     def __call__(self, last_tokens: Tensor) -> Tensor:
-        """(N,) last tokens -> (N, V) log-probabilities of the next token."""
+        """(N,) last tokens -> (N, V) next-token logits (unnormalised log-probabilities), a
+        fresh tensor: the searches modify it in place."""
         ...
 
     def reorder(self, index: Tensor) -> None:
@@ -43,15 +45,15 @@ class TransformerScorer:
 
     def __init__(self, model: Transformer, src_ids: Tensor, beam_size: int, max_len: int) -> None:
         self.model = model
-        # Encode each source once, then give each of its k beams a copy of the result.
-        memory = model.encode(src_ids).repeat_interleave(beam_size, dim=0)  # (B*k, S, d)
-        source_mask = padding_mask(src_ids, model.config.pad_id)
-        source_mask = source_mask.repeat_interleave(beam_size, dim=0)  # (B*k, S)
-        self.cache = model.init_cache(memory.shape[0], max_len, memory, source_mask)
+        # Encode each source and project its cross-attention keys/values once; each of its k
+        # beams gets a copy of those.
+        memory = model.encode(src_ids)  # (B, S, d)
+        source_mask = padding_mask(src_ids, model.config.pad_id)  # (B, S)
+        n_rows = src_ids.shape[0] * beam_size
+        self.cache = model.init_cache(n_rows, max_len, memory, source_mask, copies=beam_size)
 
     def __call__(self, last_tokens: Tensor) -> Tensor:
-        logits = self.model.decode(last_tokens[:, None], cache=self.cache)[:, -1]
-        return torch.log_softmax(logits.float(), dim=-1)
+        return self.model.decode(last_tokens[:, None], cache=self.cache)[:, -1].float()
 
     def reorder(self, index: Tensor) -> None:
         # Searches move rows only among the k beams of one sentence, which share the source:
@@ -65,7 +67,7 @@ class PromptScorer:
     Prompts of different lengths are left-padded, so each row's next token lands in the same
     cache slot; the padding is masked out and positions count from each prompt's first token,
     so a row's output does not depend on the other prompts of its batch. The first call
-    returns the prompts' next-token log-probabilities (the tokens passed to it are ignored:
+    returns the prompts' next-token logits (the tokens passed to it are ignored:
     the prompt already ends with the token to continue from).
     """
 
@@ -81,8 +83,8 @@ class PromptScorer:
         pad_left = torch.tensor([width - len(p) for p in prompts], device=device)
         self.cache = model.init_cache(len(prompts), width + max_new, pad_left=pad_left)
         states = model.decoder_states(ids, cache=self.cache)[:, -1]  # (B, d): last position only
-        log_probs = torch.log_softmax(model.project(states).float(), dim=-1)  # (B, V)
-        self._first: Tensor | None = log_probs.repeat_interleave(beam_size, dim=0)
+        logits = model.project(states).float()  # (B, V)
+        self._first: Tensor | None = logits.repeat_interleave(beam_size, dim=0)
         if beam_size > 1:  # each prompt's k beams start from copies of its cache rows
             rows = torch.arange(len(prompts), device=device)
             self.cache.reorder(rows.repeat_interleave(beam_size))
@@ -91,8 +93,7 @@ class PromptScorer:
         if self._first is not None:
             first, self._first = self._first, None
             return first
-        logits = self.model.decode(last_tokens[:, None], cache=self.cache)[:, -1]
-        return torch.log_softmax(logits.float(), dim=-1)
+        return self.model.decode(last_tokens[:, None], cache=self.cache)[:, -1].float()
 
     def reorder(self, index: Tensor) -> None:
         self.cache.reorder(index, cross=False)
@@ -151,25 +152,24 @@ class Hypothesis:
     log_prob: float
 
 
-def restrict_next_tokens(
-    log_probs: Tensor, step: int, max_lens: Tensor, config: SearchConfig
+def restrict_next_tokens_(
+    logits: Tensor, step: int, max_lens: Tensor, config: SearchConfig
 ) -> Tensor:
-    """Ban pad/bos everywhere and force eos on rows at their length limit.
+    """Ban pad/bos everywhere and force eos on rows at their length limit, in place.
 
     Args:
-        log_probs: (B, R, V) next-token log-probs of R rows per sentence.
+        logits: (B, R, V) next-token scores of R rows per sentence.
         step: 0-based index of the token being chosen.
         max_lens: (B,) maximum lengths, eos included.
     """
-    log_probs = log_probs.clone()
-    log_probs[..., config.pad_id] = NEG_INF
-    log_probs[..., config.bos_id] = NEG_INF
+    logits[..., config.pad_id] = NEG_INF
+    logits[..., config.bos_id] = NEG_INF
     at_limit = step >= max_lens - 1  # (B,)
     if bool(at_limit.any()):
-        eos_column = log_probs[at_limit, :, config.eos_id].clone()
-        log_probs[at_limit] = NEG_INF
-        log_probs[at_limit, :, config.eos_id] = eos_column
-    return log_probs
+        eos_column = logits[at_limit, :, config.eos_id].clone()
+        logits[at_limit] = NEG_INF
+        logits[at_limit, :, config.eos_id] = eos_column
+    return logits
 
 
 @torch.no_grad()
@@ -185,25 +185,43 @@ def greedy_search(scorer: Scorer, max_lens: Tensor, config: SearchConfig) -> lis
     """
     batch = max_lens.shape[0]
     device = max_lens.device
-    last = torch.full((batch,), config.bos_id, dtype=torch.long, device=device)
     tokens = torch.full(
         (batch, int(max_lens.max())), config.pad_id, dtype=torch.long, device=device
     )
     log_prob = torch.zeros(batch, device=device)
+    # The scorer's rows hold the sentences `active`; finished ones are dropped now and then.
+    active = torch.arange(batch, device=device)
     finished = torch.zeros(batch, dtype=torch.bool, device=device)
+    last = torch.full((batch,), config.bos_id, dtype=torch.long, device=device)
     for step in range(tokens.shape[1]):
-        log_probs = restrict_next_tokens(scorer(last)[:, None], step, max_lens, config)[:, 0]
-        best_log_prob, best = log_probs.max(dim=-1)
+        logits = scorer(last)  # (N, V)
+        # log P(token) = logit - logsumexp over the whole vocabulary, banned tokens included
+        # (normalising the N best logits instead of writing an (N, V) log_softmax).
+        log_norm = logits.logsumexp(dim=-1)
+        logits = restrict_next_tokens_(logits[:, None], step, max_lens[active], config)[:, 0]
+        best_logit, best = logits.max(dim=-1)
+        best_log_prob = best_logit - log_norm
         best = best.masked_fill(finished, config.pad_id)
-        log_prob += best_log_prob.masked_fill(finished, 0.0)
-        tokens[:, step] = best
+        log_prob[active] += best_log_prob.masked_fill(finished, 0.0)
+        tokens[active, step] = best
         finished |= best == config.eos_id
         if bool(finished.all()):
             break
         last = best
+        if worth_dropping(finished):
+            keep = (~finished).nonzero()[:, 0]
+            scorer.reorder(keep)
+            active, finished, last = active[keep], finished[keep], last[keep]
     return [
         _greedy_hypothesis(row, float(lp), config) for row, lp in zip(tokens, log_prob, strict=True)
     ]
+
+
+def worth_dropping(done: Tensor) -> bool:
+    """Whether to drop finished sentences from the scorer now: when a quarter of its rows are
+    done. Finished rows would cost a full decoder step each until the longest sentence ends;
+    dropping copies the cache once, so it waits until there are enough of them."""
+    return done.numel() > 1 and 4 * int(done.sum()) >= done.numel()
 
 
 def _greedy_hypothesis(row: Tensor, log_prob: float, config: SearchConfig) -> Hypothesis:
@@ -243,30 +261,62 @@ def beam_search(
     )
     last = torch.full((batch * k,), config.bos_id, dtype=torch.long, device=device)
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
+    # The scorer holds the k beams of the sentences `active`; finished ones are dropped now and
+    # then, and `found` are their lists of finished hypotheses, in the same order.
+    active = list(range(batch))
+    found = finished
     done = torch.zeros(batch, dtype=torch.bool, device=device)
     keep_in_place = torch.arange(k, device=device)[None, :]  # (1, k)
     for step in range(history.shape[2]):
-        log_probs = scorer(last).view(batch, k, -1)
-        log_probs = restrict_next_tokens(log_probs, step, max_lens, config)
-        vocab = log_probs.shape[-1]
-        candidates = (scores[:, :, None] + log_probs).view(batch, k * vocab)
-        top_scores, top_index = candidates.topk(min(2 * k, k * vocab), dim=-1)  # (B, 2k)
-        top_beam, top_token = top_index // vocab, top_index % vocab
-        _collect_finished(finished, done, history, step, top_scores, top_beam, top_token, k, config)
+        top_scores, top_beam, top_token = _best_continuations(
+            scorer(last).view(len(active), k, -1), scores, step, max_lens, config
+        )
+        _collect_finished(found, done, history, step, top_scores, top_beam, top_token, k, config)
         scores, chosen_beam, chosen_token = _select_open(
             top_scores, top_beam, top_token, k, config.eos_id
         )
-        done |= _sentences_done(finished, scores, step, max_lens, k, config)
+        done |= _sentences_done(found, scores, step, max_lens, k, config)
         if bool(done.all()):
             break
         # Finished sentences keep their rows in place: nothing to copy for them.
         chosen_beam = torch.where(done[:, None], keep_in_place, chosen_beam)
         history = history.gather(1, chosen_beam[:, :, None].expand_as(history))
         history[:, :, step] = chosen_token
-        rows = (chosen_beam + torch.arange(batch, device=device)[:, None] * k).view(-1)
-        scorer.reorder(rows)
-        last = chosen_token.view(-1)
+        rows = chosen_beam + torch.arange(len(active), device=device)[:, None] * k  # (n, k)
+        last = chosen_token
+        if worth_dropping(done):
+            keep = (~done).nonzero()[:, 0]
+            rows, last, scores, history = rows[keep], last[keep], scores[keep], history[keep]
+            max_lens, done = max_lens[keep], done[keep]
+            active = [active[i] for i in keep.tolist()]
+            found = [finished[i] for i in active]
+        scorer.reorder(rows.reshape(-1))
+        last = last.reshape(-1)
     return [sorted(hyps, key=lambda h: -h.score)[:n_best] for hyps in finished]
+
+
+def _best_continuations(
+    logits: Tensor, scores: Tensor, step: int, max_lens: Tensor, config: SearchConfig
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The 2k best (beam, token) continuations of each sentence: scores, beam, token (n, 2k).
+
+    Equal to ranking all k * V candidates ``score + log P(token)``: a candidate among the 2k
+    best overall is among the 2k best of its own beam, so each beam's 2k best logits suffice,
+    normalised by the beam's log-sum-exp (over the whole vocabulary, as log_softmax would).
+
+    Args:
+        logits: (n, k, V) next-token scores of the k beams of n sentences (modified).
+        scores: (n, k) log-probabilities of the beams so far.
+    """
+    n, k, vocab = logits.shape
+    width = min(2 * k, vocab)
+    log_norm = logits.logsumexp(dim=-1, keepdim=True)  # (n, k, 1)
+    logits = restrict_next_tokens_(logits, step, max_lens, config)
+    best_logits, best_tokens = logits.topk(width, dim=-1)  # (n, k, width)
+    candidates = (scores[:, :, None] + (best_logits - log_norm)).view(n, k * width)
+    top_scores, top_index = candidates.topk(min(2 * k, k * width), dim=-1)  # (n, 2k)
+    top_token = best_tokens.view(n, k * width).gather(1, top_index)
+    return top_scores, top_index // width, top_token
 
 
 def _collect_finished(

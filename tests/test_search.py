@@ -178,3 +178,41 @@ def test_sampling_with_a_seed_is_reproducible_and_temperature_zero_is_greedy():
         _lm_scorer(model), start, 12, SamplingConfig(temperature=1e-4, seed=1), EOS
     )
     assert torch.equal(greedy, cold)
+
+
+class RowCountingScorer:
+    """Wraps a scorer and records how many rows every step decodes."""
+
+    def __init__(self, scorer) -> None:
+        self.scorer, self.rows = scorer, []
+
+    def __call__(self, last_tokens):
+        self.rows.append(last_tokens.shape[0])
+        return self.scorer(last_tokens)
+
+    def reorder(self, index):
+        self.scorer.reorder(index)
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_finished_sentences_leave_the_batch_and_the_rest_decode_unchanged(beam):
+    model = tiny_model(seed=8)
+    src = random_ids(6, 12, seed=10)
+    for i, length in enumerate([2, 3, 4, 12, 6, 9]):  # limits 1.2 * length + 10 differ
+        src[i, length:] = PAD
+    config = SearchConfig()
+    max_lens = config.max_lengths((src != PAD).sum(dim=1))
+    scorer = RowCountingScorer(TransformerScorer(model, src, beam, int(max_lens.max())))
+    if beam == 1:
+        together = [[h] for h in greedy_search(scorer, max_lens, config)]
+    else:
+        together = beam_search(scorer, max_lens, beam, config, n_best=2)
+    assert scorer.rows[0] == 6 * beam and min(scorer.rows) < 6 * beam  # rows were dropped
+    assert scorer.rows == sorted(scorer.rows, reverse=True)
+    for i in range(6):
+        alone = translate_ids(model, src[i : i + 1, : int((src[i] != PAD).sum())], beam,
+                              config, n_best=min(2, beam))  # fmt: skip
+        assert [h.tokens for h in alone[0]] == [h.tokens for h in together[i][: len(alone[0])]]
+        assert [h.score for h in alone[0]] == pytest.approx(
+            [h.score for h in together[i][: len(alone[0])]]
+        )
