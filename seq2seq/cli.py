@@ -80,7 +80,7 @@ def _add_search_options(p: argparse.ArgumentParser) -> None:
         "--max-tokens",
         type=int,
         default=4000,
-        help="source tokens per decoding batch (default 4000)",
+        help="decoding batch: source tokens x beam size (default 4000)",
     )
     p.add_argument(
         "--length-penalty",
