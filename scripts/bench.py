@@ -41,6 +41,12 @@ memory):
   each model's own random initialisation: with the length fixed, the work does not depend on
   them. Every output's length is checked. Issue reference on this machine (natural lengths,
   not fixed): HF ``generate`` 191 sent/s greedy, 45 beam 5; CTranslate2 367 and 96.
+  With ``--checkpoint CKPT`` (a model trained on ``--config``'s data) both decode with the same
+  trained weights instead, at natural lengths: ours with ``translate_ids`` and the checkpoint's
+  search settings, Marian with ``generate`` on the exact export of those weights
+  (``seq2seq.export.to_marian``) under the same output limit. Greedy outputs are then
+  identical, so the work is equal; finished sentences cost us nothing (they leave the batch),
+  which fixed lengths hide.
 - peak RSS: the worker process's maximum resident set (``os.wait4`` rusage of that child), so
   it includes the libraries each side imports (Marian: transformers). The JSON also has each
   worker's RSS just before its timed loop (``setup_rss_mib``).
@@ -119,6 +125,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--gpu-max-tokens", type=int, default=16384, help="GPU batch budget (default 16384)")
     add("--profile", action="store_true", help="also write torch.profiler tables to OUT")
     add("--quick", action="store_true", help="tiny sizes for a smoke test")
+    add(
+        "--checkpoint",
+        help="decode with these trained weights (ours; Marian gets their exact export) at "
+        "natural output lengths, instead of random weights at a fixed length",
+    )
     # Internal: one measurement in this process (the parent runs these as subprocesses).
     add("--worker", choices=("matmul", "train", "decode"), help=argparse.SUPPRESS)
     add("--model", choices=("ours", "marian"), help=argparse.SUPPRESS)
@@ -197,6 +208,14 @@ def decode_batches(datamodule, limit: int, n_sentences: int, batch_size: int) ->
     return [right_pad(encoded[i : i + batch_size]) for i in range(0, len(encoded), batch_size)]
 
 
+def check_checkpoint_tokenizer(checkpoint: str, tokenizer) -> None:
+    """The decode batches are tokenized with the config's data: the checkpoint must share it."""
+    from seq2seq.translator import load_model
+
+    if load_model(checkpoint).tokenizer.to_bytes() != tokenizer.to_bytes():
+        raise SystemExit(f"bench.py: {checkpoint} was not trained on --config's vocabulary")
+
+
 def right_pad(rows: list[list[int]]) -> torch.Tensor:
     out = torch.full((len(rows), max(map(len, rows))), PAD_ID, dtype=torch.long)
     for i, row in enumerate(rows):
@@ -216,6 +235,10 @@ def prepare_inputs(args: argparse.Namespace, out: Path, gpu: bool) -> dict[str, 
     n_train = args.warmup + args.train_batches
     torch.save(batch_dicts(datamodule, max(n_train, args.fit_steps)), out / "train.pt")
     limit = settings["config"]["max_positions"]
+    if args.checkpoint:
+        check_checkpoint_tokenizer(args.checkpoint, datamodule.tokenizer)
+        settings["checkpoint"] = str(Path(args.checkpoint).resolve())
+        (out / "settings.json").write_text(json.dumps(settings, indent=2))
     sources = decode_batches(datamodule, limit, args.decode_sentences, args.decode_batch)
     torch.save(sources, out / "decode.pt")
     if gpu:
@@ -282,7 +305,7 @@ def ours_train_step(settings: dict[str, Any], device: torch.device, amp: bool):
     from seq2seq.search import SearchConfig
     from seq2seq.training import TranslationModule
 
-    hparams = {k: v for k, v in settings.items() if k not in ("config", "search")}
+    hparams = {k: v for k, v in settings.items() if k not in ("config", "search", "checkpoint")}
     hparams.pop("gradient_clip_val")
     module = TranslationModule(
         ModelConfig(**settings["config"]), search=SearchConfig(**settings["search"]), **hparams
@@ -386,6 +409,8 @@ def ours_decoder(settings: dict[str, Any], beam: int) -> Callable:
     from seq2seq.model import Transformer
     from seq2seq.search import SearchConfig, TransformerScorer, beam_search, greedy_search
 
+    if settings.get("checkpoint"):
+        return trained_ours_decoder(settings["checkpoint"], beam)
     model = Transformer(ModelConfig(**settings["config"])).eval()
     config = SearchConfig(**settings["search"], bos_id=BOS_ID, eos_id=EOS_ID, pad_id=PAD_ID)
 
@@ -403,10 +428,26 @@ def ours_decoder(settings: dict[str, Any], beam: int) -> Callable:
     return decode
 
 
+def trained_ours_decoder(checkpoint: str, beam: int) -> Callable:
+    """decode(src) -> output lengths: ``translate_ids`` with the checkpoint's search settings."""
+    from seq2seq.search import translate_ids
+    from seq2seq.translator import load_model
+
+    loaded = load_model(checkpoint)
+
+    def decode(src: torch.Tensor) -> list[int]:
+        hyps = translate_ids(loaded.model, src, beam, loaded.search)
+        return [len(h[0].tokens) + 1 for h in hyps]
+
+    return decode
+
+
 def marian_decoder(settings: dict[str, Any], beam: int) -> Callable:
     """decode(src) -> output lengths (eos included), ``MarianMTModel.generate``."""
     from compare_marian import build_marian
 
+    if settings.get("checkpoint"):
+        return trained_marian_decoder(settings["checkpoint"], beam)
     model = build_marian(settings, settings["config"]["vocab_size"]).eval()
     beam_options = {}
     if beam > 1:  # generate warns about them in greedy mode
@@ -432,6 +473,37 @@ def marian_decoder(settings: dict[str, Any], beam: int) -> Callable:
     return decode
 
 
+def trained_marian_decoder(checkpoint: str, beam: int) -> Callable:
+    """decode(src) -> output lengths: ``generate`` on the exact MarianMTModel export of the
+    checkpoint, with our output limit (a * source length + b, eos forced at it; one limit per
+    batch, the longest source's) and length penalty alpha (HF applies it as length^alpha)."""
+    from seq2seq.export import to_marian
+    from seq2seq.translator import load_model
+
+    loaded = load_model(checkpoint)
+    model, search = to_marian(loaded.model), loaded.search
+    beam_options = {"length_penalty": search.length_penalty, "early_stopping": True}
+
+    @torch.no_grad()
+    def decode(src: torch.Tensor) -> list[int]:
+        longest = int((src != PAD_ID).sum(dim=1).max())
+        limit = int(longest * search.max_len_a) + search.max_len_b
+        generated = model.generate(
+            input_ids=src,
+            attention_mask=(src != PAD_ID).long(),
+            num_beams=beam,
+            do_sample=False,
+            max_length=limit + 1,  # + the decoder start token
+            forced_eos_token_id=EOS_ID,
+            suppress_tokens=[PAD_ID, BOS_ID],
+            **(beam_options if beam > 1 else {}),
+        )
+        rows = generated[:, 1:].tolist()
+        return [row.index(EOS_ID) + 1 if EOS_ID in row else len(row) for row in rows]
+
+    return decode
+
+
 def worker_decode(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     """Timed greedy or beam decoding of the shared test batches, fixed output length."""
     settings = json.loads((out / "settings.json").read_text())
@@ -445,7 +517,7 @@ def worker_decode(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     for src in batches:
         lengths += decode(src)
     seconds = time.perf_counter() - start
-    if set(lengths) != {DECODE_STEPS}:
+    if not settings.get("checkpoint") and set(lengths) != {DECODE_STEPS}:
         raise SystemExit(f"bench.py: {args.model} {args.search} output lengths {set(lengths)}")
     if args.profile:
         name = f"profile-decode-{args.model}-{args.search}.txt"
@@ -708,8 +780,13 @@ def main(argv: list[str] | None = None) -> int:
         f"{matmul['best_flops_per_s'] / 1e9:.1f} GFLOP/s best (MFU denominator), "
         f"{matmul['median_flops_per_s'] / 1e9:.1f} median of {matmul['repeats']}"
     )
+    lengths = (
+        f"the trained weights of {args.checkpoint} (Marian: their export), natural lengths"
+        if args.checkpoint
+        else f"{DECODE_STEPS} steps per sentence for both"
+    )
     print(
-        f"decoding: {DECODE_STEPS} steps per sentence for both, "
+        f"decoding: {lengths}, "
         f"{results['greedy']['ours']['sentences']} sentences in batches of {args.decode_batch}; "
         "issue reference (natural lengths): HF generate 191 / 45 sent/s greedy / beam 5, "
         "CTranslate2 367 / 96"
