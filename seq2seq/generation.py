@@ -16,8 +16,8 @@ class Generator:
 
     Example:
         >>> generator = Generator.from_checkpoint("runs/lm/checkpoints/last.ckpt")
-        >>> generator.generate(["我们明天"], max_new_tokens=20, sampling=SamplingConfig(seed=1))
-        ['我们明天去公园吧。']
+        >>> generator.generate(["我们明天"], sampling=SamplingConfig(top_p=0.9, seed=3))
+        ['我们明天会怎么想。']  # the configs/lm.yaml model of the README, 300 steps
     """
 
     def __init__(self, model: Transformer, tokenizer, search: SearchConfig) -> None:
