@@ -86,13 +86,12 @@ class BestAndLastCheckpoint(ModelCheckpoint):
         super().on_train_start(trainer, pl_module)
         # Here, not in setup(): only now is trainer.ckpt_path (a resume) known. Rank 0 decides
         # for every rank: a rank that raised alone would leave the others hanging.
-        problem = self._clobber_problem(trainer) if trainer.is_global_zero else None
+        problem = None
+        if trainer.is_global_zero:
+            problem = self._clobber_problem(trainer) or self._take_lock()
         problem = trainer.strategy.broadcast(problem)
         if problem:
             raise CheckpointDirInUse(problem)
-        if trainer.is_global_zero:
-            self._lock_path().parent.mkdir(parents=True, exist_ok=True)
-            self._lock_path().write_text(f"{socket.gethostname()} {os.getpid()}\n")
 
     def teardown(self, trainer, pl_module, stage: str) -> None:
         self._release(trainer)
@@ -104,6 +103,33 @@ class BestAndLastCheckpoint(ModelCheckpoint):
     def _lock_path(self) -> Path:
         return Path(self.dirpath) / LOCK_NAME
 
+    def _take_lock(self) -> str | None:
+        """Create the lock atomically (a hard link of a written file fails if a lock exists),
+        so of two runs starting at once only one gets the directory; None = taken."""
+        lock = self._lock_path()
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        mine = lock.with_name(f"{LOCK_NAME}.{os.getpid()}")
+        mine.write_text(f"{socket.gethostname()} {os.getpid()}\n")
+        try:
+            for _ in range(2):
+                try:
+                    os.link(mine, lock)
+                    return None
+                except FileExistsError:
+                    owner = _lock_owner(lock)
+                    if owner is not None and owner != os.getpid():
+                        return self._in_use(owner)
+                    lock.unlink(missing_ok=True)  # a killed run's lock, or this process's
+            return f"{lock}: could not take the lock; is another run starting here?"
+        finally:
+            mine.unlink(missing_ok=True)
+
+    def _in_use(self, owner: int) -> str:
+        return (
+            f"{self.dirpath} is in use by another training run (process {owner}, see "
+            f"{LOCK_NAME} there); give this run its own checkpoint.dirpath"
+        )
+
     def _release(self, trainer) -> None:
         if trainer.is_global_zero and _lock_owner(self._lock_path()) == os.getpid():
             self._lock_path().unlink(missing_ok=True)
@@ -112,10 +138,7 @@ class BestAndLastCheckpoint(ModelCheckpoint):
         directory = Path(self.dirpath)
         owner = _lock_owner(directory / LOCK_NAME)
         if owner is not None and owner != os.getpid():
-            return (
-                f"{directory} is in use by another training run (process {owner}, see "
-                f"{LOCK_NAME} there); give this run its own checkpoint.dirpath"
-            )
+            return self._in_use(owner)
         existing = sorted(p.name for p in directory.glob("*.ckpt")) if directory.is_dir() else []
         if existing and not self.overwrite and trainer.ckpt_path is None:
             return (

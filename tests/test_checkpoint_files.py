@@ -64,3 +64,25 @@ def test_a_killed_save_leaves_the_previous_checkpoint_intact(tmp_path):
     # The same kills against a plain torch.save do break the file: the test can tell.
     plain = kill_during_saves(tmp_path / "plain.ckpt", "plain", kills=4)
     assert any(o.startswith("broken") for o in plain), plain
+
+
+def test_the_run_lock_is_taken_atomically_and_only_once(tmp_path):
+    import os
+    import socket
+
+    from seq2seq.checkpointing import LOCK_NAME, BestAndLastCheckpoint
+
+    checkpoint = BestAndLastCheckpoint(dirpath=str(tmp_path / "ckpt"))
+    lock = tmp_path / "ckpt" / LOCK_NAME
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        lock.parent.mkdir()
+        lock.write_text(f"{socket.gethostname()} {other.pid}\n")  # a live run holds it
+        assert "in use by another training run" in checkpoint._take_lock()
+        assert lock.read_text().split()[1] == str(other.pid)  # not taken over
+    finally:
+        other.kill()
+        other.wait()
+    assert checkpoint._take_lock() is None  # its process is gone: a stale lock is replaced
+    assert lock.read_text().split() == [socket.gethostname(), str(os.getpid())]
+    assert sorted(p.name for p in lock.parent.iterdir()) == [LOCK_NAME]  # no temporary left
