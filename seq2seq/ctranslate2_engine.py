@@ -87,8 +87,9 @@ def export_ctranslate2(
         convert(hf_dir, out, quantization)
         shutil.copy(hf_dir / "source.spm", out / SPM_FILE)
         shutil.copy(hf_dir / "README.md", out / "README.md")
-    search = load_model(checkpoint).search
-    (out / SEARCH_FILE).write_text(json.dumps(asdict(search), indent=2), encoding="utf-8")
+    loaded = load_model(checkpoint)
+    settings = {"search": asdict(loaded.search), "max_positions": loaded.model.config.max_positions}
+    (out / SEARCH_FILE).write_text(json.dumps(settings, indent=2), encoding="utf-8")
     return out
 
 
@@ -111,7 +112,8 @@ class CTranslate2Translator:
             raise CheckpointError(f"{directory}: not a CTranslate2 export of seq2seq")
         self.tokenizer = Tokenizer.load(directory / SPM_FILE)
         settings = json.loads((directory / SEARCH_FILE).read_text(encoding="utf-8"))
-        self.search = SearchConfig(**settings)
+        self.search = SearchConfig(**settings["search"])
+        self.max_positions = int(settings["max_positions"])
         self.engine = ctranslate2.Translator(
             str(directory), device=device, compute_type=compute_type, inter_threads=1
         )
@@ -134,7 +136,7 @@ class CTranslate2Translator:
         from seq2seq.data.clean import normalize_en
 
         encoded = [self.tokenizer.encode(normalize_en(line)) for line in lines]
-        limit = 1024  # CTranslate2's max_input_length
+        limit = self.max_positions  # the export's position table, as our Translator cuts
         cut = [i + 1 for i, ids in enumerate(encoded) if len(ids) > limit]
         for i in cut:
             encoded[i - 1] = encoded[i - 1][:limit]
@@ -150,10 +152,13 @@ class CTranslate2Translator:
         return outputs
 
     def _translate_batch(self, encoded, batch: list[int], beam_size: int) -> list[list[int]]:
+        import torch
+
         sp = self.tokenizer
-        limits = [
-            int(len(encoded[i]) * self.search.max_len_a) + self.search.max_len_b - 1 for i in batch
-        ]  # fmt: skip  (tokens before the eos our search forces)
+        lengths = torch.tensor([len(encoded[i]) for i in batch])
+        # Our search's limits exactly (float32 arithmetic, capped at the positions), minus the
+        # eos it forces at the limit.
+        limits = (self.search.max_lengths(lengths, cap=self.max_positions) - 1).tolist()
         results = self.engine.translate_batch(
             [[sp.id_to_piece(t) for t in encoded[i]] for i in batch],
             beam_size=beam_size,

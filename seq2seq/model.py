@@ -150,7 +150,12 @@ class Transformer(nn.Module):
             source_mask: (B, S) bool, True = real source token; None = all real.
             cache: incremental state from ``init_cache``; advanced by T positions.
         """
-        positions = cache.positions(tgt_ids.shape[1]) if cache is not None else None
+        positions = None
+        if cache is not None:
+            # A row that finished below another row's limit is still fed (padding) until the
+            # search drops it; its outputs are ignored, so it may reuse the last position
+            # rather than run off the end of the table.
+            positions = cache.positions(tgt_ids.shape[1]).clamp(max=self.config.max_positions - 1)
         memory_kv = None
         if cache is not None and cache.source_mask is not None:
             source_mask = cache.source_mask

@@ -163,7 +163,8 @@ def attention_picture(
             f"self-attention: {tokenizer.decode(sequence)}",
             font,
         )
-    source = tokenizer.encode(normalize_en(text))[: search.source_limit(config.max_positions)]
+    limit = search.source_limit(config.max_positions) if config.decoder_only else None
+    source = tokenizer.encode(normalize_en(text))[: limit or config.max_positions]
     if not source:
         raise ValueError("--text has no tokens to attend to")
     best = translate_ids(model, torch.tensor([source]), beam_size, search)[0][0].tokens

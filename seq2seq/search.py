@@ -396,10 +396,11 @@ def translate_ids(
     if model.config.decoder_only:
         rows = zip(src_ids.tolist(), src_lengths.tolist(), strict=True)
         prompts = [translation_prompt(row[:n], config) for row, n in rows]
-        room = model.config.max_positions - max(map(len, prompts))
-        if room < 1:
-            raise ValueError(f"a prompt of {room} positions leaves no room for the translation")
-        max_lens = config.max_lengths(src_lengths, cap=room)
+        # Each row's own room, so a long neighbour never shortens a sentence's limit.
+        room = model.config.max_positions - torch.tensor([len(p) for p in prompts])
+        if int(room.min()) < 1:
+            raise ValueError("a prompt fills the model's positions: no room for a translation")
+        max_lens = torch.minimum(config.max_lengths(src_lengths), room.to(src_lengths.device))
         scorer: Scorer = PromptScorer(model, prompts, beam_size, int(max_lens.max()))
     else:
         max_lens = config.max_lengths(src_lengths, cap=model.config.max_positions)
@@ -460,12 +461,14 @@ def sample_search(
     pad_id: int = 0,
     banned: Sequence[int] = (),
     on_token: Callable[[Tensor], None] | None = None,
+    row_limits: Tensor | None = None,
 ) -> Tensor:
     """Sample up to ``max_new_tokens`` per row, feeding ``first_tokens`` (N,) first.
 
     Args:
         banned: ids never sampled besides pad (e.g. bos).
         on_token: called with each step's (N,) tokens as soon as they exist (streaming).
+        row_limits: (N,) a smaller limit for some rows (they stop there, without an eos).
 
     Returns:
         (N, max_new_tokens) sampled ids; after a row's eos, pad.
@@ -485,6 +488,8 @@ def sample_search(
         if on_token is not None:
             on_token(token)
         finished |= token == eos_id
+        if row_limits is not None:
+            finished |= row_limits <= step + 1
         if bool(finished.all()):
             break
         last = token
@@ -524,20 +529,20 @@ def generate_ids(
     if not mc.decoder_only:
         raise ValueError("generation needs a decoder-only model (decoder_only: true)")
     config = config or SearchConfig(bos_id=mc.bos_id, eos_id=mc.eos_id, pad_id=mc.pad_id)
-    room = mc.max_positions - max(map(len, prompts))
-    max_new_tokens = min(max_new_tokens, room)
-    if max_new_tokens < 1:
-        raise ValueError(f"the prompt fills all {mc.max_positions} positions of the model")
-    scorer = PromptScorer(model, prompts, beam_size, max_new_tokens + 1)
     device = model.embedding.weight.device
+    # Each prompt's own room: a long prompt in the batch never shortens another's output.
+    room = mc.max_positions - torch.tensor([len(p) for p in prompts], device=device)
+    if int(room.min()) < 1:
+        raise ValueError(f"the prompt fills all {mc.max_positions} positions of the model")
+    limits = room.clamp(max=max_new_tokens)  # (N,) new tokens per prompt
+    max_new_tokens = int(limits.max())
+    scorer = PromptScorer(model, prompts, beam_size, max_new_tokens + 1)
     if beam_size > 1:
-        # The eos is forced after max_new_tokens tokens, so the limit counts it too.
-        limits = torch.full((len(prompts),), max_new_tokens + 1, device=device)
-        return [hyps[0].tokens for hyps in beam_search(scorer, limits, beam_size, config)]
+        # The eos is forced after a row's last allowed token, so the limit counts it too.
+        return [hyps[0].tokens for hyps in beam_search(scorer, limits + 1, beam_size, config)]
     first = torch.full((len(prompts),), mc.bos_id, device=device)
-    out = sample_search(
-        scorer, first, max_new_tokens, sampling, mc.eos_id, mc.pad_id, (mc.bos_id,), on_token
-    )
+    out = sample_search(scorer, first, max_new_tokens, sampling, mc.eos_id, mc.pad_id,
+                        (mc.bos_id,), on_token, row_limits=limits)  # fmt: skip
     return [_strip_after_eos(row, mc.eos_id, mc.pad_id) for row in out.tolist()]
 
 

@@ -252,6 +252,23 @@ class TranslationModule(L.LightningModule):
             self.task = getattr(datamodule, "task", "translation")
             if self.config.decoder_only and tokenizer.sep_id is not None:
                 self.search = replace(self.search, sep_id=tokenizer.sep_id)
+            self._check_positions(datamodule)
+
+    def _check_positions(self, datamodule) -> None:
+        """The longest training sequence must fit the position table (one line, not a crash
+        at the step that first meets it)."""
+        if self.task == "lm":
+            longest, what = datamodule.block_size, f"data.block_size={datamodule.block_size}"
+        elif self.config.decoder_only:
+            longest = 2 * datamodule.max_len + 2  # [bos] src [sep] tgt, both sides at max_len
+            what = f"decoder-only pairs of data.max_len={datamodule.max_len} joined"
+        else:
+            longest, what = datamodule.max_len + 1, f"data.max_len={datamodule.max_len} (+ bos)"
+        if longest > self.config.max_positions:
+            raise ConfigError(
+                f"{what} make {longest}-token sequences but model.config.max_positions is "
+                f"{self.config.max_positions}: raise it or shorten the data"
+            )
 
     def _check_vocab(self, vocab_size: int) -> None:
         if vocab_size != self.config.vocab_size:

@@ -28,7 +28,7 @@ model:
     n_heads: 2
     n_decoder_layers: 2
     d_ff: 64
-    max_positions: 64
+    max_positions: {positions}
   warmup_steps: 10
   cooldown_steps: 0
 data:
@@ -58,7 +58,7 @@ checkpoint:
 
 
 def fit_small(shipped: str, root: Path, corpus: Path, kind: str, **sizes) -> Path:
-    values = {"vocab": 120, "max_tokens": 17 * 8, **sizes}
+    values = {"vocab": 120, "max_tokens": 17 * 8, "positions": 96, **sizes}
     small = root / "small.yaml"
     small.write_text(SMALL.format(kind=kind, corpus=corpus, root=root, **values))
     assert main(["fit", "--config", str(CONFIGS / shipped), "--config", str(small)]) == 0
@@ -194,3 +194,13 @@ def test_attention_of_a_language_model_is_its_self_attention(lm, tmp_path):
                  "--max-new-tokens", "4", "--output", str(out)]) == 0  # fmt: skip
     with image_module.open(out) as image:
         assert image.format == "PNG" and image.width > image.height  # two layers side by side
+
+
+def test_sequences_longer_than_the_positions_are_a_one_line_error(tmp_path, capsys):
+    corpus = tmp_path / "pairs.tsv"
+    corpus.write_text("".join(f"{en}\t{zh}\n" for en, zh in synthetic_pairs()), "utf-8")
+    with pytest.raises(AssertionError):  # fit_small expects success
+        fit_small("lm_translate.yaml", tmp_path, corpus, "tsv", vocab=300, max_tokens=800,
+                  positions=64)  # fmt: skip
+    err = capsys.readouterr().err
+    assert "make 82-token sequences but model.config.max_positions is 64" in err

@@ -189,3 +189,21 @@ def test_greedy_search_over_prompt_scorer_matches_generate():
     hyps = greedy_search(scorer, torch.full((2,), 9), SearchConfig())
     expected = generate_ids(model, prompts, 8, SamplingConfig(temperature=0.0))
     assert [h.tokens for h in hyps] == expected
+
+
+def test_a_long_neighbour_never_shortens_a_rows_limit():
+    """Near max_positions, each row keeps its own room: the same output alone or batched."""
+    model = tiny_model(seed=7, decoder_only=True, max_positions=40)
+    config = SearchConfig(sep_id=SEP, max_len_a=1.0, max_len_b=8)
+    src = random_ids(2, 25, seed=11)
+    src[0, 6:] = PAD  # 6 tokens: limit 14; the 25-token neighbour leaves only 40 - 27 = 13
+    together = translate_ids(model, src, beam_size=1, config=config)
+    alone = translate_ids(model, src[:1, :6], beam_size=1, config=config)
+    assert together[0][0].tokens == alone[0][0].tokens and len(alone[0][0].tokens) == 13
+    greedy = SamplingConfig(temperature=0.0)
+    prompts = [[BOS, 5, 6], [BOS] + [7] * 30]
+    batched = generate_ids(model, prompts, 20, greedy)
+    assert batched[0] == generate_ids(model, prompts[:1], 20, greedy)[0]
+    assert len(batched[0]) == 20 and len(batched[1]) == 40 - 31  # each to its own limit
+    beams = generate_ids(model, prompts, 20, beam_size=2)
+    assert len(beams[1]) <= 9 and beams[0] == generate_ids(model, prompts[:1], 20, beam_size=2)[0]
