@@ -15,12 +15,11 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
 from seq2seq.search import SearchConfig
-from seq2seq.translator import CheckpointError, load_model, one_line, token_batches, warn_lines
+from seq2seq.translator import CheckpointError, Translator, load_model
 
 SEARCH_FILE = "seq2seq_search.json"  # our decoding defaults, beside CTranslate2's files
 SPM_FILE = "spm.model"
@@ -93,8 +92,9 @@ def export_ctranslate2(
     return out
 
 
-class CTranslate2Translator:
-    """``Translator``'s interface on a CTranslate2 model directory (from ``seq2seq export``).
+class CTranslate2Translator(Translator):
+    """``Translator`` on a CTranslate2 model directory (from ``seq2seq export``): the same line
+    handling, batching and truncation, CTranslate2's search in place of ours.
 
     Greedy output equals ours exactly: the source pieces are the same, and a greedy output cut
     to a sentence's own length limit is what our search gives (CTranslate2 takes one limit per
@@ -103,6 +103,8 @@ class CTranslate2Translator:
     """
 
     def __init__(self, model_dir: str | Path, device: str = "cpu", compute_type: str = "default"):
+        # No torch model here: Translator.translate needs only the tokenizer, the search
+        # settings, source_limit() and _best_outputs(), all set or overridden below.
         import ctranslate2
 
         from seq2seq.data.tokenizer import Tokenizer
@@ -117,50 +119,32 @@ class CTranslate2Translator:
         self.engine = ctranslate2.Translator(
             str(directory), device=device, compute_type=compute_type, inter_threads=1
         )
+        self._split_batches = 0
 
     def with_search(self, **overrides) -> CTranslate2Translator:
+        """A translator sharing this engine, with some search settings changed (None = keep)."""
+        import copy
         from dataclasses import replace
 
         changes = {k: v for k, v in overrides.items() if v is not None}
-        self.search = replace(self.search, **changes)
-        return self
+        changed = copy.copy(self)
+        changed.search = replace(self.search, **changes)
+        return changed
 
-    def translate(
-        self,
-        lines: Sequence[str],
-        beam_size: int = 5,
-        max_tokens: int = 4000,
-        on_batch: Callable[[int], None] | None = None,
-    ) -> list[str]:
-        """Exactly one output string per input line, in order (see ``Translator.translate``)."""
-        from seq2seq.data.clean import normalize_en
+    def source_limit(self) -> int:
+        """The export's position table, as for our model."""
+        return self.max_positions
 
-        encoded = [self.tokenizer.encode(normalize_en(line)) for line in lines]
-        limit = self.max_positions  # the export's position table, as our Translator cuts
-        cut = [i + 1 for i, ids in enumerate(encoded) if len(ids) > limit]
-        for i in cut:
-            encoded[i - 1] = encoded[i - 1][:limit]
-        if cut:
-            warn_lines(f"truncated {len(cut)} over-long input line(s) to {limit} tokens", cut)
-        outputs = [""] * len(lines)
-        for batch in token_batches(encoded, max_tokens):
-            best = self._translate_batch(encoded, batch, beam_size)
-            for index, tokens in zip(batch, best, strict=True):
-                outputs[index] = one_line(self.tokenizer.decode(tokens))
-            if on_batch is not None:
-                on_batch(len(batch))
-        return outputs
-
-    def _translate_batch(self, encoded, batch: list[int], beam_size: int) -> list[list[int]]:
+    def _best_outputs(self, sources: list[list[int]], beam_size: int) -> list[list[int]]:
         import torch
 
         sp = self.tokenizer
-        lengths = torch.tensor([len(encoded[i]) for i in batch])
         # Our search's limits exactly (float32 arithmetic, capped at the positions), minus the
         # eos it forces at the limit.
+        lengths = torch.tensor([len(source) for source in sources])
         limits = (self.search.max_lengths(lengths, cap=self.max_positions) - 1).tolist()
         results = self.engine.translate_batch(
-            [[sp.id_to_piece(t) for t in encoded[i]] for i in batch],
+            [[sp.id_to_piece(t) for t in source] for source in sources],
             beam_size=beam_size,
             length_penalty=self.search.length_penalty,
             max_decoding_length=max(limits),

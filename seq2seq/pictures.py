@@ -148,21 +148,18 @@ def attention_picture(
     def pieces(ids):
         return [tokenizer.id_to_piece(i) for i in ids]
 
+    def draw_self_attention(sequence: list[int], title: str) -> Path:
+        maps = self_attention_maps(model, torch.tensor([sequence]))
+        labels = pieces(sequence)
+        return draw_attention([m[0] for m in maps], labels, labels, output, layer, head, title,
+                              font)  # fmt: skip
+
     if loaded.task == "lm":
         prompt = [config.bos_id, *tokenizer.encode(text)]
         new = generate_ids(model, [prompt], max_new_tokens, SamplingConfig(temperature=0.0))[0]
         sequence = prompt + new
-        maps = self_attention_maps(model, torch.tensor([sequence]))
-        return draw_attention(
-            [m[0] for m in maps],
-            pieces(sequence),
-            pieces(sequence),
-            output,
-            layer,
-            head,
-            f"self-attention: {tokenizer.decode(sequence)}",
-            font,
-        )
+        title = f"self-attention: {tokenizer.decode(sequence)}"
+        return draw_self_attention(sequence, title)
     limit = search.source_limit(config.max_positions) if config.decoder_only else None
     source = tokenizer.encode(normalize_en(text))[: limit or config.max_positions]
     if not source:
@@ -171,17 +168,7 @@ def attention_picture(
     title = f"{text} → {tokenizer.decode(best)}"
     if config.decoder_only:  # a decoder-only translator: its one sequence, self-attention
         sequence = translation_prompt(source, search) + best + [config.eos_id]
-        maps = self_attention_maps(model, torch.tensor([sequence]))
-        return draw_attention(
-            [m[0] for m in maps],
-            pieces(sequence),
-            pieces(sequence),
-            output,
-            layer,
-            head,
-            f"self-attention: {title}",
-            font,
-        )
+        return draw_self_attention(sequence, f"self-attention: {title}")
     tgt_in = torch.tensor([[config.bos_id, *best]])
     maps = cross_attention_maps(model, torch.tensor([source]), tgt_in)
     # Row t is the step that produced output token t (the last one produced eos).

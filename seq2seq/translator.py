@@ -178,15 +178,18 @@ class Translator:
             sources[half:], beam_size
         )
 
-    def _truncate(self, encoded: list[list[int]]) -> None:
-        """Cut sources to the model's positions; warn once, naming the lines (1-based).
-
-        A decoder-only model holds source and translation in one sequence, so its sources
-        leave room for the longest translation the search allows.
-        """
+    def source_limit(self) -> int:
+        """Longest source the model takes: its positions; a decoder-only model holds source
+        and translation in one sequence, so its sources leave room for the longest
+        translation the search allows."""
         limit = self.model.config.max_positions
         if self.model.config.decoder_only:
             limit = self.search.source_limit(limit)
+        return limit
+
+    def _truncate(self, encoded: list[list[int]]) -> None:
+        """Cut sources to ``source_limit``; warn once, naming the lines (1-based)."""
+        limit = self.source_limit()
         cut = [i + 1 for i, ids in enumerate(encoded) if len(ids) > limit]
         for i in cut:
             encoded[i - 1] = encoded[i - 1][:limit]
