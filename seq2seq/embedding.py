@@ -60,14 +60,6 @@ def sinusoid_table(n_positions: int, d_model: int) -> Tensor:
     return table.float()
 
 
-def _check_range(positions: Tensor, n_positions: int) -> None:
-    if positions.numel() and int(positions.max()) >= n_positions:
-        raise ValueError(
-            f"sequence of {int(positions.max()) + 1} positions exceeds max_positions "
-            f"({n_positions})"
-        )
-
-
 class SinusoidalPositions(nn.Module):
     """Fixed sinusoidal position encodings, looked up from a precomputed table."""
 
@@ -78,7 +70,6 @@ class SinusoidalPositions(nn.Module):
 
     def forward(self, positions: Tensor) -> Tensor:
         """Position ids (T,) or (B, T) -> encodings (T, d_model) or (B, T, d_model)."""
-        _check_range(positions, self.table.shape[0])
         return self.table[positions]
 
 
@@ -93,7 +84,6 @@ class LearnedPositions(nn.Module):
 
     def forward(self, positions: Tensor) -> Tensor:
         """Position ids (T,) or (B, T) -> vectors (T, d_model) or (B, T, d_model)."""
-        _check_range(positions, self.weight.shape[0])
         return self.weight[positions]
 
 
@@ -115,7 +105,6 @@ class RotaryPositions(nn.Module):
     def forward(self, positions: Tensor) -> tuple[Tensor, Tensor]:
         """Position ids (T,) or (B, T) -> (cos, sin), each (T, Dh/2) or (B, 1, T, Dh/2): ready
         to broadcast over (B, H, T, Dh/2) halves of queries and keys."""
-        _check_range(positions, self.cos.shape[0])
         cos, sin = self.cos[positions], self.sin[positions]
         if positions.dim() == 2:
             cos, sin = cos[:, None], sin[:, None]

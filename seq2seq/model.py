@@ -120,11 +120,15 @@ class Transformer(nn.Module):
             return None
         return self.rotary(self._default_positions(token_ids, positions))
 
-    @staticmethod
-    def _default_positions(token_ids: Tensor, positions: Tensor | None) -> Tensor:
+    def _default_positions(self, token_ids: Tensor, positions: Tensor | None) -> Tensor:
+        """0 .. T-1 unless given. Given positions (from the cache) are in range by
+        construction; checking them would cost a device sync per decoding step on a GPU."""
         if positions is not None:
             return positions
-        return torch.arange(token_ids.shape[1], device=token_ids.device)
+        length, limit = token_ids.shape[1], self.config.max_positions
+        if length > limit:
+            raise ValueError(f"sequence of {length} positions exceeds max_positions ({limit})")
+        return torch.arange(length, device=token_ids.device)
 
     # -- the paper's two halves --------------------------------------------------------------
 
