@@ -144,7 +144,7 @@ class Translator:
         self._truncate(encoded)
         outputs = [""] * len(lines)
         self._split_batches = 0
-        for batch in token_batches(encoded, max(1, max_tokens // beam_size)):
+        for batch in token_batches(encoded, self.batch_budget(max_tokens, beam_size)):
             best = self._best_outputs([encoded[i] for i in batch], beam_size)
             for index, tokens in zip(batch, best, strict=True):
                 outputs[index] = one_line(self.tokenizer.decode(tokens))
@@ -177,6 +177,10 @@ class Translator:
         return self._best_outputs(sources[:half], beam_size) + self._best_outputs(
             sources[half:], beam_size
         )
+
+    def batch_budget(self, max_tokens: int, beam_size: int) -> int:
+        """Source tokens per batch: our search decodes beam_size rows per source."""
+        return max(1, max_tokens // beam_size)
 
     def source_limit(self) -> int:
         """Longest source the model takes: its positions; a decoder-only model holds source
