@@ -24,7 +24,6 @@ class KVCache:
         pad_left: (N,) long, padding slots before each row's first token, or None when no row
             is left-padded (decoder-only prompts of different lengths are left-padded so that
             every row's next token goes into the same slot)
-        real_keys: (N, max_len) bool, True = the slot holds a real token (from ``pad_left``)
     """
 
     self_k: Tensor
@@ -33,7 +32,6 @@ class KVCache:
     cross_v: Tensor | None = None
     source_mask: Tensor | None = None
     pad_left: Tensor | None = None
-    real_keys: Tensor | None = None
     length: int = 0
 
     @classmethod
@@ -65,9 +63,16 @@ class KVCache:
 
     def set_left_padding(self, pad_left: Tensor) -> None:
         """Declare that row i starts with ``pad_left[i]`` padding slots (before any decode)."""
-        slots = torch.arange(self.max_len, device=pad_left.device)
         self.pad_left = pad_left
-        self.real_keys = slots[None, :] >= pad_left[:, None]
+
+    @property
+    def real_keys(self) -> Tensor | None:
+        """(N, max_len) bool, True where a left-padded row's slot holds a real token; None
+        when no row is left-padded. Derived from ``pad_left``, so it follows every reorder."""
+        if self.pad_left is None:
+            return None
+        slots = torch.arange(self.max_len, device=self.pad_left.device)
+        return slots[None, :] >= self.pad_left[:, None]
 
     def positions(self, n_new: int) -> Tensor:
         """Position ids of the next ``n_new`` tokens: (n_new,), or (N, n_new) when rows are
@@ -110,15 +115,13 @@ class KVCache:
                 source = index[moved]
                 self.self_k[:, moved, :, filled] = self.self_k[:, source, :, filled]
                 self.self_v[:, moved, :, filled] = self.self_v[:, source, :, filled]
-                if self.pad_left is not None and self.real_keys is not None:
+                if self.pad_left is not None:
                     self.pad_left[moved] = self.pad_left[source]
-                    self.real_keys[moved] = self.real_keys[source]
         else:  # rows dropped or copied: new buffers, only the filled positions copied
             self.self_k = self._select_filled(self.self_k, index)
             self.self_v = self._select_filled(self.self_v, index)
-            if self.pad_left is not None and self.real_keys is not None:
+            if self.pad_left is not None:
                 self.pad_left = self.pad_left.index_select(0, index)
-                self.real_keys = self.real_keys.index_select(0, index)
             cross = True  # the row count changed: every tensor must follow
         if not cross:
             return

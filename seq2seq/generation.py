@@ -8,7 +8,7 @@ from pathlib import Path
 from seq2seq.data.tokenizer import EOS_ID
 from seq2seq.model import Transformer
 from seq2seq.search import SamplingConfig, SearchConfig, generate_ids
-from seq2seq.translator import CheckpointError, load_model, one_line, warn_lines
+from seq2seq.translator import CheckpointError, load_model, one_line, token_batches, warn_lines
 
 
 class Generator:
@@ -66,7 +66,7 @@ class Generator:
         encoded = [self.prompt_ids(prompt) for prompt in prompts]
         self._truncate(encoded, max_new_tokens)
         outputs = [""] * len(prompts)
-        for batch in _length_batches(encoded, max_new_tokens, max_tokens):
+        for batch in token_batches(encoded, max_tokens, extra=max_new_tokens):
             stream = _TextStream(self.tokenizer, encoded[batch[0]], on_text)
             streaming = on_text is not None and len(prompts) == 1 and beam_size == 1
             new = generate_ids(
@@ -115,18 +115,6 @@ def check_sampling(sampling: SamplingConfig, beam_size: int, max_new_tokens: int
 
 def _suffix(prefix: str, full: str) -> str:
     return full[len(prefix) :] if full.startswith(prefix) else full
-
-
-def _length_batches(encoded: list[list[int]], max_new: int, max_tokens: int) -> list[list[int]]:
-    """Prompt indices, longest first, in batches of <= max_tokens (prompt + new) positions."""
-    order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
-    batches: list[list[int]] = []
-    for index in order:
-        width = len(encoded[batches[-1][0]]) + max_new if batches else 0
-        if not batches or (len(batches[-1]) + 1) * width > max_tokens:
-            batches.append([])
-        batches[-1].append(index)
-    return batches
 
 
 class _TextStream:

@@ -57,11 +57,11 @@ class TransformerScorer:
 
     def reorder(self, index: Tensor) -> None:
         # Searches move rows only among the k beams of one sentence, which share the source:
-        # the cross-attention keys/values stay as they are.
+        # the cross-attention keys/values stay as they are (a change of row count copies all).
         self.cache.reorder(index, cross=False)
 
 
-class PromptScorer:
+class PromptScorer(TransformerScorer):
     """Decoder-only: reads every prompt into the KV cache in one pass, then one token per step.
 
     Prompts of different lengths are left-padded, so each row's next token lands in the same
@@ -74,6 +74,7 @@ class PromptScorer:
     def __init__(
         self, model: Transformer, prompts: Sequence[Sequence[int]], beam_size: int, max_new: int
     ) -> None:
+        # Its own cache set-up; the step and the reorder are TransformerScorer's.
         if not prompts or min(map(len, prompts)) < 1:
             raise ValueError("every prompt needs at least one token (e.g. bos)")
         self.model = model
@@ -93,10 +94,7 @@ class PromptScorer:
         if self._first is not None:
             first, self._first = self._first, None
             return first
-        return self.model.decode(last_tokens[:, None], cache=self.cache)[:, -1].float()
-
-    def reorder(self, index: Tensor) -> None:
-        self.cache.reorder(index, cross=False)
+        return super().__call__(last_tokens)
 
 
 @dataclass(frozen=True)
@@ -191,6 +189,7 @@ def greedy_search(scorer: Scorer, max_lens: Tensor, config: SearchConfig) -> lis
     log_prob = torch.zeros(batch, device=device)
     # The scorer's rows hold the sentences `active`; finished ones are dropped now and then.
     active = torch.arange(batch, device=device)
+    limits = max_lens  # of the active rows
     finished = torch.zeros(batch, dtype=torch.bool, device=device)
     last = torch.full((batch,), config.bos_id, dtype=torch.long, device=device)
     for step in range(tokens.shape[1]):
@@ -198,7 +197,7 @@ def greedy_search(scorer: Scorer, max_lens: Tensor, config: SearchConfig) -> lis
         # log P(token) = logit - logsumexp over the whole vocabulary, banned tokens included
         # (normalising the N best logits instead of writing an (N, V) log_softmax).
         log_norm = logits.logsumexp(dim=-1)
-        logits = restrict_next_tokens_(logits[:, None], step, max_lens[active], config)[:, 0]
+        logits = restrict_next_tokens_(logits[:, None], step, limits, config)[:, 0]
         best_logit, best = logits.max(dim=-1)
         best_log_prob = best_logit - log_norm
         best = best.masked_fill(finished, config.pad_id)
@@ -211,7 +210,7 @@ def greedy_search(scorer: Scorer, max_lens: Tensor, config: SearchConfig) -> lis
         if worth_dropping(finished):
             keep = (~finished).nonzero()[:, 0]
             scorer.reorder(keep)
-            active, finished, last = active[keep], finished[keep], last[keep]
+            active, limits, finished, last = active[keep], limits[keep], finished[keep], last[keep]
     return [
         _greedy_hypothesis(row, float(lp), config) for row, lp in zip(tokens, log_prob, strict=True)
     ]

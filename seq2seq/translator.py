@@ -207,12 +207,13 @@ class Translator:
         return torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=device)
 
 
-def token_batches(encoded: list[list[int]], max_tokens: int) -> Iterable[list[int]]:
-    """Indices of non-empty inputs, longest first, in batches of <= max_tokens padded tokens."""
+def token_batches(encoded: list[list[int]], max_tokens: int, extra: int = 0) -> Iterable[list[int]]:
+    """Indices of non-empty inputs, longest first, in batches of <= max_tokens padded tokens;
+    each row costs its input plus ``extra`` positions (the new tokens of a generation)."""
     order = sorted((i for i, ids in enumerate(encoded) if ids), key=lambda i: -len(encoded[i]))
     batch: list[int] = []
     for index in order:
-        width = len(encoded[batch[0]]) if batch else len(encoded[index])
+        width = (len(encoded[batch[0]]) if batch else len(encoded[index])) + extra
         if batch and (len(batch) + 1) * width > max_tokens:
             yield batch
             batch = []
