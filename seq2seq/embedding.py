@@ -13,6 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from seq2seq.linear import PackedWeight, linear
+
 
 class SharedEmbedding(nn.Module):
     """The ONE token embedding matrix of the model.
@@ -26,6 +28,7 @@ class SharedEmbedding(nn.Module):
         self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
         self.pad_id = pad_id
         self.scale = math.sqrt(d_model)
+        self.packed_weight = PackedWeight()  # the projection's copy for CPU inference
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -41,7 +44,7 @@ class SharedEmbedding(nn.Module):
 
     def project(self, hidden: Tensor) -> Tensor:
         """(B, T, d_model) -> (B, T, vocab) logits through the tied weight."""
-        return F.linear(hidden, self.weight)
+        return linear(hidden, self.weight, None, self.packed_weight)
 
 
 def sinusoid_table(n_positions: int, d_model: int) -> Tensor:

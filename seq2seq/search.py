@@ -193,14 +193,11 @@ def greedy_search(scorer: Scorer, max_lens: Tensor, config: SearchConfig) -> lis
     finished = torch.zeros(batch, dtype=torch.bool, device=device)
     last = torch.full((batch,), config.bos_id, dtype=torch.long, device=device)
     for step in range(tokens.shape[1]):
-        logits = scorer(last)  # (N, V)
-        # log P(token) = logit - logsumexp over the whole vocabulary, banned tokens included
-        # (normalising the N best logits instead of writing an (N, V) log_softmax).
-        log_norm = logits.logsumexp(dim=-1)
-        logits = restrict_next_tokens_(logits[:, None], step, limits, config)[:, 0]
-        best_logit, best = logits.max(dim=-1)
-        best_log_prob = best_logit - log_norm
-        best = best.masked_fill(finished, config.pad_id)
+        # Normalised over the whole vocabulary, banned tokens included, then restricted.
+        log_probs = scorer(last).log_softmax(dim=-1)  # (N, V)
+        log_probs = restrict_next_tokens_(log_probs[:, None], step, limits, config)[:, 0]
+        best_log_prob, best = top_k_by_blocks(log_probs, 1)
+        best_log_prob, best = best_log_prob[:, 0], best[:, 0].masked_fill(finished, config.pad_id)
         log_prob[active] += best_log_prob.masked_fill(finished, 0.0)
         tokens[active, step] = best
         finished |= best == config.eos_id
@@ -299,23 +296,42 @@ def _best_continuations(
 ) -> tuple[Tensor, Tensor, Tensor]:
     """The 2k best (beam, token) continuations of each sentence: scores, beam, token (n, 2k).
 
-    Equal to ranking all k * V candidates ``score + log P(token)``: a candidate among the 2k
-    best overall is among the 2k best of its own beam, so each beam's 2k best logits suffice,
-    normalised by the beam's log-sum-exp (over the whole vocabulary, as log_softmax would).
+    Ranks all k * V candidates ``score + log P(token)`` of a sentence at once.
 
     Args:
-        logits: (n, k, V) next-token scores of the k beams of n sentences (modified).
+        logits: (n, k, V) next-token scores of the k beams of n sentences.
         scores: (n, k) log-probabilities of the beams so far.
     """
     n, k, vocab = logits.shape
-    width = min(2 * k, vocab)
-    log_norm = logits.logsumexp(dim=-1, keepdim=True)  # (n, k, 1)
-    logits = restrict_next_tokens_(logits, step, max_lens, config)
-    best_logits, best_tokens = logits.topk(width, dim=-1)  # (n, k, width)
-    candidates = (scores[:, :, None] + (best_logits - log_norm)).view(n, k * width)
-    top_scores, top_index = candidates.topk(min(2 * k, k * width), dim=-1)  # (n, 2k)
-    top_token = best_tokens.view(n, k * width).gather(1, top_index)
-    return top_scores, top_index // width, top_token
+    log_probs = restrict_next_tokens_(logits.log_softmax(dim=-1), step, max_lens, config)
+    candidates = log_probs.add_(scores[:, :, None]).view(n, k * vocab)
+    top_scores, top_index = top_k_by_blocks(candidates, min(2 * k, k * vocab))  # (n, 2k)
+    return top_scores, top_index // vocab, top_index % vocab
+
+
+def top_k_by_blocks(x: Tensor, k: int, block: int = 64) -> tuple[Tensor, Tensor]:
+    """``x.topk(k, dim=-1)`` of a (R, W) tensor, through the maxima of blocks of columns.
+
+    The k largest values of a row lie in the k blocks with the largest maxima (a block
+    holding the j-th largest value has at most j - 1 blocks with a larger maximum), so one
+    vectorised max over blocks and a top-k over k blocks suffice. On the CPU a top-k or arg-max
+    over the whole vocabulary is a scalar loop per row (400 us for 64 x 8000 here), the block
+    maxima a vectorised reduction (25 us). Values are exact; equal values may come in another
+    order than ``topk``'s. Columns past the last whole block are candidates as they are.
+    """
+    rows, width = x.shape
+    if width < 4 * k * block:  # too few blocks to save anything
+        return x.topk(k, dim=-1)
+    whole = width - width % block
+    maxima = x[:, :whole].reshape(rows, whole // block, block).amax(dim=-1)  # (R, W / block)
+    best_blocks = maxima.topk(k, dim=-1).indices  # (R, k)
+    offsets = torch.arange(block, device=x.device)
+    columns = (best_blocks[:, :, None] * block + offsets).view(rows, k * block)
+    if whole < width:  # the partial last block
+        tail = torch.arange(whole, width, device=x.device).expand(rows, -1)
+        columns = torch.cat((columns, tail), dim=1)
+    values, picked = x.gather(1, columns).topk(k, dim=-1)
+    return values, columns.gather(1, picked)
 
 
 def _collect_finished(

@@ -6,7 +6,8 @@ import math
 import pytest
 import torch
 
-from helpers import random_ids, tiny_model
+from helpers import random_ids, tiny_config, tiny_model
+from seq2seq import Transformer
 from seq2seq.search import (
     SamplingConfig,
     SearchConfig,
@@ -14,6 +15,7 @@ from seq2seq.search import (
     beam_search,
     greedy_search,
     sample_search,
+    top_k_by_blocks,
     top_k_filter,
     top_p_filter,
     translate_ids,
@@ -86,6 +88,67 @@ def test_beam_size_one_equals_greedy(seed):
     for g, b in zip(greedy, beam, strict=True):
         assert g[0].tokens == b[0].tokens
         assert g[0].log_prob == pytest.approx(b[0].log_prob, abs=1e-9)
+
+
+def production_like_model(seed: int):
+    """float32 and a vocabulary of 3,000: the paths real models take (packed weights on the
+    CPU, top-k through block maxima), unlike the float64 40-token models above."""
+    torch.manual_seed(seed)
+    return Transformer(tiny_config(vocab_size=3000)).eval()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_production_like_model_beam_one_is_greedy_and_cache_equals_recomputation(seed):
+    model = production_like_model(seed)
+    src = random_ids(4, 9, vocab=3000, seed=seed)
+    src[1, 4:] = PAD
+    config = SearchConfig(max_len_a=0.0, max_len_b=8)
+    greedy = translate_ids(model, src, 1, config)
+    max_lens = config.max_lengths((src != PAD).sum(1))
+    one_beam = beam_search(TransformerScorer(model, src, 1, 8), max_lens, 1, config)
+    for g, b in zip(greedy, one_beam, strict=True):
+        assert g[0].tokens == b[0].tokens
+        assert g[0].log_prob == pytest.approx(b[0].log_prob, abs=1e-4)
+    with torch.inference_mode():  # greedy by recomputing every prefix, no cache
+        for i in range(4):
+            row = src[i : i + 1, : int((src[i] != PAD).sum())]
+            tokens = [BOS]
+            while len(tokens) <= 8:
+                logits = model(row, torch.tensor([tokens]))[0, -1]
+                logits[[PAD, BOS]] = -math.inf
+                if len(tokens) == 8:
+                    break
+                tokens.append(int(logits.argmax()))
+                if tokens[-1] == EOS:
+                    break
+            expected = [t for t in tokens[1:] if t != EOS]
+            assert greedy[i][0].tokens == expected
+
+
+def test_production_like_model_batch_composition_leaves_beam_outputs_unchanged():
+    model = production_like_model(7)
+    src = random_ids(5, 8, vocab=3000, seed=4)
+    src[2, 3:] = PAD
+    together = translate_ids(model, src, beam_size=4, n_best=2)
+    for i in range(5):
+        alone = translate_ids(model, src[i : i + 1, : int((src[i] != PAD).sum())], 4, n_best=2)
+        assert [h.tokens for h in alone[0]] == [h.tokens for h in together[i]]
+
+
+@pytest.mark.parametrize("width", [256, 1000, 8000, 8013])
+@pytest.mark.parametrize("k", [1, 10])
+def test_top_k_by_blocks_equals_topk(width, k):
+    generator = torch.Generator().manual_seed(width + k)
+    x = torch.randn(37, width, generator=generator)
+    x[:, ::7] = -math.inf  # banned tokens
+    x[3, :] = -math.inf  # a row with one finite value (a forced eos)
+    x[3, width - 1] = 0.5
+    values, index = top_k_by_blocks(x, k)
+    expected_values, expected_index = x.topk(k, dim=-1)
+    assert torch.equal(values, expected_values)
+    finite = expected_values.isfinite()  # -inf ties may come in any order
+    assert torch.equal(index[finite], expected_index[finite])
+    assert torch.equal(x.gather(1, index), values)
 
 
 def _all_hypotheses(model, src, content_tokens, max_len, config):

@@ -1,0 +1,86 @@
+"""y = x W^T + b, with one speed-up for inference on the CPU: a weight packed once.
+
+For float32 on the CPU, ``F.linear`` calls MKL's sgemm, which lays the weight out in its
+blocked format again on every call. A decoding step multiplies only a few dozen rows by each
+matrix, so that repacking is a large share of the step. oneDNN (bundled with PyTorch) can
+multiply by a copy packed once: at 64-320 rows with d_model 256 it ran 1.3-2x faster here
+(the tied 8000 x 256 output projection 2x). The packed copy is used only where no gradient
+is wanted (``torch.no_grad`` / ``torch.inference_mode``), on the CPU in float32; training,
+GPUs and other dtypes take ``F.linear`` unchanged. The copy is remade whenever the weight
+changes (an optimizer step, ``load_state_dict``), so validation during training stays exact.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+_MKLDNN_OPS = getattr(torch.ops, "mkldnn", None)
+PACKING_AVAILABLE = (
+    torch.backends.mkldnn.is_available()
+    and hasattr(_MKLDNN_OPS, "_reorder_linear_weight")
+    and hasattr(_MKLDNN_OPS, "_linear_pointwise")
+)
+
+
+class PackedWeight:
+    """A oneDNN-packed copy of one weight matrix, remade when the weight is modified.
+
+    The weight is recognised by identity (a weak reference) and by its version counter,
+    which every in-place update (optimizer step, ``copy_`` from a state dict) increments.
+    """
+
+    def __init__(self) -> None:
+        self._source: weakref.ref | None = None
+        self._version = -1
+        self._packed: Tensor | None = None
+
+    def get(self, weight: Tensor) -> Tensor:
+        """The packed copy of ``weight`` (out_features, in_features), packing it if needed."""
+        source = self._source() if self._source is not None else None
+        if source is not weight or self._version != weight._version or self._packed is None:
+            self._packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach())
+            self._source, self._version = weakref.ref(weight), weight._version
+        return self._packed
+
+    # A packed copy is a cache: copies and pickles of a module start without one.
+    def __deepcopy__(self, memo: dict) -> PackedWeight:
+        return PackedWeight()
+
+    def __getstate__(self) -> dict:
+        return {}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__()
+
+
+def uses_packed_weight(x: Tensor, weight: Tensor) -> bool:
+    """Whether ``linear`` multiplies by the packed copy: CPU float32 inference."""
+    return (
+        PACKING_AVAILABLE
+        and not torch.is_grad_enabled()
+        and x.device.type == "cpu"
+        and x.dtype == weight.dtype == torch.float32
+    )
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None, packed: PackedWeight) -> Tensor:
+    """(..., in) -> (..., out): ``F.linear``, or oneDNN with ``packed`` at CPU inference."""
+    if uses_packed_weight(x, weight):
+        return torch.ops.mkldnn._linear_pointwise(x, packed.get(weight), bias, "none", [], "")
+    return F.linear(x, weight, bias)
+
+
+class Linear(nn.Linear):
+    """``nn.Linear`` (same parameters, same state dict) that multiplies by a packed copy of
+    its weight at CPU inference (see the module docstring)."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True) -> None:
+        super().__init__(in_features, out_features, bias=bias)
+        self.packed_weight = PackedWeight()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return linear(x, self.weight, self.bias, self.packed_weight)
