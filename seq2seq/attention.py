@@ -51,6 +51,39 @@ def attention_probabilities(q: Tensor, k: Tensor, mask: Tensor | None) -> Tensor
     return scores.softmax(dim=-1)
 
 
+def attend(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+) -> Tensor:
+    """softmax(q k^T / sqrt(d_k)) v: (B, H, T, Dh), (B, H, S, Dh) x 2 -> (B, H, T, Dh).
+
+    ``scaled_dot_product_attention`` (fused, memory-efficient), except for a decoding step on
+    the CPU (one query per row and head), where two batched matmuls were 1.4-2x faster here:
+    SDPA's CPU kernel works in blocks of queries and converts the mask on every call.
+    """
+    single_query = q.shape[2] == 1 and not (is_causal and k.shape[2] > 1)
+    if single_query and dropout_p == 0.0 and q.device.type == "cpu":
+        return single_query_attention(q, k, v, mask)
+    return F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal
+    )
+
+
+def single_query_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
+    """Attention of one query per row and head: (B, H, 1, Dh), (B, H, S, Dh) x 2, mask
+    broadcastable to (B, H, 1, S) -> (B, H, 1, Dh)."""
+    batch, heads, _, head_dim = q.shape
+    flat = [t.reshape(batch * heads, -1, head_dim) for t in (q, k, v)]  # views of the cache
+    scores = torch.bmm(flat[0], flat[1].transpose(1, 2)).mul_(head_dim**-0.5)  # (B*H, 1, S)
+    if mask is not None:
+        scores.view(batch, heads, 1, -1).masked_fill_(~mask, float("-inf"))
+    return torch.bmm(scores.softmax(dim=-1), flat[2]).view(batch, heads, 1, head_dim)
+
+
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
     """(B, T, d_model) -> (B, H, T, Dh)."""
     batch, length, width = x.shape
@@ -107,14 +140,8 @@ class SelfAttention(nn.Module):
             k, v = self._extend_cache(cache, k, v)
             mask = self._cache_mask(cache, q.shape[2], k.shape[2], x.device)
             causal = False
-        out = F.scaled_dot_product_attention(
-            q,
-            k,
-            v,
-            attn_mask=mask,
-            dropout_p=self.attention_dropout if self.training else 0.0,
-            is_causal=causal and mask is None,
-        )
+        dropout = self.attention_dropout if self.training else 0.0
+        out = attend(q, k, v, mask, dropout, is_causal=causal and mask is None)
         return self.out_proj(merge_heads(out))
 
     @torch.no_grad()
@@ -203,11 +230,5 @@ class CrossAttention(nn.Module):
         """
         q = split_heads(self.q_proj(x), self.n_heads)
         k, v = memory_kv
-        out = F.scaled_dot_product_attention(
-            q,
-            k,
-            v,
-            attn_mask=memory_mask,
-            dropout_p=self.attention_dropout if self.training else 0.0,
-        )
+        out = attend(q, k, v, memory_mask, self.attention_dropout if self.training else 0.0)
         return self.out_proj(merge_heads(out))

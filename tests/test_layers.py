@@ -4,7 +4,7 @@ import torch
 from torch import nn
 
 from helpers import tiny_config
-from seq2seq.attention import causal_mask, key_mask
+from seq2seq.attention import attend, causal_mask, key_mask, single_query_attention
 from seq2seq.layers import DecoderLayer, EncoderLayer
 
 D, H, FF = 32, 4, 64
@@ -81,3 +81,25 @@ def test_post_ln_places_layernorm_after_the_residual_sum():
     assert torch.allclose(out.mean(-1), torch.zeros(2, 5), atol=1e-5)
     pre_ln = EncoderLayer(tiny_config(norm_first=True)).eval()
     assert not torch.allclose(pre_ln(torch.randn(2, 5, D) * 10, None).mean(-1), torch.zeros(2, 5))
+
+
+def test_single_query_attention_equals_sdpa_with_and_without_masks():
+    """A decoding step's attention (plain batched matmuls on the CPU) is SDPA's."""
+    torch.manual_seed(0)
+    q = torch.randn(6, 4, 1, 16)
+    k, v = torch.randn(6, 4, 9, 16), torch.randn(6, 4, 9, 16)
+    lengths = torch.tensor([9, 1, 4, 7, 9, 2])
+    padding = key_mask(torch.arange(9)[None, :] < lengths[:, None])  # (6, 1, 1, 9)
+    per_head = torch.rand(6, 4, 1, 9) > 0.5
+    per_head[..., 0] = True  # no empty row
+    for mask in (None, padding, per_head):
+        expected = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        torch.testing.assert_close(attend(q, k, v, mask), expected, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(single_query_attention(q, k, v, mask), expected)
+    # A cache slice (strided keys/values) gives the same result as a contiguous copy.
+    cache = torch.randn(2, 6, 4, 20, 16)
+    sliced = attend(q, cache[0, :, :, :9], cache[1, :, :, :9], padding)
+    contiguous = attend(
+        q, cache[0, :, :, :9].contiguous(), cache[1, :, :, :9].contiguous(), padding
+    )
+    torch.testing.assert_close(sliced, contiguous, rtol=0, atol=0)
