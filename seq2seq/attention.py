@@ -51,6 +51,9 @@ def attention_probabilities(q: Tensor, k: Tensor, mask: Tensor | None) -> Tensor
     return scores.softmax(dim=-1)
 
 
+STEP_QUERIES = 16  # at most this many queries per row and head take the matmul path
+
+
 def attend(
     q: Tensor,
     k: Tensor,
@@ -62,26 +65,27 @@ def attend(
     """softmax(q k^T / sqrt(d_k)) v: (B, H, T, Dh), (B, H, S, Dh) x 2 -> (B, H, T, Dh).
 
     ``scaled_dot_product_attention`` (fused, memory-efficient), except for a decoding step on
-    the CPU (one query per row and head), where two batched matmuls were 1.4-2x faster here:
-    SDPA's CPU kernel works in blocks of queries and converts the mask on every call.
+    the CPU (a query per row and head, or the k queries of a sentence's beams), where two
+    batched matmuls were 1.4-2x faster here: SDPA's CPU kernel works in blocks of queries and
+    converts the mask on every call.
     """
-    single_query = q.shape[2] == 1 and not (is_causal and k.shape[2] > 1)
-    if single_query and dropout_p == 0.0 and q.device.type == "cpu":
-        return single_query_attention(q, k, v, mask)
+    few_queries = q.shape[2] <= STEP_QUERIES and not (is_causal and k.shape[2] > 1)
+    if few_queries and dropout_p == 0.0 and q.device.type == "cpu":
+        return step_attention(q, k, v, mask)
     return F.scaled_dot_product_attention(
         q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal
     )
 
 
-def single_query_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
-    """Attention of one query per row and head: (B, H, 1, Dh), (B, H, S, Dh) x 2, mask
-    broadcastable to (B, H, 1, S) -> (B, H, 1, Dh)."""
-    batch, heads, _, head_dim = q.shape
+def step_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
+    """Attention of a few queries per row and head, as batched matmuls: (B, H, T, Dh),
+    (B, H, S, Dh) x 2, mask broadcastable to (B, H, T, S) -> (B, H, T, Dh)."""
+    batch, heads, n_queries, head_dim = q.shape
     flat = [t.reshape(batch * heads, -1, head_dim) for t in (q, k, v)]  # views of the cache
-    scores = torch.bmm(flat[0], flat[1].transpose(1, 2)).mul_(head_dim**-0.5)  # (B*H, 1, S)
+    scores = torch.bmm(flat[0], flat[1].transpose(1, 2)).mul_(head_dim**-0.5)  # (B*H, T, S)
     if mask is not None:
-        scores.view(batch, heads, 1, -1).masked_fill_(~mask, float("-inf"))
-    return torch.bmm(scores.softmax(dim=-1), flat[2]).view(batch, heads, 1, head_dim)
+        scores.view(batch, heads, n_queries, -1).masked_fill_(~mask, float("-inf"))
+    return torch.bmm(scores.softmax(dim=-1), flat[2]).view(batch, heads, n_queries, head_dim)
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
@@ -205,6 +209,28 @@ class CrossAttention(nn.Module):
         self.kv_proj = Linear(d_model, 2 * d_model, bias=bias)
         self.out_proj = Linear(d_model, d_model, bias=bias)
 
+    def queries(self, x: Tensor, n_sources: int) -> Tensor:
+        """(N, T, d_model) -> (n_sources, H, N / n_sources * T, Dh): the queries of the rows
+        that read one source (the k beams of a sentence, rows ``b*k .. b*k + k-1``) side by
+        side, so its keys/values are read once for all of them."""
+        q = split_heads(self.q_proj(x), self.n_heads)  # (N, H, T, Dh)
+        rows, heads, length, head_dim = q.shape
+        if rows == n_sources:
+            return q
+        per_source = rows // n_sources
+        q = q.view(n_sources, per_source, heads, length, head_dim).transpose(1, 2)
+        return q.reshape(n_sources, heads, per_source * length, head_dim)
+
+    @staticmethod
+    def rows_of(out: Tensor, n_rows: int) -> Tensor:
+        """Inverse of ``queries``' grouping: (B, H, r * T, X) -> (N = B * r, H, T, X)."""
+        n_sources, heads, queries, width = out.shape
+        if n_sources == n_rows:
+            return out
+        per_source = n_rows // n_sources
+        out = out.view(n_sources, heads, per_source, queries // per_source, width)
+        return out.transpose(1, 2).reshape(n_rows, heads, queries // per_source, width)
+
     def project_memory(self, memory: Tensor) -> tuple[Tensor, Tensor]:
         """(B, S, d_model) encoder output -> keys, values (B, H, S, Dh), once per source."""
         k, v = self.kv_proj(memory).chunk(2, dim=-1)
@@ -214,9 +240,9 @@ class CrossAttention(nn.Module):
     def weights(
         self, x: Tensor, memory_kv: tuple[Tensor, Tensor], memory_mask: Tensor | None = None
     ) -> Tensor:
-        """The attention probabilities of ``forward``: (B, H, T, S)."""
-        q = split_heads(self.q_proj(x), self.n_heads)
-        return attention_probabilities(q, memory_kv[0], memory_mask)
+        """The attention probabilities of ``forward``: (N, H, T, S)."""
+        q = self.queries(x, memory_kv[0].shape[0])
+        return self.rows_of(attention_probabilities(q, memory_kv[0], memory_mask), x.shape[0])
 
     def forward(
         self,
@@ -224,11 +250,12 @@ class CrossAttention(nn.Module):
         memory_kv: tuple[Tensor, Tensor],
         memory_mask: Tensor | None = None,
     ) -> Tensor:
-        """(B, T, d_model) queries over projected memory (B, H, S, Dh) -> (B, T, d_model).
+        """(N, T, d_model) queries over projected memory (B, H, S, Dh) -> (N, T, d_model).
 
+        N is B, or a multiple of B when several consecutive rows read each source (beams).
         ``memory_mask`` is (B, 1, 1, S) bool, True = real source token.
         """
-        q = split_heads(self.q_proj(x), self.n_heads)
         k, v = memory_kv
+        q = self.queries(x, k.shape[0])  # (B, H, N / B * T, Dh)
         out = attend(q, k, v, memory_mask, self.attention_dropout if self.training else 0.0)
-        return self.out_proj(merge_heads(out))
+        return self.out_proj(merge_heads(self.rows_of(out, x.shape[0])))

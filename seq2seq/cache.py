@@ -17,10 +17,11 @@ class KVCache:
     ``reorder`` keeps every row consistent when beam search reshuffles hypotheses.
 
     Shapes (L = decoder layers, N = rows being decoded, e.g. batch x beam, H = heads,
-    Dh = head width, S = source length):
+    Dh = head width, S = source length, r = ``rows_per_source``):
         self_k, self_v: (L, N, H, max_len, Dh)
-        cross_k, cross_v: (L, N, H, S, Dh), or None for a decoder-only model
-        source_mask: (N, S) bool, True = a real source token, or None
+        cross_k, cross_v: (L, N / r, H, S, Dh), or None for a decoder-only model: one copy
+            per source, read by its r consecutive rows (the k beams of a sentence)
+        source_mask: (N / r, S) bool, True = a real source token, or None
         pad_left: (N,) long, padding slots before each row's first token, or None when no row
             is left-padded (decoder-only prompts of different lengths are left-padded so that
             every row's next token goes into the same slot)
@@ -33,6 +34,7 @@ class KVCache:
     source_mask: Tensor | None = None
     pad_left: Tensor | None = None
     length: int = 0
+    rows_per_source: int = 1
 
     @classmethod
     def empty(
@@ -104,8 +106,12 @@ class KVCache:
         read, and copying the whole preallocated buffer would make every step cost O(max_len).
         ``cross=False`` leaves the cross-attention keys/values and source mask alone, which is
         right when rows only move among copies of the same source (the k beams of one
-        sentence).
+        sentence). Otherwise the sources follow the rows, which must then keep each source's
+        ``rows_per_source`` rows together (as dropping a finished sentence's beams does).
         """
+        cross = cross or index.shape[0] != self.n_rows  # a new row count: everything follows
+        has_sources = self.cross_k is not None or self.source_mask is not None
+        sources = self._source_index(index) if cross and has_sources else None
         if index.shape[0] == self.n_rows:
             # Only rows that take another row's state are written (beams that kept their
             # place, and finished sentences, cost nothing).
@@ -122,14 +128,25 @@ class KVCache:
             self.self_v = self._select_filled(self.self_v, index)
             if self.pad_left is not None:
                 self.pad_left = self.pad_left.index_select(0, index)
-            cross = True  # the row count changed: every tensor must follow
-        if not cross:
+        if sources is None:
             return
         if self.cross_k is not None and self.cross_v is not None:
-            self.cross_k = self.cross_k.index_select(1, index)
-            self.cross_v = self.cross_v.index_select(1, index)
+            self.cross_k = self.cross_k.index_select(1, sources)
+            self.cross_v = self.cross_v.index_select(1, sources)
         if self.source_mask is not None:
-            self.source_mask = self.source_mask.index_select(0, index)
+            self.source_mask = self.source_mask.index_select(0, sources)
+
+    def _source_index(self, index: Tensor) -> Tensor:
+        """The sources of new rows ``index`` (N',): one per group of ``rows_per_source``."""
+        per_source = self.rows_per_source
+        if per_source == 1:
+            return index
+        if index.shape[0] % per_source:
+            raise ValueError(f"reorder must keep each source's {per_source} rows together")
+        groups = index.view(-1, per_source) // per_source  # (N' / r, r) source of each row
+        if not bool((groups == groups[:, :1]).all()):
+            raise ValueError(f"reorder must keep each source's {per_source} rows together")
+        return groups[:, 0]
 
     def _select_filled(self, buffer: Tensor, index: Tensor) -> Tensor:
         """(L, N, H, max_len, Dh) -> (L, N', H, max_len, Dh) with rows ``index`` filled up to

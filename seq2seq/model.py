@@ -228,8 +228,9 @@ class Transformer(nn.Module):
             pad_left: (n_rows,) padding tokens before each row's prompt (decoder-only prompts
                 of different lengths, left-padded); their slots are never attended to and
                 positions count from each row's first real token.
-            copies: rows per source (the beam): its keys/values are projected once and
-                copied, row ``i`` decoding source ``i // copies``.
+            copies: rows per source (the beam), row ``i`` decoding source ``i // copies``:
+                its keys/values are projected and stored once, and cross-attention reads
+                them for the ``copies`` rows together.
         """
         reference = self.embedding.weight
         cache = KVCache.empty(
@@ -243,11 +244,9 @@ class Transformer(nn.Module):
         )
         if memory is not None:
             keys, values = zip(*self.project_memory(memory), strict=True)  # L x (B, H, S, Dh)
-            cache.cross_k = torch.stack(keys).repeat_interleave(copies, dim=1)
-            cache.cross_v = torch.stack(values).repeat_interleave(copies, dim=1)
-            if source_mask is not None:
-                source_mask = source_mask.repeat_interleave(copies, dim=0)
+            cache.cross_k, cache.cross_v = torch.stack(keys), torch.stack(values)
             cache.source_mask = source_mask
+            cache.rows_per_source = copies
         if pad_left is not None:
             cache.set_left_padding(pad_left)
         return cache

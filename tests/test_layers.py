@@ -4,7 +4,7 @@ import torch
 from torch import nn
 
 from helpers import tiny_config
-from seq2seq.attention import attend, causal_mask, key_mask, single_query_attention
+from seq2seq.attention import attend, causal_mask, key_mask, step_attention
 from seq2seq.layers import DecoderLayer, EncoderLayer
 
 D, H, FF = 32, 4, 64
@@ -83,7 +83,7 @@ def test_post_ln_places_layernorm_after_the_residual_sum():
     assert not torch.allclose(pre_ln(torch.randn(2, 5, D) * 10, None).mean(-1), torch.zeros(2, 5))
 
 
-def test_single_query_attention_equals_sdpa_with_and_without_masks():
+def test_step_attention_equals_sdpa_with_and_without_masks():
     """A decoding step's attention (plain batched matmuls on the CPU) is SDPA's."""
     torch.manual_seed(0)
     q = torch.randn(6, 4, 1, 16)
@@ -95,7 +95,7 @@ def test_single_query_attention_equals_sdpa_with_and_without_masks():
     for mask in (None, padding, per_head):
         expected = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         torch.testing.assert_close(attend(q, k, v, mask), expected, rtol=1e-5, atol=1e-6)
-        torch.testing.assert_close(single_query_attention(q, k, v, mask), expected)
+        torch.testing.assert_close(step_attention(q, k, v, mask), expected)
     # A cache slice (strided keys/values) gives the same result as a contiguous copy.
     cache = torch.randn(2, 6, 4, 20, 16)
     sliced = attend(q, cache[0, :, :, :9], cache[1, :, :, :9], padding)

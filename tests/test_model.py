@@ -135,3 +135,31 @@ def test_model_rejects_wrong_call_shapes_with_clear_errors():
         tiny_model()(random_ids(1, 3))
     with pytest.raises(ValueError, match="max_positions"):
         tiny_model(max_positions=8)(random_ids(1, 3), random_ids(1, 9))
+
+
+def test_beams_read_one_stored_copy_of_their_source():
+    """init_cache(copies=k) stores each source's cross-attention keys/values once; its k rows
+    decode exactly as k separately stored copies would, also after whole sentences leave."""
+    model = tiny_model()
+    src = random_ids(3, 5)
+    src[1, 3:] = 0
+    tgt = random_ids(6, 4, seed=8)
+    shared = model.init_cache(6, 8, model.encode(src), padding_mask(src, 0), copies=2)
+    repeated = src.repeat_interleave(2, dim=0)
+    separate = model.init_cache(6, 8, model.encode(repeated), padding_mask(repeated, 0))
+    assert shared.cross_k.shape[1] == 3 and separate.cross_k.shape[1] == 6
+    for cache in (shared, separate):
+        model.decode(tgt[:, :2], cache=cache)
+        cache.reorder(torch.tensor([1, 0, 2, 2, 5, 4]), cross=False)  # beams within sentences
+    got = model.decode(tgt[:, 2:3], cache=shared)
+    assert torch.allclose(got, model.decode(tgt[:, 2:3], cache=separate), atol=1e-10)
+    keep = torch.tensor([0, 1, 4, 5])  # sentence 1 finished: its two rows leave
+    for cache in (shared, separate):
+        cache.reorder(keep)
+    assert shared.cross_k.shape[1] == 2 and shared.source_mask.shape[0] == 2
+    got = model.decode(tgt[keep, 3:], cache=shared)
+    assert torch.allclose(got, model.decode(tgt[keep, 3:], cache=separate), atol=1e-10)
+    before = shared.self_k.clone()
+    with pytest.raises(ValueError, match="rows together"):
+        shared.reorder(torch.tensor([0, 2, 1, 3]))  # would split a sentence's rows
+    assert torch.equal(shared.self_k, before)  # refused before anything moved
