@@ -58,10 +58,12 @@ class PackedWeight:
 
 
 def uses_packed_weight(x: Tensor, weight: Tensor) -> bool:
-    """Whether ``linear`` multiplies by the packed copy: CPU float32 inference."""
+    """Whether ``linear`` multiplies by the packed copy: CPU float32 inference, eager
+    (``torch.compile`` packs weights its own way)."""
     return (
         PACKING_AVAILABLE
         and not torch.is_grad_enabled()
+        and not torch.compiler.is_compiling()
         and x.device.type == "cpu"
         and x.dtype == weight.dtype == torch.float32
     )
