@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from seq2seq.config import ConfigError, ModelConfig
+from seq2seq.loss import label_smoothed_cross_entropy
 from seq2seq.model import Transformer
 from seq2seq.search import SearchConfig, translate_ids
 from seq2seq.translator import CHECKPOINT_KEY
@@ -44,19 +45,6 @@ def cooldown_factor(step: int, total_steps: int, cooldown_steps: int) -> float:
 
 class TrainingStopped(RuntimeError):
     """Training cannot usefully go on; the message says why in one line."""
-
-
-def label_smoothed_loss(logits: Tensor, targets: Tensor, epsilon: float) -> Tensor:
-    """Mean label-smoothed cross-entropy (§5.4) over the given target tokens.
-
-    (1 - eps) * NLL + eps * cross-entropy with the uniform distribution, which is what
-    ``F.cross_entropy(label_smoothing=eps)`` computes in one fused kernel.
-
-    Args:
-        logits: (N, V) for the N non-pad target positions only.
-        targets: (N,) gold ids.
-    """
-    return F.cross_entropy(logits.float(), targets, label_smoothing=epsilon)
 
 
 class TranslationModule(L.LightningModule):
@@ -155,7 +143,7 @@ class TranslationModule(L.LightningModule):
         real = batch.tgt_out != self.config.pad_id  # (B, T)
         logits = self.model.project(states[real])  # (N, V)
         targets = batch.tgt_out[real]
-        loss = label_smoothed_loss(logits, targets, self.hparams.label_smoothing)
+        loss = label_smoothed_cross_entropy(logits, targets, self.hparams.label_smoothing)
         with torch.no_grad():
             nll = F.cross_entropy(logits.detach().float(), targets) if not self.training else loss
         return loss, nll, int(real.sum())
