@@ -7,6 +7,8 @@ The norm is LayerNorm or RMSNorm, the feed-forward ReLU, GELU or SwiGLU (``Model
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -16,7 +18,9 @@ from seq2seq.cache import LayerCache
 from seq2seq.config import ModelConfig
 from seq2seq.linear import Linear
 
-_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "swiglu": F.silu}
+# ReLU overwrites the fresh (B, T, d_ff) output of the first matmul instead of allocating a
+# second one (its backward needs only its own output); SiLU's backward needs its input.
+_ACTIVATIONS = {"relu": partial(F.relu, inplace=True), "gelu": F.gelu, "swiglu": F.silu}
 
 
 class RMSNorm(nn.Module):
