@@ -29,21 +29,34 @@ PACKING_AVAILABLE = (
 class PackedWeight:
     """A oneDNN-packed copy of one weight matrix, remade when the weight is modified.
 
-    The weight is recognised by identity (a weak reference) and by its version counter,
-    which every in-place update (optimizer step, ``copy_`` from a state dict) increments.
+    The weight is recognised by identity (a weak reference), by its version counter, which
+    every in-place update (optimizer step, ``copy_`` from a state dict) increments, and by its
+    storage: ``module.to(...)``/``.double()`` swap ``weight.data`` without a new version. The
+    packed copy keeps the storage it was made from alive, so no later storage can take its
+    address and pass for it.
     """
 
     def __init__(self) -> None:
         self._source: weakref.ref | None = None
+        self._source_data: Tensor | None = None
         self._version = -1
         self._packed: Tensor | None = None
 
     def get(self, weight: Tensor) -> Tensor:
         """The packed copy of ``weight`` (out_features, in_features), packing it if needed."""
         source = self._source() if self._source is not None else None
-        if source is not weight or self._version != weight._version or self._packed is None:
-            self._packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach())
-            self._source, self._version = weakref.ref(weight), weight._version
+        fresh = (
+            source is weight
+            and self._packed is not None
+            and self._version == weight._version
+            and self._source_data is not None
+            and self._source_data.data_ptr() == weight.data_ptr()
+        )
+        if not fresh:
+            data = weight.detach()
+            self._packed = torch.ops.mkldnn._reorder_linear_weight(data)
+            self._source, self._source_data = weakref.ref(weight), data
+            self._version = weight._version
         return self._packed
 
     # A packed copy is a cache: copies and pickles of a module start without one.

@@ -48,6 +48,11 @@ def test_the_packed_copy_follows_optimizer_steps_and_loaded_weights():
     layer.load_state_dict(other.state_dict())
     with torch.no_grad():
         torch.testing.assert_close(layer(x), other(x), rtol=0, atol=0)
+        layer(x)
+        layer.weight.data = torch.zeros(48, 32)  # what module.to()/.double() do: no new version
+        torch.testing.assert_close(layer(x), layer.bias.expand(7, 48), rtol=0, atol=0)
+        layer.double().float()
+        torch.testing.assert_close(layer(x), F.linear(x, layer.weight, layer.bias))
 
 
 def test_copies_and_pickles_carry_no_packed_copy():
