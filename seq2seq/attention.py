@@ -83,9 +83,14 @@ def step_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tens
     batch, heads, n_queries, head_dim = q.shape
     flat = [t.reshape(batch * heads, -1, head_dim) for t in (q, k, v)]  # views of the cache
     scores = torch.bmm(flat[0], flat[1].transpose(1, 2)).mul_(head_dim**-0.5)  # (B*H, T, S)
-    if mask is not None:
+    if mask is not None and mask.dtype == torch.bool:
         scores.view(batch, heads, n_queries, -1).masked_fill_(~mask, float("-inf"))
-    return torch.bmm(scores.softmax(dim=-1), flat[2]).view(batch, heads, n_queries, head_dim)
+    elif mask is not None:  # additive float mask, as SDPA takes it too
+        scores.view(batch, heads, n_queries, -1).add_(mask)
+    probs = scores.softmax(dim=-1)
+    if mask is not None:  # a row with every key masked: zeros, as SDPA gives, not NaN
+        probs = probs.nan_to_num(0.0)  # (not in place: softmax backward needs its output)
+    return torch.bmm(probs, flat[2]).view(batch, heads, n_queries, head_dim)
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:

@@ -42,6 +42,10 @@ class SharedEmbedding(nn.Module):
         """(B, T) long -> (B, T, d_model), scaled by sqrt(d_model)."""
         return F.embedding(token_ids, self.weight, padding_idx=self.pad_id) * self.scale
 
+    def train(self, mode: bool = True) -> SharedEmbedding:
+        self.packed_weight.clear()  # see PackedWeight: writes that bump no version
+        return super().train(mode)
+
     def project(self, hidden: Tensor) -> Tensor:
         """(B, T, d_model) -> (B, T, vocab) logits through the tied weight."""
         return linear(hidden, self.weight, None, self.packed_weight)

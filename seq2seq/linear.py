@@ -33,7 +33,9 @@ class PackedWeight:
     every in-place update (optimizer step, ``copy_`` from a state dict) increments, and by its
     storage: ``module.to(...)``/``.double()`` swap ``weight.data`` without a new version. The
     packed copy keeps the storage it was made from alive, so no later storage can take its
-    address and pass for it.
+    address and pass for it. Writes that bump no version (through ``weight.data``, or a fused
+    optimizer step) are caught by ``clear``, which ``model.train()``/``model.eval()`` call: a
+    validation run after training steps always starts from fresh copies.
     """
 
     def __init__(self) -> None:
@@ -59,6 +61,10 @@ class PackedWeight:
             self._version = weight._version
         return self._packed
 
+    def clear(self) -> None:
+        """Drop the packed copy; the next ``get`` packs the weight again."""
+        self.__init__()
+
     # A packed copy is a cache: copies and pickles of a module start without one.
     def __deepcopy__(self, memo: dict) -> PackedWeight:
         return PackedWeight()
@@ -79,7 +85,16 @@ def uses_packed_weight(x: Tensor, weight: Tensor) -> bool:
         and not torch.compiler.is_compiling()
         and x.device.type == "cpu"
         and x.dtype == weight.dtype == torch.float32
+        and not _cpu_autocast()
     )
+
+
+def _cpu_autocast() -> bool:
+    """Whether CPU autocast is on (F.linear would then run in its lower precision)."""
+    try:
+        return torch.is_autocast_enabled("cpu")
+    except TypeError:  # torch < 2.4
+        return torch.is_autocast_cpu_enabled()
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None, packed: PackedWeight) -> Tensor:
@@ -99,3 +114,7 @@ class Linear(nn.Linear):
 
     def forward(self, x: Tensor) -> Tensor:
         return linear(x, self.weight, self.bias, self.packed_weight)
+
+    def train(self, mode: bool = True) -> Linear:
+        self.packed_weight.clear()  # see PackedWeight: writes that bump no version
+        return super().train(mode)

@@ -43,6 +43,7 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         return total / n_rows
 
     @staticmethod
+    @torch.autograd.function.once_differentiable
     def backward(ctx, grad_output: Tensor):
         if ctx.used:
             raise RuntimeError("label_smoothed_cross_entropy: a second backward is not supported")

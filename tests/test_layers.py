@@ -96,6 +96,16 @@ def test_step_attention_equals_sdpa_with_and_without_masks():
         expected = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         torch.testing.assert_close(attend(q, k, v, mask), expected, rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(step_attention(q, k, v, mask), expected)
+    # A row with every key masked gives zeros, as SDPA does (not NaN); additive float masks.
+    nothing = padding.clone()
+    nothing[1] = False
+    torch.testing.assert_close(
+        attend(q, k, v, nothing),
+        nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=nothing),
+    )
+    assert attend(q, k, v, nothing)[1].abs().max() == 0
+    additive = torch.zeros(6, 1, 1, 9).masked_fill(~padding, float("-inf"))
+    torch.testing.assert_close(attend(q, k, v, additive), attend(q, k, v, padding))
     # A cache slice (strided keys/values) gives the same result as a contiguous copy.
     cache = torch.randn(2, 6, 4, 20, 16)
     sliced = attend(q, cache[0, :, :, :9], cache[1, :, :, :9], padding)

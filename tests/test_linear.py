@@ -55,6 +55,21 @@ def test_the_packed_copy_follows_optimizer_steps_and_loaded_weights():
         torch.testing.assert_close(layer(x), F.linear(x, layer.weight, layer.bias))
 
 
+@needs_packing
+def test_writes_that_bump_no_version_are_caught_by_train_and_eval():
+    torch.manual_seed(3)
+    layer = Linear(8, 4)
+    x = torch.randn(3, 8)
+    with torch.no_grad():
+        layer(x)
+    layer.weight.data.mul_(2.0)  # in place through .data (EMA code; fused optimizers): no version
+    layer.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(layer(x), F.linear(x, layer.weight, layer.bias))
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        assert not uses_packed_weight(x, layer.weight)  # autocast's precision, as F.linear
+
+
 def test_copies_and_pickles_carry_no_packed_copy():
     layer = Linear(16, 8)
     with torch.no_grad():
