@@ -43,12 +43,17 @@ def apply_rotary(x: Tensor, rotary: tuple[Tensor, Tensor]) -> Tensor:
 
 
 def attention_probabilities(q: Tensor, k: Tensor, mask: Tensor | None) -> Tensor:
-    """softmax(q k^T / sqrt(d_k)) with ``mask`` (True = may attend): what SDPA computes
-    internally and does not return. (B, H, T, Dh), (B, H, S, Dh) -> (B, H, T, S)."""
-    scores = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    return scores.softmax(dim=-1)
+    """softmax(q k^T / sqrt(d_k)) with ``mask`` (bool, True = may attend; or additive float):
+    what SDPA computes internally and does not return. (B, H, T, Dh), (B, H, S, Dh) ->
+    (B, H, T, S). A row with every key masked is zeros, as SDPA gives, not NaN."""
+    scores = (q @ k.transpose(-1, -2)).mul_(q.shape[-1] ** -0.5)
+    if mask is not None and mask.dtype == torch.bool:
+        scores.masked_fill_(~mask, float("-inf"))
+    elif mask is not None:
+        scores.add_(mask)
+    probs = scores.softmax(dim=-1)
+    # (Not in place: softmax's backward needs its output.)
+    return probs if mask is None else probs.nan_to_num(0.0)
 
 
 STEP_QUERIES = 16  # at most this many queries per row and head take the matmul path
@@ -80,17 +85,7 @@ def attend(
 def step_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
     """Attention of a few queries per row and head, as batched matmuls: (B, H, T, Dh),
     (B, H, S, Dh) x 2, mask broadcastable to (B, H, T, S) -> (B, H, T, Dh)."""
-    batch, heads, n_queries, head_dim = q.shape
-    flat = [t.reshape(batch * heads, -1, head_dim) for t in (q, k, v)]  # views of the cache
-    scores = torch.bmm(flat[0], flat[1].transpose(1, 2)).mul_(head_dim**-0.5)  # (B*H, T, S)
-    if mask is not None and mask.dtype == torch.bool:
-        scores.view(batch, heads, n_queries, -1).masked_fill_(~mask, float("-inf"))
-    elif mask is not None:  # additive float mask, as SDPA takes it too
-        scores.view(batch, heads, n_queries, -1).add_(mask)
-    probs = scores.softmax(dim=-1)
-    if mask is not None:  # a row with every key masked: zeros, as SDPA gives, not NaN
-        probs = probs.nan_to_num(0.0)  # (not in place: softmax backward needs its output)
-    return torch.bmm(probs, flat[2]).view(batch, heads, n_queries, head_dim)
+    return attention_probabilities(q, k, mask) @ v
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:

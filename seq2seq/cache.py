@@ -141,12 +141,11 @@ class KVCache:
         per_source = self.rows_per_source
         if per_source == 1:
             return index
-        if index.shape[0] % per_source:
-            raise ValueError(f"reorder must keep each source's {per_source} rows together")
-        groups = index.view(-1, per_source) // per_source  # (N' / r, r) source of each row
-        if not bool((groups == groups[:, :1]).all()):
-            raise ValueError(f"reorder must keep each source's {per_source} rows together")
-        return groups[:, 0]
+        if index.shape[0] % per_source == 0:
+            groups = index.view(-1, per_source) // per_source  # (N' / r, r) source of each row
+            if bool((groups == groups[:, :1]).all()):
+                return groups[:, 0]
+        raise ValueError(f"reorder must keep each source's {per_source} rows together")
 
     def _select_filled(self, buffer: Tensor, index: Tensor) -> Tensor:
         """(L, N, H, max_len, Dh) -> (L, N', H, max_len, Dh) with rows ``index`` filled up to

@@ -89,12 +89,15 @@ def uses_packed_weight(x: Tensor, weight: Tensor) -> bool:
     )
 
 
-def _cpu_autocast() -> bool:
-    """Whether CPU autocast is on (F.linear would then run in its lower precision)."""
-    try:
+try:  # torch >= 2.4 takes a device type; decided once, not on every call of a hot path
+    torch.is_autocast_enabled("cpu")
+
+    def _cpu_autocast() -> bool:
+        """Whether CPU autocast is on (F.linear would then run in its lower precision)."""
         return torch.is_autocast_enabled("cpu")
-    except TypeError:  # torch < 2.4
-        return torch.is_autocast_cpu_enabled()
+
+except TypeError:
+    _cpu_autocast = torch.is_autocast_cpu_enabled
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None, packed: PackedWeight) -> Tensor:

@@ -25,19 +25,18 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         n_rows, n_classes = logits.shape
         grad = torch.empty_like(logits)
         total = logits.new_zeros(())
-        rows = torch.arange(n_rows, device=logits.device)
         # A GPU gains nothing from blocks (and would pay a kernel launch per op per block).
         block_rows = n_rows if logits.is_cuda else max(1, BLOCK_ELEMENTS // n_classes)
         for start in range(0, n_rows, block_rows):
             block = slice(start, start + block_rows)
             log_probs = torch.log_softmax(logits[block], dim=-1)  # (R, V)
-            gold = log_probs[rows[block] - start, targets[block]]  # (R,)
+            gold = (torch.arange(log_probs.shape[0], device=logits.device), targets[block])
             smooth = log_probs.sum(dim=-1) / n_classes  # (R,)
-            total -= ((1.0 - epsilon) * gold + epsilon * smooth).sum()
+            total -= ((1.0 - epsilon) * log_probs[gold] + epsilon * smooth).sum()
             # The gradient of the block's (unnormalised) loss, in the same buffer's rows.
             probs = torch.exp(log_probs, out=grad[block])
             probs.sub_(epsilon / n_classes)
-            probs[rows[block] - start, targets[block]] -= 1.0 - epsilon
+            probs[gold] -= 1.0 - epsilon
         ctx.save_for_backward(grad)
         ctx.n_rows, ctx.used = n_rows, False
         return total / n_rows
