@@ -5,21 +5,26 @@ Lightning lives here and in the data/CLI layers only; the model itself is plain 
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import time
 from dataclasses import asdict, replace
+from datetime import timedelta
 from typing import Any
 
 import lightning as L
 import torch
 import torch.nn.functional as F
+from lightning.pytorch.callbacks import Timer
+from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor
 
 from seq2seq.config import ConfigError, ModelConfig
 from seq2seq.loss import label_smoothed_cross_entropy
 from seq2seq.model import Transformer
-from seq2seq.search import SearchConfig, translate_ids
-from seq2seq.translator import CHECKPOINT_KEY
+from seq2seq.search import SearchConfig
+from seq2seq.translator import CHECKPOINT_KEY, Translator
 
 
 def inverse_sqrt_schedule(step: int, d_model: int, warmup_steps: int, scale: float) -> float:
@@ -31,16 +36,17 @@ def inverse_sqrt_schedule(step: int, d_model: int, warmup_steps: int, scale: flo
     return scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
-def cooldown_factor(step: int, total_steps: int, cooldown_steps: int) -> float:
-    """1 until the last ``cooldown_steps`` of ``total_steps``, then linearly down to 0.
+def cooldown_factor(progress: float, cooldown_share: float) -> float:
+    """1 until the last ``cooldown_share`` of training, then linearly down to 0 at the end.
 
-    Not in the paper: short runs end far from convergence at the inverse-sqrt rate, and
-    annealing to zero over the last stretch recovers much of the gap (``cooldown_steps=0``
-    turns it off).
+    ``progress`` is the share of the training budget used, in [0, 1] (see
+    ``TranslationModule.training_progress``). Not in the paper: short runs end far from
+    convergence at the inverse-sqrt rate, and annealing to zero over the last stretch
+    recovers much of the gap (``cooldown_share=0`` turns it off).
     """
-    if cooldown_steps <= 0 or total_steps <= 0:
+    if cooldown_share <= 0:
         return 1.0
-    return max(0.0, min(1.0, (total_steps - step) / cooldown_steps))
+    return max(0.0, min(1.0, (1.0 - progress) / cooldown_share))
 
 
 class TrainingStopped(RuntimeError):
@@ -57,12 +63,15 @@ class TranslationModule(L.LightningModule):
         warmup_steps: linear warmup length of the inverse-sqrt schedule (paper: 4000).
         lr_scale: multiplies the paper's schedule (1.0 = the paper's rate).
         cooldown_steps: anneal the rate linearly to 0 over the last this-many of
-            ``trainer.max_steps`` (0 = the paper's schedule unchanged).
+            ``trainer.max_steps``, i.e. over that share of the run (0 = the paper's schedule
+            unchanged). With ``trainer.max_time`` the share counts time too: a run the time
+            budget stops early still ends annealed (see ``training_progress``).
         adam_betas: Adam's (beta1, beta2) (paper: 0.9, 0.98).
         adam_eps: Adam's epsilon (paper: 1e-9).
         weight_decay: decoupled weight decay (AdamW); 0 as in the paper.
-        val_bleu_sentences: about how many dev sentences to translate for validation BLEU
-            per validation run, the same share of every batch (0 = skip BLEU, -1 = all).
+        val_bleu_sentences: how many dev sentences, evenly spaced over the dev set, to
+            translate for validation BLEU (0 = skip BLEU, -1 = all); scored against the raw
+            Chinese text, gathered over all ranks under DDP.
         val_beam_size: beam used for validation BLEU (1 = greedy, fastest).
         search: decoding defaults stored in the checkpoint for ``translate``/``evaluate``.
         max_nonfinite_steps: a batch whose loss is NaN or infinite (on any rank) is skipped:
@@ -96,10 +105,12 @@ class TranslationModule(L.LightningModule):
         )
         self.tokenizer_bytes: bytes | None = None  # set from the data module in setup()
         self.task = "translation"  # or "lm": what the data module trains (set in setup())
-        self._val_outputs: list[tuple[str, str]] = []
         self.skipped_steps = 0  # batches skipped for a non-finite loss, in this process's run
         self._skipped_in_a_row = 0
         self._update_has_finite_batch = False  # in the current (accumulated) update
+        self._update_tokens = 0  # target tokens of this rank's finite batches in this update
+        self._time_used = 0.0  # share of trainer.max_time used (rank 0's clock), see below
+        self._val_sums = torch.zeros(3)  # label-smoothed loss, NLL, target tokens
 
     # -- optimisation --------------------------------------------------------------------
 
@@ -114,13 +125,14 @@ class TranslationModule(L.LightningModule):
         )
         d_model, warmup, scale = self.config.d_model, hp.warmup_steps, hp.lr_scale
         total = self.trainer.max_steps if self._trainer is not None else -1
-        cooldown = hp.cooldown_steps
-        if cooldown > 0 and total <= 0:
+        if hp.cooldown_steps > 0 and total <= 0:
             raise ValueError("cooldown_steps needs trainer.max_steps (the run's length)")
+        cooldown_share = hp.cooldown_steps / total if hp.cooldown_steps > 0 else 0.0
 
         def rate(step: int) -> float:  # step = optimizer updates done so far
+            progress = self.training_progress(step, total)
             return inverse_sqrt_schedule(step + 1, d_model, warmup, scale) * cooldown_factor(
-                step, total, cooldown
+                progress, cooldown_share
             )
 
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
@@ -129,10 +141,38 @@ class TranslationModule(L.LightningModule):
             "lr_scheduler": {"scheduler": scheduler, "interval": "step"},
         }
 
+    def training_progress(self, step: int, total_steps: int) -> float:
+        """The share of the training budget used after ``step`` updates: the larger of
+        ``step / trainer.max_steps`` and ``elapsed / trainer.max_time``.
+
+        A run that the time budget stops (a slower machine than the recipe was tuned on)
+        then ends annealed, as one stopped by its step budget does, instead of being cut off
+        at full learning rate. The elapsed time is Lightning's ``Timer``'s (it is saved in
+        checkpoints, so it survives ``--ckpt_path last``), read on rank 0 and shared with
+        every rank (``on_before_optimizer_step``), so all ranks use the same rate.
+        """
+        by_steps = step / total_steps if total_steps > 0 else 0.0
+        return min(1.0, max(by_steps, self._time_used))
+
+    def _timer(self) -> Timer | None:
+        """Lightning's ``Timer`` callback when ``trainer.max_time`` is set, else None."""
+        if self._trainer is None:
+            return None
+        timers = [c for c in self.trainer.callbacks if isinstance(c, Timer)]
+        return timers[0] if timers and timers[0].time_remaining() is not None else None
+
+    def _time_used_on_this_rank(self) -> float:
+        timer = self._timer()
+        if timer is None:
+            return 0.0
+        elapsed = timer.time_elapsed()
+        return elapsed / max(elapsed + timer.time_remaining(), 1e-9)
+
     # -- steps -----------------------------------------------------------------------------
 
     def loss(self, batch) -> tuple[Tensor, Tensor, int]:
-        """Label-smoothed loss, NLL (no gradient) and target-token count of a batch.
+        """Label-smoothed loss, NLL (no gradient) and target-token count of a batch; the
+        losses are means over the batch's target tokens.
 
         The output projection (the largest matmul with an 8k+ vocabulary) runs only on
         non-pad target positions.
@@ -149,7 +189,7 @@ class TranslationModule(L.LightningModule):
         return loss, nll, int(real.sum())
 
     def training_step(self, batch, batch_idx: int) -> Tensor:
-        loss, _, _ = self.loss(batch)
+        loss, _, n_tokens = self.loss(batch)
         if not self._finite_on_every_rank(loss):
             self._skip_nonfinite_batch(loss)
             # Returning None is not allowed under DDP, whose backward must see every
@@ -158,14 +198,60 @@ class TranslationModule(L.LightningModule):
             return sum(p.sum() for p in self.parameters() if p.requires_grad) * 0.0
         self._skipped_in_a_row = 0
         self._update_has_finite_batch = True
+        self._update_tokens += n_tokens
         self.log("train_loss", loss, prog_bar=True, batch_size=batch.src.shape[0])
-        return loss
+        # The token SUM: on_before_optimizer_step divides the update's gradient by the
+        # update's token count over all ranks and micro-batches (see there).
+        return loss * n_tokens
 
     def on_before_optimizer_step(self, optimizer) -> None:
+        """Normalise the update's gradient by its target tokens; share rank 0's clock.
+
+        Each micro-batch returned its loss summed over its tokens. Lightning divides each by
+        ``accumulate_grad_batches`` and DDP averages the ranks, so the gradient here is the
+        sum over every token of the update divided by ``world_size * accumulate``; times
+        ``world_size * accumulate / tokens`` it is the per-token mean over the whole update,
+        every token weighing the same whatever batch or rank it came from (fairseq's
+        normalisation). Averaging per-batch means instead would weigh tokens of small
+        batches more. Runs before gradient clipping, which then sees the true gradient.
+        """
+        world, accumulate = self.trainer.world_size, self.trainer.accumulate_grad_batches
+        rank_zero_clock = self._time_used_on_this_rank() if self.global_rank == 0 else 0.0
+        shared = torch.tensor([float(self._update_tokens), rank_zero_clock], device=self.device)
+        if world > 1:  # one all-reduce per update: the token count and rank 0's clock
+            shared = self.trainer.strategy.reduce(shared, reduce_op="sum")
+        tokens, self._time_used = float(shared[0]), float(shared[1])
+        self._update_tokens = 0
         if not self._update_has_finite_batch:
             for parameter in self.parameters():
                 parameter.grad = None  # Adam skips parameters without gradients: no update
+        elif tokens > 0:
+            scale = world * accumulate / tokens
+            for parameter in self.parameters():
+                if parameter.grad is not None:
+                    parameter.grad.mul_(scale)
         self._update_has_finite_batch = False
+
+    def on_train_end(self) -> None:
+        """Say so in one line when ``trainer.max_time`` ended the run before ``max_steps``."""
+        timer, total = self._timer(), self.trainer.max_steps
+        if timer is None or total <= 0 or self.global_step >= total:
+            return
+        if timer.time_remaining() > 0:
+            return  # stopped for another reason (max_epochs, an exception, a signal)
+        rate = self.trainer.optimizers[0].param_groups[0]["lr"]
+        hp = self.hparams
+        peak = inverse_sqrt_schedule(hp.warmup_steps, self.config.d_model, hp.warmup_steps,
+                                     hp.lr_scale)  # fmt: skip
+        annealed = (
+            f"schedule annealed to {rate:.2g} (peak {peak:.2g})"
+            if self.hparams.cooldown_steps > 0
+            else f"learning rate still {rate:.2g} (no cooldown_steps)"
+        )
+        rank_zero_info(
+            f"stopped by max_time ({timedelta(seconds=round(timer.time_elapsed()))}) at step "
+            f"{self.global_step}/{total}; {annealed}"
+        )
 
     def _finite_on_every_rank(self, loss: Tensor) -> bool:
         """Whether the loss is finite everywhere: under DDP every rank must skip together, or
@@ -185,49 +271,51 @@ class TranslationModule(L.LightningModule):
                 "model.lr_scale, lengthen model.warmup_steps or check the data"
             )
 
-    def validation_step(self, batch, batch_idx: int) -> None:
-        loss, nll, n_tokens = self.loss(batch)
-        self.log("val_loss", loss, batch_size=n_tokens, sync_dist=True)
-        self.log("val_nll", nll, batch_size=n_tokens, sync_dist=True, prog_bar=True)
-        share = self._bleu_share(batch.src.shape[0]) if self.task == "translation" else 0
-        if share:
-            self._translate_for_bleu(batch, share)
+    # -- validation ------------------------------------------------------------------------
 
     def on_validation_epoch_start(self) -> None:
-        self._val_outputs = []
+        self._val_sums = torch.zeros(3, dtype=torch.float64, device=self.device)
+
+    def validation_step(self, batch, batch_idx: int) -> None:
+        loss, nll, n_tokens = self.loss(batch)
+        # Sums, not means: the epoch's loss is the mean over its tokens, each counted once.
+        self._val_sums += torch.stack([loss.double() * n_tokens, nll.double() * n_tokens,
+                                       loss.new_tensor(n_tokens, dtype=torch.float64)])  # fmt: skip
 
     def on_validation_epoch_end(self) -> None:
-        nll = self.trainer.callback_metrics.get("val_nll")
-        if nll is not None:
-            self.log("val_ppl", torch.exp(nll), sync_dist=True)
-        if self._val_outputs:
-            self.log("val_bleu", corpus_bleu_zh(self._val_outputs), prog_bar=True)
-        elif self.hparams.val_bleu_sentences != 0 and self.task == "translation":
-            self.log("val_bleu", 0.0)
+        sums = self._val_sums
+        if self.trainer.world_size > 1:
+            sums = self.trainer.strategy.reduce(sums, reduce_op="sum")
+        loss_sum, nll_sum, tokens = sums.tolist()
+        # Every rank holds the same totals now; reduce_fx max keeps them exactly as they are.
+        exact = {"sync_dist": True, "reduce_fx": "max"}
+        if tokens > 0:
+            self.log("val_loss", loss_sum / tokens, **exact)
+            self.log("val_nll", nll_sum / tokens, prog_bar=True, **exact)
+            self.log("val_ppl", math.exp(min(nll_sum / tokens, 700.0)), **exact)
+        if self.task == "translation" and self.hparams.val_bleu_sentences != 0:
+            self.log("val_bleu", self._validation_bleu(), prog_bar=True, **exact)
 
-    def _bleu_share(self, batch_size: int) -> int:
-        """How many sentences of this dev batch to translate for validation BLEU.
+    def _validation_bleu(self) -> float:
+        """sacreBLEU of a sample of the dev set, against its raw (cleaned) Chinese text.
 
-        Dev batches run shortest first, so taking the first N sentences would score only short
-        ones; the same fraction of every batch samples all lengths.
+        ``val_bleu_sentences`` evenly spaced dev sentences (all lengths; -1 = all) are
+        translated, each rank its share, and the translations are gathered, so every rank
+        scores exactly the corpus a single process would. 0 without a tokenizer and data.
         """
-        limit = self.hparams.val_bleu_sentences
-        datamodule = getattr(self.trainer, "datamodule", None) if self._trainer else None
-        if limit == 0:
-            return 0
-        if limit < 0 or not hasattr(datamodule, "dataset"):
-            return batch_size
-        n_dev = len(datamodule.dataset("dev"))
-        return min(batch_size, math.ceil(batch_size * limit / max(n_dev, 1)))
-
-    def _translate_for_bleu(self, batch, share: int) -> None:
+        datamodule = getattr(self.trainer, "datamodule", None)
         tokenizer = self._tokenizer()
-        if tokenizer is None:
-            return
-        src, refs = batch.src[:share], batch.tgt_out[:share].tolist()
-        hyps = translate_ids(self.model, src, self.hparams.val_beam_size, self.search)
-        for best, ref in zip(hyps, refs, strict=True):
-            self._val_outputs.append((tokenizer.decode(best[0].tokens), tokenizer.decode(ref)))
+        if tokenizer is None or not hasattr(datamodule, "split_texts"):
+            return 0.0
+        sources, references = datamodule.split_texts("dev")
+        chosen = evenly_spaced(len(sources), self.hparams.val_bleu_sentences)
+        mine = chosen[self.global_rank :: self.trainer.world_size]
+        translator = Translator(self.model, tokenizer, self.search)
+        with _quiet_stderr():  # truncation warnings of over-long dev sentences
+            outputs = translator.translate([sources[i] for i in mine], self.hparams.val_beam_size)
+        translated = dict(gather_objects(list(zip(mine, outputs, strict=True))))
+        hypotheses = [translated[i] for i in chosen]
+        return corpus_bleu_zh(hypotheses, [references[i] for i in chosen])
 
     # -- tokenizer and self-contained checkpoints -----------------------------------------
 
@@ -288,13 +376,33 @@ class TranslationModule(L.LightningModule):
         self.task = section.get("task", self.task)
 
 
-def corpus_bleu_zh(pairs: list[tuple[str, str]]) -> float:
-    """sacreBLEU corpus BLEU with the ``zh`` tokenizer over (hypothesis, reference) pairs."""
+def corpus_bleu_zh(hypotheses: list[str], references: list[str]) -> float:
+    """sacreBLEU corpus BLEU with the ``zh`` tokenizer, one reference per hypothesis."""
     import sacrebleu
 
-    hyps = [h for h, _ in pairs]
-    refs = [[r for _, r in pairs]]
-    return float(sacrebleu.corpus_bleu(hyps, refs, tokenize="zh").score)
+    return float(sacrebleu.corpus_bleu(hypotheses, [references], tokenize="zh").score)
+
+
+def evenly_spaced(n: int, count: int) -> list[int]:
+    """``count`` indices spread evenly over ``range(n)`` (all of them for count < 0 or >= n)."""
+    if count < 0 or count >= n:
+        return list(range(n))
+    return sorted({i * n // count for i in range(count)})
+
+
+def gather_objects(items: list) -> list:
+    """The concatenation of every rank's ``items`` (just ``items`` without distribution)."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return items
+    gathered: list[list] = [[] for _ in range(torch.distributed.get_world_size())]
+    torch.distributed.all_gather_object(gathered, items)
+    return [item for part in gathered for item in part]
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stderr(devnull):
+        yield
 
 
 class ThroughputMonitor(L.Callback):

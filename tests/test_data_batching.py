@@ -84,6 +84,23 @@ def test_more_ranks_than_batches_never_leaves_a_rank_empty():
     assert [len(list(s)) for s in ranks] == [1, 1, 1, 1]
 
 
+@pytest.mark.parametrize("n_ranks", [1, 2, 3])
+@pytest.mark.parametrize("n_examples", [3000, 7, 2])
+def test_validation_batches_count_every_example_once_over_the_ranks(lengths, n_examples, n_ranks):
+    """No padding for validation: a repeated dev batch would count its sentences twice."""
+    lens = lengths[:n_examples]
+    ranks = [
+        TokenBatchSampler(lens, MAX_TOKENS, shuffle=False, num_replicas=n_ranks, rank=r)
+        for r in range(n_ranks)
+    ]
+    per_rank = [list(sampler) for sampler in ranks]
+    assert [len(b) for b in per_rank] == [len(sampler) for sampler in ranks]
+    every = [i for batches_of_rank in per_rank for batch in batches_of_rank for i in batch]
+    assert sorted(every) == list(range(n_examples))  # each exactly once
+    if n_examples >= n_ranks:
+        assert all(per_rank)  # no rank without a batch (it would skip validation's collectives)
+
+
 def test_bucketing_cuts_padding(lengths):
     sampler = TokenBatchSampler(lengths, MAX_TOKENS, seed=0)
     bucketed = padding_fraction(batches(sampler), lengths)

@@ -72,25 +72,62 @@ def test_ranks_train_on_disjoint_shards_of_equal_length(torchrun_results, prepar
     assert all(torch.isfinite(torch.tensor(r["losses"])).all() for r in torchrun_results)
 
 
-def test_ddp_gradients_equal_single_process_on_the_same_global_batch(torchrun_results):
-    """DDP averages the ranks' gradients: one process on both batches must agree."""
-    rank0, rank1 = torchrun_results
-    module = TranslationModule(
+def tiny_module(**kwargs) -> TranslationModule:
+    return TranslationModule(
         ModelConfig(vocab_size=300, d_model=32, n_heads=2, n_encoder_layers=1,
                     n_decoder_layers=1, d_ff=64, dropout=0.0, max_positions=64),
-        warmup_steps=10, val_bleu_sentences=0,
+        warmup_steps=10, **kwargs,
     )  # fmt: skip
+
+
+def test_ddp_gradient_is_the_token_mean_of_the_union_of_both_shards(torchrun_results):
+    """The update's gradient is the per-token mean over both ranks' batches (each token
+    weighs the same), not the mean of the two ranks' means: one process on the union agrees."""
+    rank0, rank1 = torchrun_results
+    module = tiny_module(val_bleu_sentences=0)
     module.load_state_dict(rank0["initial"])
     module.train()
-    losses = []
+    sums, counts = [], []
     for result in (rank0, rank1):
         src, tgt_in, tgt_out = result["first_batch"]
         batch = Batch(src, tgt_in, tgt_out, int((src != 0).sum()), int((tgt_out != 0).sum()))
-        losses.append(module.loss(batch)[0])
-    (sum(losses) / 2).backward()
+        loss, _, n_tokens = module.loss(batch)
+        sums.append(loss * n_tokens)
+        counts.append(n_tokens)
+    assert counts[0] != counts[1]  # shards of different sizes: a mean of means would differ
+    (sum(sums) / sum(counts)).backward()
     for name, parameter in module.named_parameters():
         torch.testing.assert_close(parameter.grad, rank0["first_grads"][name], rtol=1e-4, atol=1e-6)
         torch.testing.assert_close(parameter.grad, rank1["first_grads"][name], rtol=1e-4, atol=1e-6)
+
+
+def test_ddp_validation_equals_one_process_on_the_same_dev_set(torchrun_results, prepared,
+                                                               monkeypatch):  # fmt: skip
+    """val_loss/val_nll are token-weighted over the dev set with each sentence once, and
+    val_bleu is scored on every rank's translations gathered: one process gets the same."""
+    import lightning as L
+
+    import seq2seq.training
+
+    rank0, rank1 = torchrun_results
+    data = prepared[2]
+    module = tiny_module(val_bleu_sentences=-1)
+    module.load_state_dict(rank0["final"])
+    scored = []
+    bleu = seq2seq.training.corpus_bleu_zh
+    monkeypatch.setattr(seq2seq.training, "corpus_bleu_zh",
+                        lambda h, r: scored.append((h, r)) or bleu(h, r))  # fmt: skip
+    torch.set_num_threads(1)  # as each rank: the same float sums
+    trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
+                        enable_model_summary=False)  # fmt: skip
+    (single,) = trainer.validate(module, datamodule=data, verbose=False)
+    n_dev = len(data.split_texts("dev")[0])
+    (hypotheses, references), = scored
+    assert len(hypotheses) == n_dev == len(references) > 10
+    for result in (rank0, rank1):
+        assert result["scored"] == scored  # the same sentences, each once, in dev order
+        for key in ("val_loss", "val_nll", "val_bleu"):
+            assert result["validation"][key] == pytest.approx(single[key], rel=1e-5), key
 
 
 def test_fit_command_runs_ddp_with_lightnings_launcher(prepared, tmp_path):

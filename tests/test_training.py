@@ -24,12 +24,39 @@ def test_schedule_peaks_at_warmup_with_the_papers_value():
     assert rates[15999] == pytest.approx(512**-0.5 * 16000**-0.5)  # inverse sqrt decay
 
 
-def test_cooldown_is_linear_to_zero_over_the_last_steps():
-    assert cooldown_factor(0, 1000, 200) == 1.0
-    assert cooldown_factor(800, 1000, 200) == 1.0
-    assert cooldown_factor(900, 1000, 200) == pytest.approx(0.5)
-    assert cooldown_factor(1000, 1000, 200) == 0.0
-    assert cooldown_factor(900, 1000, 0) == 1.0  # off
+def test_cooldown_is_linear_to_zero_over_the_last_share_of_training():
+    assert cooldown_factor(0.0, 0.2) == 1.0
+    assert cooldown_factor(0.8, 0.2) == pytest.approx(1.0)
+    assert cooldown_factor(0.9, 0.2) == pytest.approx(0.5)
+    assert cooldown_factor(1.0, 0.2) == 0.0
+    assert cooldown_factor(0.9, 0.0) == 1.0  # off
+
+
+class FakeTimer:
+    """Stands in for Lightning's Timer: ``elapsed`` seconds of a ``budget``."""
+
+    def __init__(self, elapsed: float, budget: float) -> None:
+        self.elapsed, self.budget = elapsed, budget
+
+    def time_elapsed(self) -> float:
+        return self.elapsed
+
+    def time_remaining(self) -> float:
+        return self.budget - self.elapsed
+
+
+def test_progress_is_the_larger_of_steps_and_time_used(monkeypatch):
+    module = TranslationModule(tiny_config())
+    assert module.training_progress(100, 1000) == pytest.approx(0.1)  # no time budget
+    timer = FakeTimer(elapsed=30.0, budget=60.0)
+    monkeypatch.setattr(module, "_timer", lambda: timer)
+    module._time_used = module._time_used_on_this_rank()
+    assert module._time_used == pytest.approx(0.5)
+    assert module.training_progress(100, 1000) == pytest.approx(0.5)  # time is ahead
+    assert module.training_progress(700, 1000) == pytest.approx(0.7)  # steps are ahead
+    timer.elapsed = 75.0  # past the budget
+    module._time_used = module._time_used_on_this_rank()
+    assert module.training_progress(100, 1000) == 1.0
 
 
 @pytest.mark.parametrize("rows", [7, 300])
@@ -151,3 +178,79 @@ def test_a_loss_that_stays_nonfinite_stops_training_with_a_message():
     with pytest.raises(TrainingStopped, match=r"not finite \(nan\) for 3 batches in a row"):
         fit_on(module, train_batches(6))
     assert module.skipped_steps == 3
+
+
+def test_a_run_stopped_by_max_time_ends_annealed_and_says_so(caplog):
+    """A time budget far too short for max_steps: the cooldown follows the clock, so the last
+    update's rate is 0 (not the peak), and one line says where and why it stopped."""
+    import time
+
+    import lightning as L
+
+    class SlowStep(L.Callback):
+        def on_train_batch_end(self, *args):
+            time.sleep(0.1)
+
+    class Rates(L.Callback):
+        def __init__(self):
+            self.rates = []
+
+        def on_train_batch_start(self, trainer, *args):
+            self.rates.append(trainer.optimizers[0].param_groups[0]["lr"])
+
+    caplog.set_level("INFO")
+    torch.manual_seed(0)
+    module, rates = TranslationModule(tiny_config(), warmup_steps=2, cooldown_steps=50), Rates()
+    trainer = L.Trainer(
+        accelerator="cpu", max_steps=100, max_time={"seconds": 3}, logger=False,
+        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        callbacks=[SlowStep(), rates],
+    )  # fmt: skip
+    batches = train_batches(200)
+    loader = torch.utils.data.DataLoader(batches, batch_size=None, collate_fn=lambda b: b)
+    trainer.fit(module, train_dataloaders=loader)
+    steps = trainer.global_step
+    assert 5 <= steps < 40  # the clock stopped it long before max_steps
+    # By steps alone the cooldown (the last 50 of 100) would not even have begun; by the
+    # clock the rate ends within a step or two (of ~30) of zero.
+    peak, last = max(rates.rates), trainer.optimizers[0].param_groups[0]["lr"]
+    assert last < 0.2 * peak and rates.rates[-1] < 0.3 * peak
+    (said,) = [r.getMessage() for r in caplog.records if "stopped by max_time" in r.getMessage()]
+    assert said.startswith(f"stopped by max_time (0:00:03) at step {steps}/100; ")
+    assert f"schedule annealed to {last:.2g} (peak {peak:.2g})" in said
+
+
+def test_gradient_is_the_token_mean_over_accumulated_micro_batches():
+    """accumulate_grad_batches=2 over two micro-batches of very different token counts gives
+    the gradient of ONE batch holding both: each token weighs the same."""
+    import lightning as L
+
+    class Grads(L.Callback):
+        def __init__(self):
+            self.grads = None
+
+        def on_train_batch_end(self, trainer, module, *args):
+            if self.grads is None and trainer.global_step == 1:  # after the first update
+                self.grads = {n: p.grad.clone() for n, p in module.named_parameters()}
+
+    small = make_batch([[5, 6]], [[7]])  # 2 target tokens
+    big = make_batch([[5, 6, 7, 8]] * 4, [[9, 10, 11, 12, 13]] * 4)  # 24 target tokens
+    torch.manual_seed(0)
+    module = TranslationModule(tiny_config(), warmup_steps=2)
+    initial = {k: v.clone() for k, v in module.state_dict().items()}
+    grads = Grads()
+    trainer = L.Trainer(
+        accelerator="cpu", max_steps=1, accumulate_grad_batches=2, logger=False,
+        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        callbacks=[grads],
+    )  # fmt: skip
+    loader = torch.utils.data.DataLoader([small, big], batch_size=None, collate_fn=lambda b: b)
+    trainer.fit(module, train_dataloaders=loader)
+
+    reference = TranslationModule(tiny_config(), warmup_steps=2)
+    reference.load_state_dict(initial)
+    reference.train()
+    sums = [reference.loss(b)[0] * reference.loss(b)[2] for b in (small, big)]
+    (sum(sums) / (2 + 24)).backward()
+    for name, parameter in reference.named_parameters():
+        torch.testing.assert_close(grads.grads[name], parameter.grad, rtol=1e-5, atol=1e-7)

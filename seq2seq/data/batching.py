@@ -48,6 +48,19 @@ def _greedy_boundaries(sorted_lengths: np.ndarray, max_tokens: int) -> list[tupl
     return bounds
 
 
+def _at_least(bounds: list[tuple[int, int]], count: int) -> list[tuple[int, int]]:
+    """Halve the largest runs until there are ``count`` of them (or all are single examples)."""
+    bounds = list(bounds)
+    while 0 < len(bounds) < count:
+        start, end = max(bounds, key=lambda b: b[1] - b[0])
+        if end - start < 2:
+            break
+        middle = (start + end) // 2
+        index = bounds.index((start, end))
+        bounds[index : index + 1] = [(start, middle), (middle, end)]
+    return bounds
+
+
 class TokenBatchSampler(Sampler[list[int]]):
     """Yields lists of example indices whose padded size stays within ``max_tokens``.
 
@@ -57,10 +70,13 @@ class TokenBatchSampler(Sampler[list[int]]):
     shuffles the batch order. The batch boundaries depend only on the sorted lengths, which
     makes the number of batches the same every epoch: Lightning reads ``len()`` once.
 
-    Under DDP every rank builds the same global batch list from ``(seed, epoch)``, pads it by
-    repeating its first batches to a multiple of ``num_replicas``, and takes every
-    ``num_replicas``-th batch, so ranks see disjoint batches (apart from the repeats) and
-    exactly the same number of them; no rank waits on another at an epoch's end.
+    Under DDP every rank builds the same global batch list from ``(seed, epoch)`` and takes
+    every ``num_replicas``-th batch. For training (``shuffle``) the list is first padded by
+    repeating its first batches to a multiple of ``num_replicas``, so ranks see disjoint
+    batches (apart from the repeats) and exactly the same number of them: every update
+    all-reduces gradients, and no rank may run out first. Validation needs no such lockstep,
+    so its batches are not padded: every dev sentence counts exactly once over all ranks
+    (one rank may then have a batch more than another).
 
     Args:
         lengths: Length of each example, see :func:`example_length`.
@@ -99,6 +115,8 @@ class TokenBatchSampler(Sampler[list[int]]):
         self.rank = rank
         self.epoch = 0
         self._bounds = _greedy_boundaries(np.sort(self.lengths), max_tokens)
+        if not shuffle:  # unpadded: every rank must still get a batch to validate
+            self._bounds = _at_least(self._bounds, num_replicas)
         self._resume_from = 0  # batches to skip at the next __iter__ (set by load_state_dict)
         self._yielded = 0  # batches yielded in self.epoch so far
 
@@ -133,16 +151,18 @@ class TokenBatchSampler(Sampler[list[int]]):
         return batches
 
     def rank_batches(self, epoch: int | None = None) -> list[list[int]]:
-        """This rank's batches for ``epoch``, padded so every rank has ``len(self)``."""
+        """This rank's batches for ``epoch`` (training: padded so every rank has as many)."""
         batches = self.global_batches(epoch)
-        if not batches:
-            return []
+        if not batches or not self.shuffle:
+            return batches[self.rank :: self.num_replicas]
         padded_total = len(self) * self.num_replicas
         # Repeat from the start (cycling, in case there are fewer batches than ranks).
         batches += [batches[i % len(batches)] for i in range(padded_total - len(batches))]
         return batches[self.rank :: self.num_replicas]
 
     def __len__(self) -> int:
+        if not self.shuffle:  # unpadded: the batches rank, rank + N, rank + 2N, ...
+            return len(range(self.rank, len(self._bounds), self.num_replicas))
         return math.ceil(len(self._bounds) / self.num_replicas)
 
     def __iter__(self) -> Iterator[list[int]]:

@@ -2,7 +2,9 @@
 
 Trains one epoch of a tiny model with Lightning's DDP strategy on CPU (gloo) and saves, per
 rank: every batch's source rows, the first step's (all-reduced) gradients and the weights the
-run started from. Usage: ddp_worker.py OUT_DIR CORPUS_TSV CACHE_DIR
+run started from; then validates the trained model on the whole dev set (2 processes) and
+saves the validation metrics and exactly what BLEU was computed on.
+Usage: ddp_worker.py OUT_DIR CORPUS_TSV CACHE_DIR
 """
 
 import sys
@@ -11,6 +13,7 @@ from pathlib import Path
 import lightning as L
 import torch
 
+import seq2seq.training
 from seq2seq.config import ModelConfig
 from seq2seq.data.datamodule import TranslationDataModule
 from seq2seq.training import TranslationModule
@@ -39,8 +42,7 @@ class Recorder(L.Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         self.losses.append(float(outputs["loss"]))
 
-    def on_after_backward(self, trainer, pl_module) -> None:
-        if not self.first_grads:  # DDP has already averaged the gradients across ranks here
+        if trainer.global_step == 1:  # the first update's gradient, all-reduced and normalised
             self.first_grads = {n: p.grad.detach().clone() for n, p in pl_module.named_parameters()}
 
 
@@ -62,6 +64,13 @@ def main() -> None:
         enable_model_summary=False, callbacks=[recorder],
     )  # fmt: skip
     trainer.fit(module, datamodule=data)
+
+    scored = []  # what validation BLEU is computed on
+    bleu = seq2seq.training.corpus_bleu_zh
+    seq2seq.training.corpus_bleu_zh = lambda h, r: scored.append((h, r)) or bleu(h, r)
+    module.hparams.val_bleu_sentences = -1  # the whole dev set
+    trainer.limit_val_batches = 1.0
+    (validation,) = trainer.validate(module, datamodule=data, verbose=False)
     b = recorder.first_batch
     torch.save(
         {
@@ -73,6 +82,9 @@ def main() -> None:
             "first_batch": (b.src, b.tgt_in, b.tgt_out),
             "first_grads": recorder.first_grads,
             "initial": recorder.initial,
+            "final": {k: v.detach().clone() for k, v in module.state_dict().items()},
+            "validation": validation,
+            "scored": scored,
         },
         Path(out) / f"rank{trainer.global_rank}.pt",
     )
