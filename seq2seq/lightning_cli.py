@@ -7,7 +7,9 @@ Trainer), so ``seq2seq fit --print_config`` writes a complete YAML that ``--conf
 from __future__ import annotations
 
 import importlib.util
+import logging
 import sys
+import warnings
 
 from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
@@ -69,9 +71,27 @@ def trainer_defaults() -> dict:
     }
 
 
+class _NoAdvertising(logging.Filter):
+    """Drops Lightning's "💡 Tip: try installing <product>" lines from a training log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("💡 Tip")
+
+
+def quiet_third_party_noise() -> None:
+    """Keep a training log to what the user can act on: no product tips, and no deprecation
+    warning that Lightning's own code triggers in the torch it runs on (Lightning 2.6's
+    ``_pytree`` uses ``LeafSpec``, which torch 2.13 deprecates)."""
+    logger = logging.getLogger("lightning.pytorch.utilities.rank_zero")
+    if not any(isinstance(f, _NoAdvertising) for f in logger.filters):
+        logger.addFilter(_NoAdvertising())
+    warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
+
+
 def run_lightning_cli(argv: list[str], run: bool = True) -> Seq2SeqCLI:
     """Run ``fit``/``validate`` with the given arguments (``run=False``: only instantiate;
     ``argv`` then has no subcommand)."""
+    quiet_third_party_noise()
     saved_argv = sys.argv
     # Lightning's DDP launcher starts the other ranks by re-running sys.argv, so it must hold
     # exactly this command's arguments.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -486,3 +487,28 @@ def test_attention_and_plot_commands_write_pictures(run, tmp_path):
     with image_module.open(curves) as image:
         assert image.width > image.height > 300
     assert main(["attention", "--checkpoint", checkpoint, "--text", "x", "--layer", "7"]) == 2
+
+
+def test_fit_log_is_clean_and_says_when_max_time_stopped_it(corpus, tmp_path):
+    """A real ``seq2seq fit`` process whose time budget ends it long before max_steps: one
+    plain line says where it stopped and that the schedule annealed; the log holds no product
+    tips and no deprecation warnings."""
+    import subprocess
+    import sys
+
+    config = write_config(tmp_path, corpus, max_steps=100_000)
+    command = [
+        sys.executable, "-m", "seq2seq", "fit", "--config", config,
+        "--trainer.max_time", "00:00:00:03", "--model.cooldown_steps", "1000",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    log = done.stdout + done.stderr
+    (line,) = [x for x in log.splitlines() if "stopped by max_time" in x]
+    assert re.fullmatch(
+        r"stopped by max_time \(0:00:\d\d\) at step \d+/100000; schedule annealed to \S+ "
+        r"\(peak \S+\)",
+        line,
+    ), line
+    assert "💡" not in log and "Tip:" not in log
+    assert "deprecated" not in log.lower(), [x for x in log.splitlines() if "deprecat" in x]
