@@ -214,6 +214,9 @@ def test_evaluate_held_out_test_split(run, capsys):
     assert main(["evaluate", "--checkpoint", checkpoint, "--split", "test", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["eval_set"] == "test" and result["sentences"] > 0
+    assert result["references"] >= result["sentences"]  # one item per distinct English
+    assert main(["evaluate", "--checkpoint", checkpoint, "--split", "dev"]) == 0
+    assert " references, beam " in capsys.readouterr().out  # "1,264 sentences, 1,264 references"
 
 
 def test_evaluation_scores_perfect_hypotheses_100():
