@@ -417,12 +417,14 @@ def strip_specials(row: list[int]) -> list[int]:
 # -- report ----------------------------------------------------------------------------------
 
 
-def score(name: str, hypotheses: list[str], references: list[str], out: Path) -> dict:
-    from seq2seq.evaluation import evaluate_translator
+def score(name: str, hypotheses: list[str], references: list[list[str]], out: Path) -> dict:
+    """sacreBLEU of ``hypotheses`` against each source's references (as ``seq2seq evaluate``)."""
+    from seq2seq.evaluation import evaluate_translator, reference_streams
 
     path = out / f"{name}.test.hyp.zh"
     path.write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
-    return {**evaluate_translator(hypotheses, [references]), "hypotheses": str(path)}
+    streams = reference_streams(references)
+    return {**evaluate_translator(hypotheses, streams), "hypotheses": str(path)}
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
@@ -451,6 +453,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     from lightning.pytorch import seed_everything
+
+    from seq2seq.evaluation import group_references
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -481,7 +485,8 @@ def main(argv: list[str] | None = None) -> int:
     marian.save_pretrained(out / "marian")
 
     # 3. The same test sentences, the same beam.
-    sources, references = datamodule.split_texts("test")
+    # One item per distinct English sentence, with all its references, as `seq2seq evaluate`.
+    sources, references = group_references(zip(*datamodule.split_texts("test"), strict=True))
     if args.limit_test is not None:
         sources, references = sources[: args.limit_test], references[: args.limit_test]
     print(f"== decoding {len(sources)} test sentences, beam {args.beam_size}", flush=True)

@@ -273,20 +273,16 @@ def run_evaluate(args: argparse.Namespace) -> int:
     result = evaluate_translator(hypotheses, references)
     hyps_path = Path(args.hyps or Path(args.checkpoint).with_suffix(f".{name}.hyp.zh"))
     hyps_path.write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
-    result.update(
-        {
-            "sentences": len(sources),
-            "beam_size": args.beam_size,
-            "hypotheses": str(hyps_path),
-            "eval_set": name,
-        }
-    )
+    result.update({"beam_size": args.beam_size, "hypotheses": str(hyps_path), "eval_set": name})
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     else:
         print(f"BLEU = {result['bleu']:.2f}  ({result['bleu_signature']})")
         print(f"chrF = {result['chrf']:.2f}  ({result['chrf_signature']})")
-        print(f"{len(sources)} sentences, beam {args.beam_size}; hypotheses in {hyps_path}")
+        print(
+            f"{result['sentences']:,} sentences, {result['references']:,} references, "
+            f"beam {args.beam_size}; hypotheses in {hyps_path}"
+        )
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +14,16 @@ import torch
 from seq2seq.translator import CheckpointError, read_checkpoint
 
 
-def evaluate_translator(hypotheses: list[str], references: list[list[str]]) -> dict[str, Any]:
-    """Corpus BLEU (``zh`` tokenizer) and chrF, with their sacreBLEU signatures.
+def evaluate_translator(
+    hypotheses: list[str], references: list[list[str | None]]
+) -> dict[str, Any]:
+    """Corpus BLEU (``zh`` tokenizer) and chrF, with their sacreBLEU signatures and the
+    number of sentences and references scored.
 
     Args:
         hypotheses: one Chinese output per sentence.
-        references: reference streams, each as long as ``hypotheses``.
+        references: reference streams, each as long as ``hypotheses``; None where a sentence
+            has fewer references than there are streams (see :func:`reference_streams`).
     """
     from sacrebleu.metrics import BLEU, CHRF
 
@@ -30,11 +35,43 @@ def evaluate_translator(hypotheses: list[str], references: list[list[str]]) -> d
         "chrf": round(chrf_score.score, 2),
         "bleu_signature": str(bleu.get_signature()),
         "chrf_signature": str(chrf.get_signature()),
+        "sentences": len(hypotheses),
+        "references": sum(ref is not None for stream in references for ref in stream),
     }
 
 
-def load_eval_set(args: argparse.Namespace) -> tuple[list[str], list[list[str]], str]:
-    """Sources, reference streams and a name, from --src/--ref files or a held-out split."""
+def group_references(pairs: Iterable[tuple[str, str]]) -> tuple[list[str], list[list[str]]]:
+    """One test item per distinct source: the sources in order of first appearance, and each
+    one's references in corpus order.
+
+    A held-out split can hold several Chinese translations of one English sentence (the split
+    puts each English sentence in one split only). Scored as separate pairs, the source would
+    be translated and counted once per translation, and each output compared with one of
+    them; grouped, it is one item that may match any of its references.
+    """
+    references: dict[str, list[str]] = {}
+    for source, reference in pairs:
+        references.setdefault(source, []).append(reference)
+    return list(references), list(references.values())
+
+
+def reference_streams(references: list[list[str]]) -> list[list[str | None]]:
+    """Per-item reference lists as sacreBLEU's streams: stream ``k`` holds every item's
+    ``k``-th reference, padded with None where an item has fewer.
+
+    sacreBLEU (>= 2.0) drops None from a segment's references. An empty string would instead
+    count as a real, empty reference: it changes BLEU's closest reference length.
+
+    Shape: ``len(references)`` items -> ``max(len(r) for r in references)`` streams, each
+    ``len(references)`` long.
+    """
+    n_streams = max(map(len, references), default=0)
+    return [[refs[k] if k < len(refs) else None for refs in references] for k in range(n_streams)]
+
+
+def load_eval_set(args: argparse.Namespace) -> tuple[list[str], list[list[str | None]], str]:
+    """Sources, reference streams and a name, from --src/--ref files or a held-out split
+    (one item per distinct English sentence, with all its references)."""
     from seq2seq.cli import read_lines
     from seq2seq.data.errors import DataError
 
@@ -52,12 +89,13 @@ def load_eval_set(args: argparse.Namespace) -> tuple[list[str], list[list[str]],
     split = args.split or "test"
     if getattr(args, "engine", "torch") != "torch":
         raise DataError("evaluate: with --engine ctranslate2, give --src and --ref files")
-    sources, targets = held_out_split(args.checkpoint, split)
-    return sources, [targets], split
+    sources, references = held_out_split(args.checkpoint, split)
+    return sources, reference_streams(references), split
 
 
-def held_out_split(checkpoint_path: str, split: str) -> tuple[list[str], list[str]]:
-    """The dev/test pairs of the data a checkpoint was trained on (prepared again if needed)."""
+def held_out_split(checkpoint_path: str, split: str) -> tuple[list[str], list[list[str]]]:
+    """The dev/test set of the data a checkpoint was trained on (prepared again if needed), as
+    :func:`group_references` items: distinct English sources and each one's references."""
     from seq2seq.data.datamodule import TranslationDataModule
 
     checkpoint = read_checkpoint(checkpoint_path)
@@ -70,7 +108,8 @@ def held_out_split(checkpoint_path: str, split: str) -> tuple[list[str], list[st
     accepted = inspect.signature(TranslationDataModule).parameters
     datamodule = TranslationDataModule(**{k: v for k, v in hparams.items() if k in accepted})
     datamodule.prepare_data()
-    return datamodule.split_texts(split)
+    sources, targets = datamodule.split_texts(split)
+    return group_references(zip(sources, targets, strict=True))
 
 
 def average_checkpoints(paths: list[str], output: str) -> None:

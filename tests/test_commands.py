@@ -35,7 +35,7 @@ model:
 data:
   corpus: tsv
   path: {corpus}
-  vocab_size: 300
+  vocab_size: 556  # 300 before byte fallback took 256 ids
   max_tokens: 400
   max_len: 40
   cache_dir: {root}/cache
@@ -144,7 +144,7 @@ def test_logged_learning_rate_follows_the_paper_schedule(run):
 def test_checkpoint_is_self_contained(run, tmp_path):
     checkpoint = read_checkpoint(run / "checkpoints" / "last.ckpt")
     section = checkpoint["seq2seq"]
-    assert section["model_config"]["vocab_size"] == 300
+    assert section["model_config"]["vocab_size"] == 556
     assert section["tokenizer"][:2] and len(section["tokenizer"]) > 1000
     # Nothing else is needed: move the data cache away and translate.
     (run / "cache").rename(tmp_path / "cache")
@@ -215,6 +215,9 @@ def test_evaluate_held_out_test_split(run, capsys):
     assert main(["evaluate", "--checkpoint", checkpoint, "--split", "test", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["eval_set"] == "test" and result["sentences"] > 0
+    assert result["references"] >= result["sentences"]  # one item per distinct English
+    assert main(["evaluate", "--checkpoint", checkpoint, "--split", "dev"]) == 0
+    assert " references, beam " in capsys.readouterr().out  # "1,264 sentences, 1,264 references"
 
 
 def test_evaluation_scores_perfect_hypotheses_100():

@@ -8,7 +8,8 @@ import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
 from helpers import synthetic_pairs
-from seq2seq.data import Batch, DataError, Tokenizer, TranslationDataModule
+from seq2seq.data import UNK_ID, Batch, DataError, Tokenizer, TranslationDataModule
+from seq2seq.data import datamodule as datamodule_module
 from seq2seq.data.split import split_name
 
 
@@ -20,7 +21,7 @@ def corpus(tmp_path_factory):
 
 
 def make_dm(corpus, cache_dir, **kwargs):
-    args = dict(corpus="tsv", path=str(corpus), vocab_size=300, max_tokens=256, max_len=40)
+    args = dict(corpus="tsv", path=str(corpus), vocab_size=556, max_tokens=256, max_len=40)
     return TranslationDataModule(cache_dir=str(cache_dir), **{**args, **kwargs})
 
 
@@ -44,7 +45,7 @@ def test_prepare_writes_cache_and_report(prepared):
 
 
 def test_tokenizer_and_splits(prepared):
-    assert prepared.tokenizer.vocab_size == prepared.vocab_size == 300
+    assert prepared.tokenizer.vocab_size == prepared.vocab_size == 556
     for split in ("train", "dev", "test"):
         en, zh = prepared.split_texts(split)
         assert len(en) == len(zh) == prepared.report["split"][split]
@@ -62,7 +63,19 @@ def test_second_prepare_hits_cache(prepared, corpus):
     again.setup("fit")
     assert time.perf_counter() - start < 1.0
     assert again.tokenizer.to_bytes() == prepared.tokenizer.to_bytes()
-    assert make_dm(corpus, prepared.cache_dir, vocab_size=310).cache_path != prepared.cache_path
+    assert make_dm(corpus, prepared.cache_dir, vocab_size=566).cache_path != prepared.cache_path
+
+
+def test_a_new_pipeline_version_never_reuses_an_old_cache(prepared, corpus, monkeypatch):
+    current = prepared.cache_path
+    monkeypatch.setattr(datamodule_module, "CACHE_VERSION", datamodule_module.CACHE_VERSION - 1)
+    assert make_dm(corpus, prepared.cache_dir).cache_path != current
+
+
+def test_the_tokenizer_spells_unseen_characters_in_bytes(prepared):
+    text = "蜻蜓 😀 Привет"  # none of it in the corpus
+    ids = prepared.tokenizer.encode(text)
+    assert UNK_ID not in ids and prepared.tokenizer.decode(ids) == text
 
 
 def test_max_len_drops_are_counted(prepared, corpus, tmp_path):

@@ -102,7 +102,7 @@ def chinese_text(tmp_path_factory):
 def test_language_model_datamodule_packs_blocks_and_caches_them(tmp_path, chinese_text):
     dm = TranslationDataModule(
         corpus="text", path=str(chinese_text), task="lm", decoder_only=True, block_size=16,
-        vocab_size=120, max_tokens=17 * 8, cache_dir=str(tmp_path),
+        vocab_size=376, max_tokens=17 * 8, cache_dir=str(tmp_path),
     )  # fmt: skip
     dm.prepare_data()
     dm.setup("fit")
@@ -120,9 +120,9 @@ def test_decoder_only_translation_data_has_a_separator_piece(tmp_path):
     corpus = tmp_path / "pairs.tsv"
     corpus.write_text("".join(f"{en}\t{zh}\n" for en, zh in synthetic_pairs()), "utf-8")
     dm = TranslationDataModule(corpus="tsv", path=str(corpus), decoder_only=True,
-                               vocab_size=200, max_tokens=600, max_len=40,
+                               vocab_size=456, max_tokens=600, max_len=40,
                                cache_dir=str(tmp_path))  # fmt: skip
-    plain = TranslationDataModule(corpus="tsv", path=str(corpus), vocab_size=200,
+    plain = TranslationDataModule(corpus="tsv", path=str(corpus), vocab_size=456,
                                   max_tokens=600, max_len=40, cache_dir=str(tmp_path))  # fmt: skip
     assert dm.cache_path != plain.cache_path
     dm.setup("fit")

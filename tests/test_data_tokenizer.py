@@ -3,8 +3,19 @@
 import pytest
 
 from seq2seq.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, clean_pairs
+from seq2seq.data.tokenizer import SEP
 
-VOCAB = 3000  # HSK needs ~1.8k single characters at 0.9995 coverage
+VOCAB = 3000  # HSK needs ~1.8k single characters at 0.9995 coverage, plus 256 byte pieces
+
+# Characters HSK never uses: rare CJK, emoji (4 UTF-8 bytes), Cyrillic, a combining accent, a
+# zero-width joiner sequence, a CJK extension B character.
+RARE = [
+    "蜻蜓点水。",
+    "Он сказал «привет» 😀!",
+    "Cafe\u0301 and naïve résumé",
+    "👩\u200d💻 写代码",
+    "𠀀字",
+]
 
 
 @pytest.fixture(scope="module")
@@ -29,13 +40,60 @@ def test_special_ids_and_exact_vocab_size(tokenizer):
     assert [tokenizer.id_to_piece(i) for i in range(4)] == ["<pad>", "<unk>", "<s>", "</s>"]
 
 
+def byte_piece_ids(tokenizer):
+    return [i for i in range(tokenizer.vocab_size) if tokenizer.id_to_piece(i).startswith("<0x")]
+
+
+def test_byte_pieces_follow_the_specials(tokenizer):
+    assert byte_piece_ids(tokenizer) == list(range(4, 4 + 256))
+    assert tokenizer.id_to_piece(4) == "<0x00>" and tokenizer.id_to_piece(259) == "<0xFF>"
+
+
+def test_unseen_characters_round_trip_exactly_without_unk(tokenizer, hsk_pairs):
+    seen = {char for pair in hsk_pairs for text in pair for char in text}
+    for text in RARE:
+        assert set(text) - seen, f"{text!r} should hold characters absent from training"
+        ids = tokenizer.encode(text)
+        assert UNK_ID not in ids
+        assert set(ids) & set(byte_piece_ids(tokenizer)), "rare characters become byte pieces"
+        assert tokenizer.decode(ids) == text
+
+
+def test_incomplete_utf8_decodes_to_replacement_characters(tokenizer):
+    prefix = tokenizer.encode("我看见")
+    dragonfly = tokenizer.encode("蜻")  # three byte pieces, maybe after a "▁" piece
+    byte_ids = [i for i in dragonfly if tokenizer.id_to_piece(i).startswith("<0x")]
+    assert len(byte_ids) == 3
+    # A model cut off (or going astray) after a character's first bytes: one U+FFFD per
+    # stray byte (SentencePiece's rule), nothing raises, the text around it survives.
+    for cut in (1, 2):
+        text = tokenizer.decode([*prefix, *byte_ids[:cut], EOS_ID])
+        assert text == "我看见" + "\ufffd" * cut
+    assert tokenizer.decode([*prefix, *byte_ids, EOS_ID]) == "我看见蜻"
+    stray = [tokenizer.piece_to_id("<0xFF>"), tokenizer.piece_to_id("<0x80>")]
+    assert tokenizer.decode([*stray, *tokenizer.encode("好")]) == "\ufffd\ufffd 好"
+
+
+def test_separator_stays_a_control_symbol_before_the_bytes(hsk_pairs):
+    texts = [text for pair in hsk_pairs[:1500] for text in pair]
+    tokenizer = Tokenizer.train(texts, vocab_size=1500, user_symbols=[SEP])
+    assert tokenizer.vocab_size == 1500
+    assert [tokenizer.id_to_piece(i) for i in range(5)] == ["<pad>", "<unk>", "<s>", "</s>", SEP]
+    assert tokenizer.sep_id == 4 and byte_piece_ids(tokenizer) == list(range(5, 5 + 256))
+    # Ordinary text never produces it (its characters are spelled out instead) ...
+    assert tokenizer.sep_id not in tokenizer.encode(f"a {SEP} b")
+    assert tokenizer.decode(tokenizer.encode(f"a {SEP} b")) == f"a {SEP} b"
+    # ... and a decoder-only model's separator decodes to nothing.
+    ids = [*tokenizer.encode("Hello"), tokenizer.sep_id, *tokenizer.encode("你好")]
+    assert tokenizer.decode(ids) == "Hello 你好"  # the "▁" of the second encode, not <sep>
+
+
 def test_round_trip_both_languages(tokenizer, hsk_pairs):
     for en, zh in hsk_pairs[::50]:
         for text in (en, zh):
             ids = tokenizer.encode(text)
-            assert ids and not {PAD_ID, BOS_ID, EOS_ID} & set(ids)
-            if UNK_ID not in ids:
-                assert tokenizer.decode(ids) == text
+            assert ids and not {PAD_ID, UNK_ID, BOS_ID, EOS_ID} & set(ids)
+            assert tokenizer.decode(ids) == text
 
 
 def test_chinese_decodes_without_spaces(tokenizer):
@@ -70,3 +128,18 @@ def test_training_is_deterministic(hsk_pairs, tokenizer):
 def test_too_small_corpus_for_vocab_raises():
     with pytest.raises(RuntimeError):
         Tokenizer.train(["ab", "ba"], vocab_size=5000)
+
+
+def test_hugging_face_export_reads_byte_pieces_alike(tokenizer, tmp_path):
+    transformers = pytest.importorskip("transformers")
+    from seq2seq.export import write_marian_tokenizer
+
+    write_marian_tokenizer(tokenizer, tmp_path)
+    marian = transformers.MarianTokenizer.from_pretrained(tmp_path)
+    # With sacremoses installed Marian first rewrites punctuation (« », Chinese full stops);
+    # this test is about the vocabulary files, so leave the text as it is.
+    marian.punc_normalizer = lambda text: text
+    for text in [*RARE, "我们明天去北京，好吗？"]:
+        ids = marian(text).input_ids  # Marian appends </s>
+        assert ids == [*tokenizer.encode(text), EOS_ID]
+        assert marian.decode(ids, skip_special_tokens=True) == text

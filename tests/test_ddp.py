@@ -20,6 +20,7 @@ from seq2seq.training import TranslationModule
 
 pytestmark = pytest.mark.slow
 WORKER = Path(__file__).parent / "workers" / "ddp_worker.py"
+REPO = Path(__file__).parents[1]
 
 
 def free_port() -> int:
@@ -29,7 +30,10 @@ def free_port() -> int:
 
 
 def quiet_env() -> dict[str, str]:
-    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    # torchrun runs the worker as a script, so Python would import seq2seq from wherever it is
+    # installed; PYTHONPATH makes the workers test this checkout's code, as the test does.
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore", "PYTHONPATH": path}
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +42,7 @@ def prepared(tmp_path_factory):
     corpus = root / "pairs.tsv"
     corpus.write_text("".join(f"{en}\t{zh}\n" for en, zh in synthetic_pairs()), encoding="utf-8")
     data = TranslationDataModule(
-        corpus="tsv", path=str(corpus), vocab_size=300, max_tokens=400, max_len=40,
+        corpus="tsv", path=str(corpus), vocab_size=556, max_tokens=400, max_len=40,
         cache_dir=str(root / "cache"),
     )  # fmt: skip
     data.prepare_data()
@@ -74,7 +78,7 @@ def test_ranks_train_on_disjoint_shards_of_equal_length(torchrun_results, prepar
 
 def tiny_module(**kwargs) -> TranslationModule:
     return TranslationModule(
-        ModelConfig(vocab_size=300, d_model=32, n_heads=2, n_encoder_layers=1,
+        ModelConfig(vocab_size=556, d_model=32, n_heads=2, n_encoder_layers=1,
                     n_decoder_layers=1, d_ff=64, dropout=0.0, max_positions=64),
         warmup_steps=10, **kwargs,
     )  # fmt: skip

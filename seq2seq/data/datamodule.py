@@ -53,7 +53,8 @@ from seq2seq.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, SEP, Tokenizer
 
 TASKS = ("translation", "lm")
 
-CACHE_VERSION = 1  # bump when the cached format or the pipeline's output changes
+CACHE_VERSION = 2  # bump when the cached format or the pipeline's output changes
+# (2: byte-fallback tokenizer; an English sentence in one split only)
 LANGS = ("en", "zh")  # file suffixes of the cached text, source first
 
 

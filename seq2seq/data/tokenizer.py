@@ -3,6 +3,11 @@
 One vocabulary serves both languages because the model shares (ties) its source embedding,
 target embedding and output projection. Special ids are fixed so model code can rely on them
 without a tokenizer at hand.
+
+Byte fallback: a character without a piece of its own is spelled as its UTF-8 bytes, one
+``<0xNN>`` piece per byte (256 pieces, ids right after the specials and ``<sep>``), instead of
+``<unk>``. Every text therefore encodes and decodes exactly, and the model never learns to
+emit ``<unk>`` (shown as "⁇") for a rare Chinese character in a training target.
 """
 
 from __future__ import annotations
@@ -47,11 +52,12 @@ class Tokenizer:
 
         Args:
             texts: Training sentences; pass both sides of the training split.
-            vocab_size: Exact vocabulary size including the four specials. SentencePiece
-                raises if the text is too small to fill it.
+            vocab_size: Exact vocabulary size including the four specials and the 256 byte
+                pieces. SentencePiece raises if the text is too small to fill it.
             model_type: ``unigram`` or ``bpe`` (``char``/``word`` work too).
             character_coverage: Fraction of characters covered by single-character pieces; the
-                rest map to ``<unk>``. Below 1 matters for Chinese's long tail of rare characters.
+                rest are spelled as byte pieces. Below 1 keeps Chinese's long tail of rare
+                characters from taking pieces that common words would use better.
             input_sentence_size: Train on at most this many sentences (a random sample).
             num_threads: Trainer threads.
             seed: Seed for SentencePiece's sampling, for a reproducible vocabulary.
@@ -76,6 +82,7 @@ class Tokenizer:
             # Text is normalised by seq2seq.data.clean already; SentencePiece's default NFKC
             # would fold Chinese full-width punctuation, so decode(encode(x)) != x.
             normalization_rule_name="identity",
+            byte_fallback=True,  # rare characters become byte pieces, never <unk>
             minloglevel=2,
             **({"control_symbols": list(user_symbols)} if user_symbols else {}),
         )
@@ -101,7 +108,11 @@ class Tokenizer:
         return self._sp.encode(list(texts))
 
     def decode(self, ids: Sequence[int]) -> str:
-        """Text of ``ids``: stops at the first eos and ignores pad and bos."""
+        """Text of ``ids``: stops at the first eos and ignores pad and bos.
+
+        Byte pieces that do not form valid UTF-8 (a model can emit a character's first bytes
+        only) decode to one U+FFFD replacement character per byte; nothing raises.
+        """
         ids = list(ids)
         if EOS_ID in ids:
             ids = ids[: ids.index(EOS_ID)]

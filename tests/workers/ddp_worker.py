@@ -50,11 +50,11 @@ def main() -> None:
     out, corpus, cache = sys.argv[1:4]
     torch.set_num_threads(1)
     data = TranslationDataModule(
-        corpus="tsv", path=corpus, vocab_size=300, max_tokens=400, max_len=40, cache_dir=cache
+        corpus="tsv", path=corpus, vocab_size=556, max_tokens=400, max_len=40, cache_dir=cache
     )
     L.seed_everything(0)
     module = TranslationModule(
-        ModelConfig(vocab_size=300, max_positions=64, **TINY), warmup_steps=10,
+        ModelConfig(vocab_size=556, max_positions=64, **TINY), warmup_steps=10,
         val_bleu_sentences=0,
     )  # fmt: skip
     recorder = Recorder()
