@@ -120,3 +120,5 @@ def test_bundled_corpus_loads():
     assert len(pairs) > 60_000
     assert pairs[0] == ("Let's try something.", "我們試試看！")  # Tatoeba row 1, (en, zh)
     assert pairs[-1][1].endswith("。")  # HSK rows come last, Chinese second
+    # HSK rows still waiting for a translation say only "placeholder": they are no pairs.
+    assert not [en for en, _ in pairs if en.strip().lower() == "placeholder"]

@@ -54,7 +54,7 @@ from seq2seq.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, SEP, Tokenizer
 TASKS = ("translation", "lm")
 
 CACHE_VERSION = 2  # bump when the cached format or the pipeline's output changes
-# (2: byte-fallback tokenizer; an English sentence in one split only)
+# (2: byte-fallback tokenizer; an English sentence in one split only; no HSK placeholders)
 LANGS = ("en", "zh")  # file suffixes of the cached text, source first
 
 

@@ -128,7 +128,12 @@ def _load_hsk() -> list[Pair]:
     _require_file(path)
     with path.open(encoding="utf-8") as f:
         rows = json.load(f)
-    return [(row["translation"]["en"], row["chinese"]) for row in rows]
+    # 65 rows have no translation yet, only the English text "placeholder": not a pair.
+    return [
+        (row["translation"]["en"], row["chinese"])
+        for row in rows
+        if row["translation"]["en"].strip().lower() != "placeholder"
+    ]
 
 
 def load_text_pair(src_path: str | Path, tgt_path: str | Path) -> list[Pair]:
