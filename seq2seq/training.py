@@ -27,7 +27,7 @@ from seq2seq.search import SearchConfig
 from seq2seq.translator import CHECKPOINT_KEY, Translator
 
 
-def inverse_sqrt_schedule(step: int, d_model: int, warmup_steps: int, scale: float) -> float:
+def inverse_sqrt_schedule(step: float, d_model: int, warmup_steps: int, scale: float) -> float:
     """lrate = scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5) (paper §5.3).
 
     ``step`` counts from 1 (optimizer updates), so the first update already has a nonzero rate.
@@ -130,8 +130,12 @@ class TranslationModule(L.LightningModule):
         cooldown_share = hp.cooldown_steps / total if hp.cooldown_steps > 0 else 0.0
 
         def rate(step: int) -> float:  # step = optimizer updates done so far
+            # The schedule's own step: the real one, unless the time budget is further along
+            # (a slower machine), then that share of max_steps, so warmup, decay and cooldown
+            # keep their shape over the run instead of being cut off by the clock.
+            position = max(step, self._time_used * total) if total > 0 else step
             progress = self.training_progress(step, total)
-            return inverse_sqrt_schedule(step + 1, d_model, warmup, scale) * cooldown_factor(
+            return inverse_sqrt_schedule(position + 1, d_model, warmup, scale) * cooldown_factor(
                 progress, cooldown_share
             )
 
@@ -147,7 +151,8 @@ class TranslationModule(L.LightningModule):
 
         A run that the time budget stops (a slower machine than the recipe was tuned on)
         then ends annealed, as one stopped by its step budget does, instead of being cut off
-        at full learning rate. The elapsed time is Lightning's ``Timer``'s (it is saved in
+        at full learning rate; the warmup and the inverse-square-root decay follow the same
+        clock (``configure_optimizers``), so the whole schedule keeps its shape. The elapsed time is Lightning's ``Timer``'s (it is saved in
         checkpoints, so it survives ``--ckpt_path last``), read on rank 0 and shared with
         every rank (``on_before_optimizer_step``), so all ranks use the same rate.
         """

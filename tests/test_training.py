@@ -180,16 +180,38 @@ def test_a_loss_that_stays_nonfinite_stops_training_with_a_message():
     assert module.skipped_steps == 3
 
 
-def test_a_run_stopped_by_max_time_ends_annealed_and_says_so(caplog):
-    """A time budget far too short for max_steps: the cooldown follows the clock, so the last
-    update's rate is 0 (not the peak), and one line says where and why it stopped."""
-    import time
+def test_the_whole_schedule_follows_the_clock_when_it_is_ahead_of_the_steps(monkeypatch):
+    """At half the time budget and a tenth of the steps (a slow machine), the rate is the
+    schedule's at half of max_steps: warmup, decay and cooldown keep their shape."""
+    from types import SimpleNamespace
+
+    module = TranslationModule(tiny_config(), warmup_steps=200, lr_scale=0.5, cooldown_steps=400)
+    module._trainer = SimpleNamespace(max_steps=1000, callbacks=[])
+    rate = module.configure_optimizers()["lr_scheduler"]["scheduler"].lr_lambdas[0]
+    d_model = tiny_config().d_model
+    on_steps = rate(100)
+    assert on_steps == pytest.approx(inverse_sqrt_schedule(101, d_model, 200, 0.5))
+    timer = FakeTimer(elapsed=50.0, budget=100.0)
+    monkeypatch.setattr(module, "_timer", lambda: timer)
+    module._time_used = module._time_used_on_this_rank()
+    by_clock = inverse_sqrt_schedule(501, d_model, 200, 0.5) * cooldown_factor(0.5, 0.4)
+    assert rate(100) == pytest.approx(by_clock)
+    assert rate(700) == pytest.approx(  # steps ahead of the clock: the steps count
+        inverse_sqrt_schedule(701, d_model, 200, 0.5) * cooldown_factor(0.7, 0.4)
+    )
+
+
+def test_a_run_stopped_by_max_time_ends_annealed_and_says_so(caplog, monkeypatch):
+    """A time budget far too short for max_steps: the cooldown follows the clock, so the rate
+    ends near zero (not at the peak), and one line says where and why it stopped. The clock
+    is Lightning's Timer's, faked so that every step takes exactly 0.1 s."""
+    from types import SimpleNamespace
 
     import lightning as L
+    import lightning.pytorch.callbacks.timer as timer_module
 
-    class SlowStep(L.Callback):
-        def on_train_batch_end(self, *args):
-            time.sleep(0.1)
+    clock = SimpleNamespace(now=1000.0)
+    monkeypatch.setattr(timer_module, "time", SimpleNamespace(monotonic=lambda: clock.now))
 
     class Rates(L.Callback):
         def __init__(self):
@@ -198,26 +220,36 @@ def test_a_run_stopped_by_max_time_ends_annealed_and_says_so(caplog):
         def on_train_batch_start(self, trainer, *args):
             self.rates.append(trainer.optimizers[0].param_groups[0]["lr"])
 
+        def on_before_optimizer_step(self, *args):
+            clock.now += 0.1  # the step's time, seen by the module's hook that follows
+
     caplog.set_level("INFO")
     torch.manual_seed(0)
     module, rates = TranslationModule(tiny_config(), warmup_steps=2, cooldown_steps=50), Rates()
     trainer = L.Trainer(
         accelerator="cpu", max_steps=100, max_time={"seconds": 3}, logger=False,
         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-        callbacks=[SlowStep(), rates],
+        callbacks=[rates],
     )  # fmt: skip
     batches = train_batches(200)
     loader = torch.utils.data.DataLoader(batches, batch_size=None, collate_fn=lambda b: b)
     trainer.fit(module, train_dataloaders=loader)
-    steps = trainer.global_step
-    assert 5 <= steps < 40  # the clock stopped it long before max_steps
-    # By steps alone the cooldown (the last 50 of 100) would not even have begun; by the
-    # clock the rate ends within a step or two (of ~30) of zero.
+    assert trainer.global_step == 30  # 3 s of 0.1 s steps, long before max_steps
+    # By steps alone the cooldown (the last 50 of 100) would not have begun at step 30; by
+    # the clock it covers the run's second half and ends at zero.
     peak, last = max(rates.rates), trainer.optimizers[0].param_groups[0]["lr"]
-    assert last < 0.2 * peak and rates.rates[-1] < 0.3 * peak
+    assert last == 0.0
+    assert rates.rates[-1] < 0.1 * peak
+    assert rates.rates[14] > 0.9 * rates.rates[13] > 0  # no cooldown in the first half
     (said,) = [r.getMessage() for r in caplog.records if "stopped by max_time" in r.getMessage()]
-    assert said.startswith(f"stopped by max_time (0:00:03) at step {steps}/100; ")
-    assert f"schedule annealed to {last:.2g} (peak {peak:.2g})" in said
+    assert said == f"stopped by max_time (0:00:03) at step 30/100; schedule annealed to 0 " \
+                   f"(peak {module_peak(module):.2g})"  # fmt: skip
+
+
+def module_peak(module) -> float:
+    hp = module.hparams
+    return inverse_sqrt_schedule(hp.warmup_steps, module.config.d_model, hp.warmup_steps,
+                                 hp.lr_scale)  # fmt: skip
 
 
 def test_gradient_is_the_token_mean_over_accumulated_micro_batches():
