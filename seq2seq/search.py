@@ -10,13 +10,14 @@ through its KV cache; tests drive the same searches with scripted scorers.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import torch
 from torch import Tensor
 
 from seq2seq.attention import padding_mask
+from seq2seq.config import ModelConfig
 from seq2seq.model import Transformer
 
 NEG_INF = float("-inf")
@@ -102,7 +103,10 @@ class SearchConfig:
     """Knobs shared by the searches.
 
     Attributes:
-        bos_id, eos_id, pad_id: special tokens; pad and bos are never generated.
+        bos_id, eos_id, pad_id, unk_id: special tokens. Pad, unk and bos are never
+            generated, and eos never first: a search adds at least one real token (fairseq's
+            ``min_len = 1``; an empty translation of a non-empty source is no translation),
+            unless a length limit of 1 leaves room for the eos alone.
         sep_id: the token between source and target of a decoder-only translation model,
             whose prompt is ``[bos] source [sep]`` (None for encoder-decoder models).
         max_len_a, max_len_b: a hypothesis has at most ``a * source_length + b`` tokens
@@ -118,11 +122,22 @@ class SearchConfig:
     bos_id: int = 2
     eos_id: int = 3
     pad_id: int = 0
+    unk_id: int = 1
     sep_id: int | None = None
     max_len_a: float = 1.2
     max_len_b: int = 10
     length_penalty: float = 0.6
     exact_stop: bool = False
+
+    @property
+    def never_generated(self) -> tuple[int, int, int]:
+        """pad, unk and bos: no output of any search holds them."""
+        return (self.pad_id, self.unk_id, self.bos_id)
+
+    def with_specials(self, config: ModelConfig) -> SearchConfig:
+        """These settings with the special ids of a model."""
+        return replace(self, pad_id=config.pad_id, unk_id=config.unk_id, bos_id=config.bos_id,
+                       eos_id=config.eos_id)  # fmt: skip
 
     def max_lengths(self, src_lengths: Tensor, cap: int | None = None) -> Tensor:
         """(B,) real source lengths -> (B,) maximum hypothesis lengths (>= 1)."""
@@ -153,16 +168,19 @@ class Hypothesis:
 def restrict_next_tokens_(
     logits: Tensor, step: int, max_lens: Tensor, config: SearchConfig
 ) -> Tensor:
-    """Ban pad/bos everywhere and force eos on rows at their length limit, in place.
+    """Ban pad/unk/bos everywhere and eos as the first token, and force eos on rows at their
+    length limit, in place (see ``SearchConfig``: a limit of 1 still ends at once).
 
     Args:
         logits: (B, R, V) next-token scores of R rows per sentence.
         step: 0-based index of the token being chosen.
         max_lens: (B,) maximum lengths, eos included.
     """
-    logits[..., config.pad_id] = NEG_INF
-    logits[..., config.bos_id] = NEG_INF
+    for token in config.never_generated:
+        logits[..., token] = NEG_INF
     at_limit = step >= max_lens - 1  # (B,)
+    if step == 0:  # no empty output: fairseq's min_len = 1
+        logits[..., config.eos_id].masked_fill_(~at_limit[:, None], NEG_INF)
     if bool(at_limit.any()):
         eos_column = logits[at_limit, :, config.eos_id].clone()
         logits[at_limit] = NEG_INF
@@ -405,8 +423,7 @@ def translate_ids(
     decoder-only model continues the prompt ``[bos] source [sep]`` (``config.sep_id``).
     """
     if config is None:
-        mc = model.config
-        config = SearchConfig(bos_id=mc.bos_id, eos_id=mc.eos_id, pad_id=mc.pad_id)
+        config = SearchConfig().with_specials(model.config)
     src_lengths = padding_mask(src_ids, config.pad_id).sum(dim=1)
     if model.config.decoder_only:
         rows = zip(src_ids.tolist(), src_lengths.tolist(), strict=True)
