@@ -9,6 +9,7 @@ through its KV cache; tests drive the same searches with scripted scorers.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -475,7 +476,14 @@ def top_p_filter(logits: Tensor, p: float) -> Tensor:
 
 @dataclass(frozen=True)
 class SamplingConfig:
-    """Ancestral sampling settings; temperature 0 means greedy."""
+    """Ancestral sampling settings; temperature 0 means greedy.
+
+    Attributes:
+        seed: row i of the caller's input draws its random numbers from a stream of its own,
+            seeded by (seed, i): a prompt at the same index gives the same text whatever else
+            is in the input and however it is batched. None: a seed drawn from torch's global
+            generator (so ``torch.manual_seed`` repeats a run).
+    """
 
     temperature: float = 1.0
     top_k: int = 0
@@ -483,60 +491,91 @@ class SamplingConfig:
     seed: int | None = None
 
 
+class RowStreams:
+    """One random stream per row, keyed by the row's index in the caller's input.
+
+    One generator for the whole batch hands a row different numbers depending on the rows
+    before it; a stream per row makes its sample depend on (seed, index, its own scores)
+    alone. Python's Mersenne Twister seeded by the string ``"seed:index"`` (through SHA-512)
+    gives independent streams of 53-bit uniforms, one per row and step: a few microseconds
+    beside a decoder step.
+    """
+
+    def __init__(self, seed: int | None, indices: Sequence[int], device: torch.device) -> None:
+        if seed is None:
+            seed = int(torch.randint(0, 2**62, ()))
+        self.generators = [random.Random(f"{seed}:{index}") for index in indices]
+        self.device = device
+
+    def next(self) -> Tensor:
+        """(N,) float64 uniforms in [0, 1), the next number of every row's stream."""
+        values = [generator.random() for generator in self.generators]
+        return torch.tensor(values, dtype=torch.float64, device=self.device)
+
+
 @torch.no_grad()
 def sample_search(
     scorer: Scorer,
-    first_tokens: Tensor,
-    max_new_tokens: int,
+    max_lens: Tensor,
     sampling: SamplingConfig,
-    eos_id: int,
-    pad_id: int = 0,
-    banned: Sequence[int] = (),
+    config: SearchConfig,
+    indices: Sequence[int] | None = None,
     on_token: Callable[[Tensor], None] | None = None,
-    row_limits: Tensor | None = None,
 ) -> Tensor:
-    """Sample up to ``max_new_tokens`` per row, feeding ``first_tokens`` (N,) first.
+    """Sample every row's next token until its eos or its length limit, N rows at once.
+
+    The tokens allowed are greedy and beam search's (``restrict_next_tokens_``): never pad, unk
+    or bos, and no eos first. A row stops after ``max_lens - 1`` tokens, without the decoder
+    step the other searches spend on the eos they force there.
 
     Args:
-        banned: ids never sampled besides pad (e.g. bos).
+        scorer: incremental model over N rows, fed bos first.
+        max_lens: (N,) length limits, eos included (as for greedy and beam search).
+        indices: each row's index in the caller's input, which picks its random stream
+            (``SamplingConfig.seed``); 0..N-1 by default.
         on_token: called with each step's (N,) tokens as soon as they exist (streaming).
-        row_limits: (N,) a smaller limit for some rows (they stop there, without an eos).
 
     Returns:
-        (N, max_new_tokens) sampled ids; after a row's eos, pad.
+        (N, max(max_lens) - 1) sampled ids; after a row's eos or limit, pad.
     """
-    generator = None
-    if sampling.seed is not None:
-        generator = torch.Generator(device=first_tokens.device).manual_seed(sampling.seed)
-    rows = first_tokens.shape[0]
-    out = torch.full((rows, max_new_tokens), pad_id, dtype=torch.long, device=first_tokens.device)
-    finished = torch.zeros(rows, dtype=torch.bool, device=first_tokens.device)
-    last = first_tokens
-    for step in range(max_new_tokens):
-        log_probs = scorer(last)
-        log_probs[:, [pad_id, *banned]] = NEG_INF
-        token = _sample_token(log_probs, sampling, generator).masked_fill(finished, pad_id)
+    rows, device = max_lens.shape[0], max_lens.device
+    streams = RowStreams(sampling.seed, range(rows) if indices is None else indices, device)
+    width = int(max_lens.max()) - 1
+    out = torch.full((rows, width), config.pad_id, dtype=torch.long, device=device)
+    finished = max_lens <= 1
+    last = torch.full((rows,), config.bos_id, dtype=torch.long, device=device)
+    for step in range(width):
+        scores = restrict_next_tokens_(scorer(last)[:, None], step, max_lens, config)[:, 0]
+        token = _sample_token(scores, sampling, streams.next())
+        token = token.masked_fill(finished, config.pad_id)
         out[:, step] = token
         if on_token is not None:
             on_token(token)
-        finished |= token == eos_id
-        if row_limits is not None:
-            finished |= row_limits <= step + 1
+        finished |= (token == config.eos_id) | (max_lens - 1 <= step + 1)
         if bool(finished.all()):
             break
         last = token
     return out
 
 
-def _sample_token(log_probs: Tensor, sampling: SamplingConfig, generator) -> Tensor:
-    """(N, V) log-probs -> (N,) tokens under temperature, top-k and top-p."""
+def _sample_token(scores: Tensor, sampling: SamplingConfig, uniforms: Tensor) -> Tensor:
+    """(N, V) next-token scores -> (N,) tokens under temperature, top-k and top-p.
+
+    Row i inverts its cumulative distribution at its own uniform ``uniforms[i]`` (N,): the
+    first token whose cumulative probability exceeds it (``torch.multinomial`` would draw from
+    one generator for all rows).
+    """
     if sampling.temperature <= 0:
-        return log_probs.argmax(dim=-1)
+        return scores.argmax(dim=-1)
     logits = top_p_filter(
-        top_k_filter(log_probs / sampling.temperature, sampling.top_k), sampling.top_p
+        top_k_filter(scores / sampling.temperature, sampling.top_k), sampling.top_p
     )
-    probs = logits.softmax(dim=-1)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    cdf = logits.softmax(dim=-1).cumsum(dim=-1)  # (N, V), flat over tokens of no mass
+    target = uniforms.to(cdf.dtype)[:, None] * cdf[:, -1:]
+    token = torch.searchsorted(cdf, target, right=True)[:, 0]
+    # u < 1 stays below the cdf's last rise, unless rounding lifts it there: the first
+    # maximum of the cdf is the last token with mass.
+    return token.minimum(cdf.argmax(dim=-1))
 
 
 @torch.inference_mode()
@@ -548,11 +587,17 @@ def generate_ids(
     beam_size: int = 1,
     config: SearchConfig | None = None,
     on_token: Callable[[Tensor], None] | None = None,
+    indices: Sequence[int] | None = None,
 ) -> list[list[int]]:
-    """Continue each prompt of a decoder-only model by up to ``max_new_tokens`` tokens.
+    """Continue each prompt of a decoder-only model by 1 to ``max_new_tokens`` tokens.
 
     ``beam_size`` > 1 runs beam search (``config``'s length penalty); otherwise tokens are
-    sampled (temperature 0 = greedy), and ``on_token`` sees each step's (N,) tokens.
+    sampled (temperature 0 = greedy), and ``on_token`` sees each step's (N,) tokens. As in
+    translation the first new token is never eos: a continuation adds at least one token.
+
+    Args:
+        indices: each prompt's index in the caller's input, which picks its random stream
+            (``SamplingConfig.seed``); 0..N-1 by default.
 
     Returns:
         The new tokens of each prompt, without the final eos.
@@ -560,22 +605,19 @@ def generate_ids(
     mc = model.config
     if not mc.decoder_only:
         raise ValueError("generation needs a decoder-only model (decoder_only: true)")
-    config = config or SearchConfig(bos_id=mc.bos_id, eos_id=mc.eos_id, pad_id=mc.pad_id)
+    config = config or SearchConfig().with_specials(mc)
     device = model.embedding.weight.device
     # Each prompt's own room: a long prompt in the batch never shortens another's output.
     room = mc.max_positions - torch.tensor([len(p) for p in prompts], device=device)
     if int(room.min()) < 1:
         raise ValueError(f"the prompt fills all {mc.max_positions} positions of the model")
     limits = room.clamp(max=max_new_tokens)  # (N,) new tokens per prompt
-    max_new_tokens = int(limits.max())
-    scorer = PromptScorer(model, prompts, beam_size, max_new_tokens + 1)
+    scorer = PromptScorer(model, prompts, beam_size, int(limits.max()) + 1)
+    max_lens = limits + 1  # the searches count the eos that ends a row
     if beam_size > 1:
-        # The eos is forced after a row's last allowed token, so the limit counts it too.
-        return [hyps[0].tokens for hyps in beam_search(scorer, limits + 1, beam_size, config)]
-    first = torch.full((len(prompts),), mc.bos_id, device=device)
-    out = sample_search(scorer, first, max_new_tokens, sampling, mc.eos_id, mc.pad_id,
-                        (mc.bos_id,), on_token, row_limits=limits)  # fmt: skip
-    return [_strip_after_eos(row, mc.eos_id, mc.pad_id) for row in out.tolist()]
+        return [hyps[0].tokens for hyps in beam_search(scorer, max_lens, beam_size, config)]
+    out = sample_search(scorer, max_lens, sampling, config, indices, on_token)
+    return [_strip_after_eos(row, config.eos_id, config.pad_id) for row in out.tolist()]
 
 
 def _strip_after_eos(row: list[int], eos_id: int, pad_id: int) -> list[int]:

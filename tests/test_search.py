@@ -9,9 +9,11 @@ import torch
 from helpers import random_ids, tiny_config, tiny_model
 from seq2seq import Transformer
 from seq2seq.search import (
+    RowStreams,
     SamplingConfig,
     SearchConfig,
     TransformerScorer,
+    _sample_token,
     beam_search,
     greedy_search,
     sample_search,
@@ -231,18 +233,43 @@ def _lm_scorer(model):
 
 def test_sampling_with_a_seed_is_reproducible_and_temperature_zero_is_greedy():
     model = tiny_model(seed=2, decoder_only=True)
-    start = torch.full((4,), BOS)
+    limits = torch.full((4,), 13)
     config = SamplingConfig(temperature=1.0, top_k=10, top_p=0.9, seed=123)
-    first = sample_search(_lm_scorer(model), start, 12, config, EOS)
-    second = sample_search(_lm_scorer(model), start, 12, config, EOS)
+    first = sample_search(_lm_scorer(model), limits, config, SearchConfig())
+    second = sample_search(_lm_scorer(model), limits, config, SearchConfig())
     assert torch.equal(first, second)
-    other = sample_search(_lm_scorer(model), start, 12, SamplingConfig(seed=7), EOS)
+    other = sample_search(_lm_scorer(model), limits, SamplingConfig(seed=7), SearchConfig())
     assert not torch.equal(first, other)
-    greedy = sample_search(_lm_scorer(model), start, 12, SamplingConfig(temperature=0.0), EOS)
-    cold = sample_search(
-        _lm_scorer(model), start, 12, SamplingConfig(temperature=1e-4, seed=1), EOS
-    )
+    greedy = sample_search(_lm_scorer(model), limits, SamplingConfig(temperature=0.0),
+                           SearchConfig())  # fmt: skip
+    cold = sample_search(_lm_scorer(model), limits, SamplingConfig(temperature=1e-4, seed=1),
+                         SearchConfig())  # fmt: skip
     assert torch.equal(greedy, cold)
+
+
+def test_each_row_draws_from_its_own_stream():
+    """Row i's numbers depend on (seed, its index) only: not on the rows beside it."""
+    alone = [RowStreams(5, [i], torch.device("cpu")) for i in range(3)]
+    together = RowStreams(5, [0, 1, 2], torch.device("cpu"))
+    for _ in range(4):
+        assert torch.equal(together.next(), torch.cat([s.next() for s in alone]))
+    assert not torch.equal(RowStreams(6, [0], "cpu").next(), RowStreams(5, [0], "cpu").next())
+
+
+def test_sampled_tokens_follow_the_filtered_distribution():
+    probs = torch.tensor([0.0, 0.1, 0.5, 0.0, 0.25, 0.15])
+    rows = 20_000
+    scores = probs.log().expand(rows, -1)
+    uniforms = RowStreams(0, range(rows), torch.device("cpu")).next()
+    tokens = _sample_token(scores, SamplingConfig(), uniforms)
+    frequencies = torch.bincount(tokens, minlength=6) / rows
+    assert torch.allclose(frequencies, probs, atol=0.015)
+    assert frequencies[0] == frequencies[3] == 0  # no mass, never drawn
+    top2 = _sample_token(scores, SamplingConfig(top_k=2), uniforms)
+    assert set(top2.tolist()) == {2, 4}
+    # A uniform that rounds up to the end of the cdf still gives a token with mass.
+    edge = _sample_token(scores[:1], SamplingConfig(), torch.tensor([1.0 - 2**-60]))
+    assert edge.tolist() == [5]
 
 
 # -- special tokens and the minimum length -------------------------------------------------
@@ -261,6 +288,12 @@ EOS_FIRST = {
 }
 
 
+def _sampled(table, rows: int, limit: int, seed: int = 0) -> list[list[int]]:
+    out = sample_search(ScriptedScorer(table, rows), torch.full((rows,), limit),
+                        SamplingConfig(seed=seed), PLAIN)  # fmt: skip
+    return out.tolist()
+
+
 def test_no_search_ever_emits_unk_pad_or_bos():
     max_lens = torch.tensor([4])
     greedy = greedy_search(ScriptedScorer(UNK_LOVER, 1), max_lens, PLAIN)[0]
@@ -268,6 +301,9 @@ def test_no_search_ever_emits_unk_pad_or_bos():
     assert greedy.log_prob == pytest.approx(math.log(0.2 * 0.3))  # probabilities unchanged
     beams = beam_search(ScriptedScorer(UNK_LOVER, 3), max_lens, 3, PLAIN, n_best=3)[0]
     assert [h.tokens for h in beams] == [[A], [A, B], [B]]  # P = 0.06, 0.016, 0.005
+    for row in _sampled(UNK_LOVER, 300, 4):
+        assert not {UNK, PAD, BOS} & set(row[: row.index(EOS) if EOS in row else 3])
+        assert row[0] != EOS
 
 
 def test_the_first_token_is_never_eos_unless_the_limit_is_one():
@@ -280,6 +316,7 @@ def test_the_first_token_is_never_eos_unless_the_limit_is_one():
     assert [[h.tokens for h in hyps] for hyps in beams] == [[[A], [B]], [[]], [[A], [B]]]
     one_beam = beam_search(ScriptedScorer(EOS_FIRST, 3), max_lens, 1, PLAIN)
     assert [hyps[0].tokens for hyps in one_beam] == [h.tokens for h in greedy]
+    assert all(row[0] in (A, B) for row in _sampled(EOS_FIRST, 100, 4))
 
 
 def test_a_model_that_prefers_unk_and_an_empty_output_still_translates():
