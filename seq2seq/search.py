@@ -497,8 +497,8 @@ class RowStreams:
     One generator for the whole batch hands a row different numbers depending on the rows
     before it; a stream per row makes its sample depend on (seed, index, its own scores)
     alone. Python's Mersenne Twister seeded by the string ``"seed:index"`` (through SHA-512)
-    gives independent streams of 53-bit uniforms, one per row and step: a few microseconds
-    beside a decoder step.
+    gives independent streams of 53-bit uniforms, one per row and step: 17 us a step for 64
+    rows, 51 us for 256 (2 busy CPU cores), beside a decoder step and a draw that takes ms.
     """
 
     def __init__(self, seed: int | None, indices: Sequence[int], device: torch.device) -> None:
