@@ -93,7 +93,7 @@ import torch
 SCRIPTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(SCRIPTS))  # compare_marian, when run as a script or imported
 
-PAD_ID, BOS_ID, EOS_ID = 0, 2, 3  # seq2seq.data.tokenizer's fixed special ids
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3  # seq2seq.data.tokenizer's fixed special ids
 DECODE_STEPS = 24  # decoder steps per sentence: 23 tokens, then the forced eos
 SEARCHES = {"greedy": 1, "beam5": 5}
 # Dense bf16 tensor-core peaks (TFLOP/s), first matching substring of the device name wins.
@@ -464,7 +464,7 @@ def marian_decoder(settings: dict[str, Any], beam: int) -> Callable:
             min_new_tokens=DECODE_STEPS - 1,
             max_new_tokens=DECODE_STEPS,
             forced_eos_token_id=EOS_ID,
-            suppress_tokens=[PAD_ID, BOS_ID],
+            suppress_tokens=[PAD_ID, UNK_ID, BOS_ID],
             **beam_options,
         )
         rows = generated[:, 1:].tolist()  # without the decoder start token
@@ -494,8 +494,9 @@ def trained_marian_decoder(checkpoint: str, beam: int) -> Callable:
             num_beams=beam,
             do_sample=False,
             max_length=limit + 1,  # + the decoder start token
+            min_new_tokens=1,  # our search's rules: no empty output, no pad, unk or bos
             forced_eos_token_id=EOS_ID,
-            suppress_tokens=[PAD_ID, BOS_ID],
+            suppress_tokens=[PAD_ID, UNK_ID, BOS_ID],
             **(beam_options if beam > 1 else {}),
         )
         rows = generated[:, 1:].tolist()

@@ -62,7 +62,7 @@ import torch
 import torch.nn.functional as F
 import yaml
 
-PAD_ID, BOS_ID, EOS_ID = 0, 2, 3  # seq2seq.data.tokenizer's fixed special ids
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3  # seq2seq.data.tokenizer's fixed special ids
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -401,7 +401,8 @@ def decode_marian(model, tokenizer, sources, beam_size, settings, max_tokens=400
                 max_new_tokens=max_new,
                 length_penalty=search.length_penalty,
                 early_stopping=True,
-                suppress_tokens=[PAD_ID, BOS_ID],  # our search never emits pad or bos
+                min_new_tokens=1,  # our search: no empty output, never pad, unk or bos
+                suppress_tokens=[PAD_ID, UNK_ID, BOS_ID],
             )
             for index, row in zip(rows, generated.tolist(), strict=True):
                 outputs[index] = one_line(tokenizer.decode(strip_specials(row)))

@@ -144,7 +144,11 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--top-p", type=float, default=1.0, help="nucleus: smallest set with mass p (1.0 = all)"
     )
-    p.add_argument("--seed", type=int, default=None, help="seed for a reproducible sample")
+    p.add_argument(
+        "--seed", type=int, default=None,
+        help="seed for a reproducible sample: prompt line i gets the same text whatever the "
+        "other lines are",
+    )  # fmt: skip
     p.add_argument("--greedy", action="store_true", help="always take the likeliest token")
     p.add_argument(
         "--beam-size", type=int, default=1, help="beam search when > 1 (no sampling, no stream)"

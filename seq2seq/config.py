@@ -39,6 +39,9 @@ class ModelConfig:
         bias: biases in every linear layer and LayerNorm (paper); False as in Llama.
         max_positions: longest sequence the position table covers.
         pad_id: padding token; never attended to as a key, never predicted.
+        unk_id: the unknown piece SentencePiece gives text outside the vocabulary; never
+            predicted (an output "<unk>" is no translation). Checkpoints written before the
+            field existed load with the default, the id our tokenizer fixes.
         bos_id: begin-of-sequence token fed as the first decoder input.
         eos_id: end-of-sequence token that finishes a hypothesis.
         decoder_only: build a causal language model: no encoder, no cross-attention.
@@ -62,6 +65,7 @@ class ModelConfig:
     bias: bool = True
     max_positions: int = 1024
     pad_id: int = 0
+    unk_id: int = 1
     bos_id: int = 2
     eos_id: int = 3
     decoder_only: bool = False
@@ -107,15 +111,15 @@ class ModelConfig:
                 )
         if self.positions == "rope" and self.head_dim % 2:
             raise ConfigError(f"rotary positions need an even head width, got {self.head_dim}")
-        for name in ("pad_id", "bos_id", "eos_id"):
+        for name in ("pad_id", "unk_id", "bos_id", "eos_id"):
             token_id = getattr(self, name)
             if not 0 <= token_id < self.vocab_size:
                 raise ConfigError(
                     f"ModelConfig.{name} ({token_id}) is outside the vocabulary "
                     f"[0, {self.vocab_size})"
                 )
-        if len({self.pad_id, self.bos_id, self.eos_id}) != 3:
-            raise ConfigError("ModelConfig.pad_id, bos_id and eos_id must be distinct")
+        if len({self.pad_id, self.unk_id, self.bos_id, self.eos_id}) != 4:
+            raise ConfigError("ModelConfig.pad_id, unk_id, bos_id and eos_id must be distinct")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for checkpoints and YAML."""

@@ -148,11 +148,16 @@ class CTranslate2Translator(Translator):
         # eos it forces at the limit.
         lengths = torch.tensor([len(source) for source in sources])
         limits = (self.search.max_lengths(lengths, cap=self.max_positions) - 1).tolist()
+        longest = max(limits)  # 0 when every sentence may hold only its eos
         results = self.engine.translate_batch(
             [[sp.id_to_piece(t) for t in source] for source in sources],
             beam_size=beam_size,
             length_penalty=self.search.length_penalty,
-            max_decoding_length=max(limits),
+            # Our rules: at least one token before the eos unless the limit leaves none (those
+            # outputs are cut to [] below), never unk, pad or bos.
+            max_decoding_length=max(1, longest),
+            min_decoding_length=min(1, longest),
+            disable_unk=True,
             suppress_sequences=[
                 [sp.id_to_piece(self.search.pad_id)],
                 [sp.id_to_piece(self.search.bos_id)],

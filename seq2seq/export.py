@@ -150,11 +150,24 @@ def to_marian(model: Transformer):  # noqa: ANN201 (transformers type)
     return marian
 
 
+def generation_config(config: ModelConfig):  # noqa: ANN201 (transformers type)
+    """``generate``'s defaults for the export, with our search's rules: start from bos; never
+    emit pad, unk or bos (``bad_words_ids``, as Marian's own exports ban pad); at least one
+    token before the eos (``min_new_tokens``; at ``max_length=2`` the forced eos still ends the
+    output at once, as our length limit of 1 does); beam 5."""
+    from transformers import GenerationConfig
+
+    return GenerationConfig(
+        decoder_start_token_id=config.bos_id, eos_token_id=config.eos_id,
+        pad_token_id=config.pad_id, bos_token_id=config.bos_id,
+        forced_eos_token_id=config.eos_id, max_length=config.max_positions, num_beams=5,
+        bad_words_ids=[[config.pad_id], [config.unk_id], [config.bos_id]], min_new_tokens=1,
+    )  # fmt: skip
+
+
 def export_hf(checkpoint: str | Path, output: str | Path, eval_json: str | None = None) -> Path:
     """Write a ``from_pretrained`` directory: weights, config, generation config, tokenizer
     files from our SentencePiece model and a model card."""
-    from transformers import GenerationConfig
-
     loaded = load_model(checkpoint)
     if loaded.model.config.decoder_only:
         raise CheckpointError(f"{checkpoint}: a decoder-only model has no MarianMTModel form")
@@ -163,11 +176,7 @@ def export_hf(checkpoint: str | Path, output: str | Path, eval_json: str | None 
     out.mkdir(parents=True, exist_ok=True)
     marian = to_marian(loaded.model)
     mc, search = loaded.model.config, loaded.search
-    marian.generation_config = GenerationConfig(
-        decoder_start_token_id=mc.bos_id, eos_token_id=mc.eos_id, pad_token_id=mc.pad_id,
-        bos_token_id=mc.bos_id, forced_eos_token_id=mc.eos_id, max_length=mc.max_positions,
-        num_beams=5, suppress_tokens=[mc.pad_id, mc.bos_id],
-    )  # fmt: skip
+    marian.generation_config = generation_config(mc)
     marian.save_pretrained(out)
     write_marian_tokenizer(loaded.tokenizer, out)
     (out / "README.md").write_text(model_card(checkpoint, mc, search, eval_json), "utf-8")

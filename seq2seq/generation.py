@@ -77,6 +77,7 @@ class Generator:
                 beam_size,
                 self.search,
                 on_token=stream.push if streaming else None,
+                indices=batch,  # a prompt's random stream follows its index in `prompts`
             )
             for index, tokens in zip(batch, new, strict=True):
                 outputs[index] = prompts[index] + self._continuation(encoded[index], tokens)

@@ -100,9 +100,7 @@ class TranslationModule(L.LightningModule):
         self.save_hyperparameters()
         self.config = config
         self.model = Transformer(config)
-        self.search = replace(
-            search, bos_id=config.bos_id, eos_id=config.eos_id, pad_id=config.pad_id
-        )
+        self.search = search.with_specials(config)
         self.tokenizer_bytes: bytes | None = None  # set from the data module in setup()
         self.task = "translation"  # or "lm": what the data module trains (set in setup())
         self.skipped_steps = 0  # batches skipped for a non-finite loss, in this process's run

@@ -56,3 +56,26 @@ def synthetic_pairs():
         pairs.append((f"{s_en} {v_en} {o_en} {t_en}.", f"{s_zh}{t_zh}{v_zh}{o_zh}。"))
     pairs.append(("I will buy apples today.", "我今天會買蘋果。"))  # duplicate after t2s
     return pairs
+
+
+def tiny_checkpoint(path, seed: int = 0, saved_before_unk_id: bool = False):
+    """An untrained translation checkpoint laid out as ``seq2seq fit`` writes one: a
+    SentencePiece model of the synthetic pairs and a tiny model of its vocabulary (seconds).
+    ``saved_before_unk_id``: its model and search settings lack ``unk_id``, as older ones do."""
+    from dataclasses import asdict
+
+    from seq2seq.data.tokenizer import Tokenizer
+    from seq2seq.search import SearchConfig
+    from seq2seq.translator import CHECKPOINT_KEY
+
+    tokenizer = Tokenizer.train([text for pair in synthetic_pairs() for text in pair], 150)
+    torch.manual_seed(seed)
+    model = Transformer(tiny_config(vocab_size=tokenizer.vocab_size))
+    model_config, search = model.config.to_dict(), asdict(SearchConfig())
+    if saved_before_unk_id:
+        del model_config["unk_id"], search["unk_id"]
+    section = {"model_config": model_config, "tokenizer": tokenizer.to_bytes(),
+               "search": search, "task": "translation"}  # fmt: skip
+    weights = {f"model.{name}": w for name, w in model.state_dict().items()}
+    torch.save({"state_dict": weights, CHECKPOINT_KEY: section}, path)
+    return path

@@ -20,6 +20,8 @@ def test_defaults_are_the_paper_base_model():
         ({"dropout": 1.5}, "dropout"),
         ({"vocab_size": 0}, "vocab_size"),
         ({"pad_id": 3}, "distinct"),
+        ({"unk_id": 2}, "distinct"),
+        ({"unk_id": -1}, "unk_id"),
         ({"eos_id": 9000}, "eos_id"),
         ({"n_encoder_layers": 0}, "n_encoder_layers"),
     ],
@@ -41,3 +43,9 @@ def test_from_dict_round_trip_and_rejects_unknown_or_mistyped_keys():
     with pytest.raises(ConfigError, match="d_model must be int"):
         ModelConfig.from_dict({"d_model": "512"})
     assert ModelConfig.from_dict({"dropout": 0}).dropout == 0
+
+
+def test_a_config_saved_before_unk_id_existed_loads_with_the_tokenizers_unk():
+    saved = ModelConfig(vocab_size=100, d_model=64, n_heads=4).to_dict()
+    del saved["unk_id"]
+    assert ModelConfig.from_dict(saved).unk_id == 1

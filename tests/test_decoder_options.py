@@ -9,6 +9,7 @@ import torch
 from helpers import random_ids, tiny_model
 from seq2seq.attention import apply_rotary
 from seq2seq.embedding import RotaryPositions
+from seq2seq.generation import Generator
 from seq2seq.layers import RMSNorm
 from seq2seq.search import (
     PromptScorer,
@@ -19,7 +20,7 @@ from seq2seq.search import (
     translate_ids,
 )
 
-PAD, BOS, EOS, SEP = 0, 2, 3, 4
+PAD, UNK, BOS, EOS, SEP = 0, 1, 2, 3, 4
 GPT = {"norm_first": True, "activation": "gelu", "positions": "learned"}
 LLAMA = {"norm_first": True, "norm": "rmsnorm", "positions": "rope", "activation": "swiglu",
          "bias": False}  # fmt: skip
@@ -107,9 +108,9 @@ def test_left_padded_prompts_give_each_prompt_its_own_logits(style):
 def naive_greedy(model, prompt: list[int], steps: int) -> list[int]:
     """Recompute the whole sequence for every new token: no cache at all."""
     ids = list(prompt)
-    for _ in range(steps):
+    for step in range(steps):
         logits = model(torch.tensor([ids]))[0, -1]
-        logits[[PAD, BOS]] = -math.inf
+        logits[[PAD, UNK, BOS] + ([EOS] if step == 0 else [])] = -math.inf
         ids.append(int(logits.argmax()))
         if ids[-1] == EOS:
             break
@@ -144,6 +145,52 @@ def test_generation_seed_temperature_and_beam():
     generate_ids(model, [prompts[0]], 10, SamplingConfig(temperature=0.0),
                  on_token=lambda t: streamed.append(int(t[0])))  # fmt: skip
     assert streamed[: len(greedy[0])] == greedy[0]
+
+
+def test_a_seed_gives_a_prompt_the_same_text_at_the_same_index_whatever_its_neighbours():
+    model = tiny_model(seed=4, decoder_only=True, **LLAMA)
+    x, y, z = [BOS, 5, 6], [BOS, 7], [BOS, 9, 10, 11, 12]
+    sample = SamplingConfig(temperature=1.0, top_p=0.95, seed=11)
+    alone = generate_ids(model, [x], 10, sample)[0]
+    assert generate_ids(model, [x, y, z], 10, sample)[0] == alone
+    assert generate_ids(model, [x, z], 10, sample)[0] == alone
+    # Index 2 has its own stream: the same there alone (indices=[2]) or with neighbours.
+    third = generate_ids(model, [x], 10, sample, indices=[2])[0]
+    assert generate_ids(model, [y, z, x], 10, sample)[2] == third
+    assert generate_ids(model, [y, z, x], 10, SamplingConfig(seed=12))[2] != third
+
+
+class CharTokenizer:
+    """Letters a-z are ids 4-29; enough of a tokenizer for ``Generator``."""
+
+    def encode(self, text: str) -> list[int]:
+        return [ord(c) - ord("a") + 4 for c in text]
+
+    def decode(self, ids: list[int]) -> str:
+        return "".join(chr(i - 4 + ord("a")) if 4 <= i < 30 else "#" for i in ids if i > EOS)
+
+
+def test_generator_seeds_each_prompt_by_its_index_in_the_input_not_in_its_batch():
+    model = tiny_model(seed=4, decoder_only=True, **LLAMA)
+    generator = Generator(model, CharTokenizer(), SearchConfig())
+    sample = SamplingConfig(seed=3)
+    alone = generator.generate(["ab"], 8, sample)[0]
+    # Batches put the longest prompt first: "ab" is row 1 of its batch, or in a batch alone.
+    assert generator.generate(["ab", "cdefg"], 8, sample)[0] == alone
+    assert generator.generate(["ab", "cdefg"], 8, sample, max_tokens=20)[0] == alone
+
+
+def test_generation_adds_at_least_one_token_and_never_unk():
+    model = tiny_model(seed=4, decoder_only=True)
+    bias = torch.zeros(model.config.vocab_size, dtype=torch.float64)
+    bias[[UNK, EOS]] = 50.0  # the model would rather end at once, or say <unk>
+    original = model.project
+    model.project = lambda states: original(states) + bias
+    prompts = [[BOS, 5, 6], [BOS]]
+    for options in ({"sampling": SamplingConfig(seed=1)}, {"beam_size": 3},
+                    {"sampling": SamplingConfig(temperature=0.0)}):  # fmt: skip
+        for new in generate_ids(model, prompts, 5, **options):
+            assert len(new) == 1 and UNK not in new
 
 
 def test_generation_stops_at_the_models_last_position():

@@ -9,9 +9,11 @@ import torch
 from helpers import random_ids, tiny_config, tiny_model
 from seq2seq import Transformer
 from seq2seq.search import (
+    RowStreams,
     SamplingConfig,
     SearchConfig,
     TransformerScorer,
+    _sample_token,
     beam_search,
     greedy_search,
     sample_search,
@@ -115,7 +117,7 @@ def test_production_like_model_beam_one_is_greedy_and_cache_equals_recomputation
             tokens = [BOS]
             while len(tokens) <= 8:
                 logits = model(row, torch.tensor([tokens]))[0, -1]
-                logits[[PAD, BOS]] = -math.inf
+                logits[[PAD, UNK, BOS] + ([EOS] if len(tokens) == 1 else [])] = -math.inf
                 if len(tokens) == 8:
                     break
                 tokens.append(int(logits.argmax()))
@@ -152,9 +154,10 @@ def test_top_k_by_blocks_equals_topk(width, k):
 
 
 def _all_hypotheses(model, src, content_tokens, max_len, config):
-    """Every output of at most max_len tokens (eos included), scored by a full forward pass."""
+    """Every non-empty output of at most max_len tokens (eos included), scored by a full
+    forward pass."""
     results = []
-    for length in range(max_len):
+    for length in range(1, max_len):
         for body in itertools.product(content_tokens, repeat=length):
             tgt = torch.tensor([[BOS, *body, EOS]])
             log_probs = model(src, tgt[:, :-1]).log_softmax(-1)[0]
@@ -165,14 +168,15 @@ def _all_hypotheses(model, src, content_tokens, max_len, config):
 
 @pytest.mark.parametrize("exact_stop", [False, True])
 def test_a_beam_holding_every_hypothesis_finds_the_exhaustive_optimum(exact_stop):
-    # vocab 6: pad, unk, bos, eos, 4, 5 -> content tokens unk, 4, 5 (pad/bos are banned)
+    # vocab 6: pad, unk, bos, eos, 4, 5 -> content tokens 4, 5 (pad/unk/bos are banned), and
+    # at least one of them before the eos
     model = tiny_model(seed=3, vocab_size=6)
     src = torch.tensor([[4, 5, 4, 1]])
-    config = SearchConfig(max_len_a=0.0, max_len_b=3, length_penalty=0.6, exact_stop=exact_stop)
-    expected = _all_hypotheses(model, src, [UNK, A, B], 3, config)  # 1 + 3 + 9 = 13
+    config = SearchConfig(max_len_a=0.0, max_len_b=4, length_penalty=0.6, exact_stop=exact_stop)
+    expected = _all_hypotheses(model, src, [A, B], 4, config)  # 2 + 4 + 8 = 14
     max_lens = config.max_lengths(torch.tensor([4]))
-    found = beam_search(TransformerScorer(model, src, 16, 3), max_lens, 16, config, n_best=16)[0]
-    assert len(found) == len(expected) == 13
+    found = beam_search(TransformerScorer(model, src, 16, 4), max_lens, 16, config, n_best=16)[0]
+    assert len(found) == len(expected) == 14
     assert [h.tokens for h in found] == [tokens for _, tokens in expected]
     assert [h.score for h in found] == pytest.approx([score for score, _ in expected])
 
@@ -194,7 +198,7 @@ def test_outputs_respect_the_length_limit_and_never_contain_specials():
     for beam in (1, 4):
         for hyps in translate_ids(model, src, beam, config, n_best=1):
             assert len(hyps[0].tokens) + 1 <= 5 + 2
-            assert not {PAD, BOS, EOS} & set(hyps[0].tokens)
+            assert not {PAD, UNK, BOS, EOS} & set(hyps[0].tokens) and hyps[0].tokens
 
 
 # -- sampling ------------------------------------------------------------------------------
@@ -229,18 +233,105 @@ def _lm_scorer(model):
 
 def test_sampling_with_a_seed_is_reproducible_and_temperature_zero_is_greedy():
     model = tiny_model(seed=2, decoder_only=True)
-    start = torch.full((4,), BOS)
+    limits = torch.full((4,), 13)
     config = SamplingConfig(temperature=1.0, top_k=10, top_p=0.9, seed=123)
-    first = sample_search(_lm_scorer(model), start, 12, config, EOS)
-    second = sample_search(_lm_scorer(model), start, 12, config, EOS)
+    first = sample_search(_lm_scorer(model), limits, config, SearchConfig())
+    second = sample_search(_lm_scorer(model), limits, config, SearchConfig())
     assert torch.equal(first, second)
-    other = sample_search(_lm_scorer(model), start, 12, SamplingConfig(seed=7), EOS)
+    other = sample_search(_lm_scorer(model), limits, SamplingConfig(seed=7), SearchConfig())
     assert not torch.equal(first, other)
-    greedy = sample_search(_lm_scorer(model), start, 12, SamplingConfig(temperature=0.0), EOS)
-    cold = sample_search(
-        _lm_scorer(model), start, 12, SamplingConfig(temperature=1e-4, seed=1), EOS
-    )
+    greedy = sample_search(_lm_scorer(model), limits, SamplingConfig(temperature=0.0),
+                           SearchConfig())  # fmt: skip
+    cold = sample_search(_lm_scorer(model), limits, SamplingConfig(temperature=1e-4, seed=1),
+                         SearchConfig())  # fmt: skip
     assert torch.equal(greedy, cold)
+
+
+def test_each_row_draws_from_its_own_stream():
+    """Row i's numbers depend on (seed, its index) only: not on the rows beside it."""
+    alone = [RowStreams(5, [i], torch.device("cpu")) for i in range(3)]
+    together = RowStreams(5, [0, 1, 2], torch.device("cpu"))
+    for _ in range(4):
+        assert torch.equal(together.next(), torch.cat([s.next() for s in alone]))
+    assert not torch.equal(RowStreams(6, [0], "cpu").next(), RowStreams(5, [0], "cpu").next())
+
+
+def test_sampled_tokens_follow_the_filtered_distribution():
+    probs = torch.tensor([0.0, 0.1, 0.5, 0.0, 0.25, 0.15])
+    rows = 20_000
+    scores = probs.log().expand(rows, -1)
+    uniforms = RowStreams(0, range(rows), torch.device("cpu")).next()
+    tokens = _sample_token(scores, SamplingConfig(), uniforms)
+    frequencies = torch.bincount(tokens, minlength=6) / rows
+    assert torch.allclose(frequencies, probs, atol=0.015)
+    assert frequencies[0] == frequencies[3] == 0  # no mass, never drawn
+    top2 = _sample_token(scores, SamplingConfig(top_k=2), uniforms)
+    assert set(top2.tolist()) == {2, 4}
+    # A uniform that rounds up to the end of the cdf still gives a token with mass.
+    edge = _sample_token(scores[:1], SamplingConfig(), torch.tensor([1.0 - 2**-60]))
+    assert edge.tolist() == [5]
+
+
+# -- special tokens and the minimum length -------------------------------------------------
+
+# A scorer that would rather say <unk> (or pad, or bos) than anything else.
+UNK_LOVER = {
+    (): {UNK: 0.5, PAD: 0.1, BOS: 0.1, A: 0.2, B: 0.05, EOS: 0.05},
+    (A,): {UNK: 0.6, EOS: 0.3, B: 0.1},
+    (B,): {UNK: 0.6, BOS: 0.3, EOS: 0.1},
+}
+# A scorer whose favourite first token is the eos: an empty output.
+EOS_FIRST = {
+    (): {EOS: 0.9, A: 0.06, B: 0.04},
+    (A,): {EOS: 0.8, A: 0.1, B: 0.1},
+    (B,): {EOS: 0.8, A: 0.1, B: 0.1},
+}
+
+
+def _sampled(table, rows: int, limit: int, seed: int = 0) -> list[list[int]]:
+    out = sample_search(ScriptedScorer(table, rows), torch.full((rows,), limit),
+                        SamplingConfig(seed=seed), PLAIN)  # fmt: skip
+    return out.tolist()
+
+
+def test_no_search_ever_emits_unk_pad_or_bos():
+    max_lens = torch.tensor([4])
+    greedy = greedy_search(ScriptedScorer(UNK_LOVER, 1), max_lens, PLAIN)[0]
+    assert greedy.tokens == [A]
+    assert greedy.log_prob == pytest.approx(math.log(0.2 * 0.3))  # probabilities unchanged
+    beams = beam_search(ScriptedScorer(UNK_LOVER, 3), max_lens, 3, PLAIN, n_best=3)[0]
+    assert [h.tokens for h in beams] == [[A], [A, B], [B]]  # P = 0.06, 0.016, 0.005
+    for row in _sampled(UNK_LOVER, 300, 4):
+        assert not {UNK, PAD, BOS} & set(row[: row.index(EOS) if EOS in row else 3])
+        assert row[0] != EOS
+
+
+def test_the_first_token_is_never_eos_unless_the_limit_is_one():
+    max_lens = torch.tensor([4, 1, 2])
+    greedy = greedy_search(ScriptedScorer(EOS_FIRST, 3), max_lens, PLAIN)
+    assert [h.tokens for h in greedy] == [[A], [], [A]]
+    assert greedy[0].log_prob == pytest.approx(math.log(0.06 * 0.8))
+    assert greedy[1].log_prob == pytest.approx(math.log(0.9))  # the forced eos
+    beams = beam_search(ScriptedScorer(EOS_FIRST, 6), max_lens, 2, PLAIN, n_best=2)
+    assert [[h.tokens for h in hyps] for hyps in beams] == [[[A], [B]], [[]], [[A], [B]]]
+    one_beam = beam_search(ScriptedScorer(EOS_FIRST, 3), max_lens, 1, PLAIN)
+    assert [hyps[0].tokens for hyps in one_beam] == [h.tokens for h in greedy]
+    assert all(row[0] in (A, B) for row in _sampled(EOS_FIRST, 100, 4))
+
+
+def test_a_model_that_prefers_unk_and_an_empty_output_still_translates():
+    model = tiny_model(seed=6)
+    with torch.no_grad():  # unk and eos outscore every token whatever the decoder state
+        model.embedding.weight[UNK] = 0.0
+        model.embedding.weight[EOS] = 0.0
+    bias = torch.zeros(model.config.vocab_size, dtype=torch.float64)
+    bias[[UNK, EOS]] = 50.0
+    original = model.project
+    model.project = lambda states: original(states) + bias
+    src = random_ids(3, 5)
+    for beam in (1, 3):
+        for hyps in translate_ids(model, src, beam, SearchConfig(max_len_a=1.0, max_len_b=2)):
+            assert len(hyps[0].tokens) == 1 and UNK not in hyps[0].tokens
 
 
 class RowCountingScorer:

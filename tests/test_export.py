@@ -1,0 +1,93 @@
+"""Exports keep our search's rules: never unk, pad or bos, never an empty output of a
+non-empty source, in Hugging Face ``generate`` and in CTranslate2. An untrained checkpoint whose
+export is pushed towards unk and eos by a bias on those logits shows that the rules, not the
+model, keep them out (slow: a tokenizer, an export and a conversion, about 15 s)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+
+from helpers import tiny_checkpoint
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+SOURCES = [[5, 6, 7, 8], [9, 10], [11, 12, 13, 14, 15, 16]]
+
+pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="module")
+def biased_export(tmp_path_factory):
+    """An HF export whose model would rather say <unk>, or end at once, than anything else."""
+    from transformers import MarianMTModel
+
+    from seq2seq.export import export_hf
+
+    root = tmp_path_factory.mktemp("export")
+    hf = export_hf(tiny_checkpoint(root / "model.ckpt", saved_before_unk_id=True), root / "hf")
+    marian = MarianMTModel.from_pretrained(hf)
+    with torch.no_grad():
+        marian.final_logits_bias[0, [UNK, EOS]] = 50.0
+    marian.save_pretrained(hf)
+    return hf
+
+
+def test_the_generation_config_bans_specials_and_empty_outputs():
+    from seq2seq.config import ModelConfig
+    from seq2seq.export import generation_config
+
+    config = generation_config(ModelConfig()).to_dict()
+    assert config["bad_words_ids"] == [[PAD], [UNK], [BOS]]
+    assert config["min_new_tokens"] == 1 and config["forced_eos_token_id"] == EOS
+
+
+@pytest.mark.slow
+def test_the_export_writes_that_generation_config(biased_export):
+    saved = json.loads((biased_export / "generation_config.json").read_text(encoding="utf-8"))
+    assert saved["bad_words_ids"] == [[PAD], [UNK], [BOS]] and saved["min_new_tokens"] == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("beams", [1, 3])
+def test_generate_gives_one_real_token_where_the_model_wants_unk_or_nothing(biased_export, beams):
+    from transformers import MarianMTModel
+
+    marian = MarianMTModel.from_pretrained(biased_export).eval()
+    with torch.no_grad():
+        for source in SOURCES:
+            ids = torch.tensor([source])
+            out = marian.generate(input_ids=ids, num_beams=beams, max_length=10)[0].tolist()
+            assert out[0] == BOS and out[1] not in (PAD, UNK, BOS, EOS) and out[2:] == [EOS]
+            # A limit of one token (after the start token) leaves room for the eos alone.
+            limited = marian.generate(input_ids=ids, num_beams=beams, max_length=2)[0].tolist()
+            assert limited == [BOS, EOS]
+
+
+@pytest.fixture(scope="module")
+def biased_ctranslate2(biased_export, tmp_path_factory):
+    """The same model converted for CTranslate2, with search settings as exports wrote them
+    before unk_id existed."""
+    pytest.importorskip("ctranslate2")
+    from seq2seq.ctranslate2_engine import SEARCH_FILE, SPM_FILE, CTranslate2Translator, convert
+
+    out = tmp_path_factory.mktemp("ct2")
+    convert(biased_export, out)
+    shutil.copy(biased_export / "source.spm", out / SPM_FILE)
+    old = {"bos_id": BOS, "eos_id": EOS, "pad_id": PAD, "max_len_a": 1.2, "max_len_b": 10}
+    settings = {"search": old, "max_positions": 128}
+    (out / SEARCH_FILE).write_text(json.dumps(settings), encoding="utf-8")
+    return CTranslate2Translator(out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("beams", [1, 3])
+def test_ctranslate2_gives_one_real_token_where_the_model_wants_unk_or_nothing(
+    biased_ctranslate2, beams
+):
+    for tokens in biased_ctranslate2._best_outputs(SOURCES, beams):
+        assert len(tokens) == 1 and tokens[0] not in (PAD, UNK, BOS, EOS)
+    only_eos = biased_ctranslate2.with_search(max_len_a=0.0, max_len_b=1)  # a limit of 1
+    assert only_eos._best_outputs(SOURCES, beams) == [[], [], []]
