@@ -150,9 +150,10 @@ class TranslationModule(L.LightningModule):
         A run that the time budget stops (a slower machine than the recipe was tuned on)
         then ends annealed, as one stopped by its step budget does, instead of being cut off
         at full learning rate; the warmup and the inverse-square-root decay follow the same
-        clock (``configure_optimizers``), so the whole schedule keeps its shape. The elapsed time is Lightning's ``Timer``'s (it is saved in
-        checkpoints, so it survives ``--ckpt_path last``), read on rank 0 and shared with
-        every rank (``on_before_optimizer_step``), so all ranks use the same rate.
+        clock (``configure_optimizers``), so the whole schedule keeps its shape. The elapsed
+        time is Lightning's ``Timer``'s (it is saved in checkpoints, so it survives
+        ``--ckpt_path last``), read on rank 0 and shared with every rank
+        (``on_before_optimizer_step``), so all ranks use the same rate.
         """
         by_steps = step / total_steps if total_steps > 0 else 0.0
         return min(1.0, max(by_steps, self._time_used))
