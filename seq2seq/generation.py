@@ -17,7 +17,7 @@ class Generator:
     Example:
         >>> generator = Generator.from_checkpoint("runs/lm/checkpoints/last.ckpt")
         >>> generator.generate(["我们明天"], sampling=SamplingConfig(top_p=0.9, seed=3))
-        ['我们明天会怎么想。']  # the configs/lm.yaml model of the README, 300 steps
+        ['我们明天…']  # a sampled continuation (the README shows some)
     """
 
     def __init__(self, model: Transformer, tokenizer, search: SearchConfig) -> None:
