@@ -10,8 +10,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers import random_ids, tiny_config
+from helpers import random_ids, synthetic_pairs, tiny_config
 from seq2seq import Transformer, packing
+from seq2seq.data import Tokenizer
+from seq2seq.generation import Generator
 from seq2seq.packing import (
     PACKING_AVAILABLE,
     PackedEmbedding,
@@ -19,6 +21,7 @@ from seq2seq.packing import (
     pack_for_cpu_inference,
 )
 from seq2seq.search import SamplingConfig, SearchConfig, generate_ids, translate_ids
+from seq2seq.translator import Translator, load_model
 
 needs_packing = pytest.mark.skipif(not PACKING_AVAILABLE, reason="no oneDNN in this torch")
 VOCAB = 3000  # float32 and a vocabulary of 3,000: the shapes real models decode with
@@ -203,3 +206,49 @@ def test_loads_conversions_copies_and_pickles_pack_again():
         assert_float_close(logits(clone, SRC, TGT), logits(other, SRC, TGT))
     with pytest.raises(ValueError, match="stays on the CPU in float32"):
         model.double()
+
+
+# -- Translator and Generator pack what they load --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return Tokenizer.train([text for pair in synthetic_pairs() for text in pair], vocab_size=200)
+
+
+def write_checkpoint(path, tokenizer, task: str, **overrides):
+    """A checkpoint as ``seq2seq fit`` writes it, with random weights."""
+    torch.manual_seed(14)
+    config = tiny_config(vocab_size=tokenizer.vocab_size, **overrides)
+    model = Transformer(config)
+    section = {"model_config": config.to_dict(), "tokenizer": tokenizer.to_bytes(), "task": task}
+    state = {f"model.{k}": v for k, v in model.state_dict().items()}
+    torch.save({"state_dict": state, "seq2seq": section}, path)
+    return path
+
+
+@needs_packing
+def test_a_translator_from_a_checkpoint_decodes_with_packed_weights(tmp_path, tokenizer):
+    path = write_checkpoint(tmp_path / "mt.ckpt", tokenizer, "translation")
+    translator = Translator.from_checkpoint(path)
+    assert is_packed(translator.model)
+    loaded = load_model(path)
+    unpacked = Translator(loaded.model, loaded.tokenizer, loaded.search)
+    assert not is_packed(unpacked.model)
+    lines = [en for en, _ in synthetic_pairs()[:40:9]]
+    for beam in (1, 3):
+        assert translator.translate(lines, beam) == unpacked.translate(lines, beam)
+
+
+@needs_packing
+def test_a_generator_from_a_checkpoint_decodes_with_packed_weights(tmp_path, tokenizer):
+    path = write_checkpoint(
+        tmp_path / "lm.ckpt", tokenizer, "lm", decoder_only=True, n_encoder_layers=0
+    )
+    generator = Generator.from_checkpoint(path)
+    assert is_packed(generator.model)
+    loaded = load_model(path)
+    unpacked = Generator(loaded.model, loaded.tokenizer, loaded.search)
+    prompts = ["我们明天", "I will", ""]
+    greedy = SamplingConfig(temperature=0.0)
+    assert generator.generate(prompts, 12, greedy) == unpacked.generate(prompts, 12, greedy)
