@@ -407,11 +407,12 @@ def ours_decoder(settings: dict[str, Any], beam: int) -> Callable:
     """decode(src) -> output lengths (eos included), our search on our model."""
     from seq2seq.config import ModelConfig
     from seq2seq.model import Transformer
+    from seq2seq.packing import pack_for_cpu_inference
     from seq2seq.search import SearchConfig, TransformerScorer, beam_search, greedy_search
 
     if settings.get("checkpoint"):
         return trained_ours_decoder(settings["checkpoint"], beam)
-    model = Transformer(ModelConfig(**settings["config"])).eval()
+    model = pack_for_cpu_inference(Transformer(ModelConfig(**settings["config"])).eval())
     config = SearchConfig(**settings["search"], bos_id=BOS_ID, eos_id=EOS_ID, pad_id=PAD_ID)
 
     @torch.inference_mode()  # as translate_ids
@@ -430,13 +431,15 @@ def ours_decoder(settings: dict[str, Any], beam: int) -> Callable:
 
 def trained_ours_decoder(checkpoint: str, beam: int) -> Callable:
     """decode(src) -> output lengths: ``translate_ids`` with the checkpoint's search settings."""
+    from seq2seq.packing import pack_for_cpu_inference
     from seq2seq.search import translate_ids
     from seq2seq.translator import load_model
 
     loaded = load_model(checkpoint)
+    model = pack_for_cpu_inference(loaded.model)  # as Translator decodes
 
     def decode(src: torch.Tensor) -> list[int]:
-        hyps = translate_ids(loaded.model, src, beam, loaded.search)
+        hyps = translate_ids(model, src, beam, loaded.search)
         return [len(h[0].tokens) + 1 for h in hyps]
 
     return decode

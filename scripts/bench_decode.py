@@ -17,6 +17,7 @@ import time
 import torch
 
 from seq2seq import ModelConfig, Transformer
+from seq2seq.packing import pack_for_cpu_inference
 
 PRESETS = {
     "tiny": dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024),
@@ -85,7 +86,7 @@ def main() -> None:
     if args.params_only:
         return
 
-    model = build(args.preset, args.vocab_size)
+    model = pack_for_cpu_inference(build(args.preset, args.vocab_size))  # as Translator decodes
     print(f"\n{args.preset} model, vocab {args.vocab_size}, batch {args.batch}, "
           f"{torch.get_num_threads()} threads: milliseconds per decoding step")  # fmt: skip
     cached = time_steps(model, args.batch, args.src_len, args.lengths, use_cache=True)

@@ -12,7 +12,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seq2seq.cache import LayerCache
-from seq2seq.linear import Linear
 
 
 def padding_mask(token_ids: Tensor, pad_id: int) -> Tensor:
@@ -112,8 +111,8 @@ class SelfAttention(nn.Module):
         super().__init__()
         self.n_heads = n_heads
         self.attention_dropout = attention_dropout
-        self.qkv_proj = Linear(d_model, 3 * d_model, bias=bias)
-        self.out_proj = Linear(d_model, d_model, bias=bias)
+        self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
     def forward(
         self,
@@ -205,9 +204,9 @@ class CrossAttention(nn.Module):
         super().__init__()
         self.n_heads = n_heads
         self.attention_dropout = attention_dropout
-        self.q_proj = Linear(d_model, d_model, bias=bias)
-        self.kv_proj = Linear(d_model, 2 * d_model, bias=bias)
-        self.out_proj = Linear(d_model, d_model, bias=bias)
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.kv_proj = nn.Linear(d_model, 2 * d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
     def queries(self, x: Tensor, n_sources: int) -> Tensor:
         """(N, T, d_model) -> (n_sources, H, N / n_sources * T, Dh): the queries of the rows

@@ -13,8 +13,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seq2seq.linear import PackedWeight, linear
-
 
 class SharedEmbedding(nn.Module):
     """The ONE token embedding matrix of the model.
@@ -28,7 +26,6 @@ class SharedEmbedding(nn.Module):
         self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
         self.pad_id = pad_id
         self.scale = math.sqrt(d_model)
-        self.packed_weight = PackedWeight()  # the projection's copy for CPU inference
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -42,13 +39,9 @@ class SharedEmbedding(nn.Module):
         """(B, T) long -> (B, T, d_model), scaled by sqrt(d_model)."""
         return F.embedding(token_ids, self.weight, padding_idx=self.pad_id) * self.scale
 
-    def train(self, mode: bool = True) -> SharedEmbedding:
-        self.packed_weight.clear()  # see PackedWeight: writes that bump no version
-        return super().train(mode)
-
     def project(self, hidden: Tensor) -> Tensor:
         """(B, T, d_model) -> (B, T, vocab) logits through the tied weight."""
-        return linear(hidden, self.weight, None, self.packed_weight)
+        return F.linear(hidden, self.weight)
 
 
 def sinusoid_table(n_positions: int, d_model: int) -> Tensor:

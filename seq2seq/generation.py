@@ -7,6 +7,7 @@ from pathlib import Path
 
 from seq2seq.data.tokenizer import EOS_ID
 from seq2seq.model import Transformer
+from seq2seq.packing import pack_for_cpu_inference
 from seq2seq.search import SamplingConfig, SearchConfig, generate_ids
 from seq2seq.translator import CheckpointError, load_model, one_line, token_batches, warn_lines
 
@@ -27,14 +28,15 @@ class Generator:
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str = "cpu") -> Generator:
-        """Load a checkpoint written by ``seq2seq fit`` with ``decoder_only: true``."""
+        """Load a checkpoint written by ``seq2seq fit`` with ``decoder_only: true``; on the CPU
+        in float32 its weights are packed for inference (``seq2seq.packing``)."""
         loaded = load_model(path, device)
         if not loaded.model.config.decoder_only:
             raise CheckpointError(
                 f"{path}: an encoder-decoder model cannot continue a prompt; use "
                 "'seq2seq translate', or train with decoder_only: true (configs/lm.yaml)"
             )
-        return cls(loaded.model, loaded.tokenizer, loaded.search)
+        return cls(pack_for_cpu_inference(loaded.model), loaded.tokenizer, loaded.search)
 
     def prompt_ids(self, text: str) -> list[int]:
         """``[bos] + tokens``: how every training document starts."""

@@ -16,7 +16,6 @@ from torch import Tensor, nn
 from seq2seq.attention import CrossAttention, SelfAttention
 from seq2seq.cache import LayerCache
 from seq2seq.config import ModelConfig
-from seq2seq.linear import Linear
 
 # ReLU overwrites the fresh (B, T, d_ff) output of the first matmul instead of allocating a
 # second one (its backward needs only its own output); SiLU's backward needs its input.
@@ -57,9 +56,9 @@ class FeedForward(nn.Module):
         self, d_model: int, d_ff: int, dropout: float, activation: str, bias: bool = True
     ) -> None:
         super().__init__()
-        self.linear1 = Linear(d_model, d_ff, bias=bias)
-        self.linear2 = Linear(d_ff, d_model, bias=bias)
-        self.linear3 = Linear(d_model, d_ff, bias=bias) if activation == "swiglu" else None
+        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
+        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
+        self.linear3 = nn.Linear(d_model, d_ff, bias=bias) if activation == "swiglu" else None
         # Not in the paper (tensor2tensor and torch add it); off by default: dropout masks
         # over the wide hidden layer are a large share of a CPU training step.
         self.dropout = nn.Dropout(dropout)

@@ -138,11 +138,14 @@ def attention_picture(
 
     from seq2seq.attention_maps import cross_attention_maps, self_attention_maps
     from seq2seq.data.clean import normalize_en
+    from seq2seq.packing import pack_for_cpu_inference
     from seq2seq.search import SamplingConfig, generate_ids, translate_ids, translation_prompt
     from seq2seq.translator import load_model
 
     loaded = load_model(checkpoint)
-    model, tokenizer, search = loaded.model, loaded.tokenizer, loaded.search
+    # Packed as Translator and Generator pack it, so the picture shows what they output.
+    model = pack_for_cpu_inference(loaded.model)
+    tokenizer, search = loaded.tokenizer, loaded.search
     config = model.config
 
     def pieces(ids):

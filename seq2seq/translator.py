@@ -12,6 +12,7 @@ import torch
 
 from seq2seq.config import ConfigError, ModelConfig
 from seq2seq.model import Transformer
+from seq2seq.packing import pack_for_cpu_inference
 from seq2seq.search import SearchConfig, translate_ids
 
 CHECKPOINT_KEY = "seq2seq"  # our section of a Lightning checkpoint: config + tokenizer
@@ -105,7 +106,8 @@ class Translator:
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str = "cpu") -> Translator:
         """Build everything from a ``.ckpt`` written by ``seq2seq fit``: an encoder-decoder
-        model, or a decoder-only one trained on joined pairs (``configs/lm_translate.yaml``)."""
+        model, or a decoder-only one trained on joined pairs (``configs/lm_translate.yaml``).
+        On the CPU in float32 its weights are packed for inference (``seq2seq.packing``)."""
         loaded = load_model(path, device)
         if loaded.task == "lm" or (
             loaded.model.config.decoder_only and loaded.search.sep_id is None
@@ -113,7 +115,7 @@ class Translator:
             raise CheckpointError(
                 f"{path}: a language model, not a translation model; use 'seq2seq generate'"
             )
-        return cls(loaded.model, loaded.tokenizer, loaded.search)
+        return cls(pack_for_cpu_inference(loaded.model), loaded.tokenizer, loaded.search)
 
     def with_search(self, **overrides: Any) -> Translator:
         """A translator sharing this model, with some search settings changed (None = keep)."""

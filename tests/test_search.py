@@ -8,6 +8,7 @@ import torch
 
 from helpers import random_ids, tiny_config, tiny_model
 from seq2seq import Transformer
+from seq2seq.packing import pack_for_cpu_inference
 from seq2seq.search import (
     RowStreams,
     SamplingConfig,
@@ -93,10 +94,10 @@ def test_beam_size_one_equals_greedy(seed):
 
 
 def production_like_model(seed: int):
-    """float32 and a vocabulary of 3,000: the paths real models take (packed weights on the
-    CPU, top-k through block maxima), unlike the float64 40-token models above."""
+    """float32, a vocabulary of 3,000 and packed for CPU inference: the paths real models take
+    (packed weights, top-k through block maxima), unlike the float64 40-token models above."""
     torch.manual_seed(seed)
-    return Transformer(tiny_config(vocab_size=3000)).eval()
+    return pack_for_cpu_inference(Transformer(tiny_config(vocab_size=3000)).eval())
 
 
 @pytest.mark.parametrize("seed", range(3))
