@@ -213,7 +213,8 @@ def test_loads_conversions_copies_and_pickles_pack_again():
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return Tokenizer.train([text for pair in synthetic_pairs() for text in pair], vocab_size=456)  # 256 byte pieces + 200
+    texts = [text for pair in synthetic_pairs() for text in pair]
+    return Tokenizer.train(texts, vocab_size=456)  # the 256 byte pieces + 200
 
 
 def write_checkpoint(path, tokenizer, task: str, **overrides):
