@@ -68,7 +68,8 @@ def tiny_checkpoint(path, seed: int = 0, saved_before_unk_id: bool = False):
     from seq2seq.search import SearchConfig
     from seq2seq.translator import CHECKPOINT_KEY
 
-    tokenizer = Tokenizer.train([text for pair in synthetic_pairs() for text in pair], 150)
+    texts = [text for pair in synthetic_pairs() for text in pair]
+    tokenizer = Tokenizer.train(texts, 406)  # 150 + the 256 byte pieces
     torch.manual_seed(seed)
     model = Transformer(tiny_config(vocab_size=tokenizer.vocab_size))
     model_config, search = model.config.to_dict(), asdict(SearchConfig())
