@@ -246,6 +246,49 @@ def test_a_run_stopped_by_max_time_ends_annealed_and_says_so(caplog, monkeypatch
                    f"(peak {module_peak(module):.2g})"  # fmt: skip
 
 
+def test_the_time_used_survives_a_resume(tmp_path, monkeypatch):
+    """Stop a time-budgeted run after 10 steps of 0.1 s, resume from its checkpoint: the
+    schedule goes on from 1 s of the 3 s budget, not from zero."""
+    from types import SimpleNamespace
+
+    import lightning as L
+    import lightning.pytorch.callbacks.timer as timer_module
+
+    clock = SimpleNamespace(now=1000.0)
+    monkeypatch.setattr(timer_module, "time", SimpleNamespace(monotonic=lambda: clock.now))
+
+    class Tick(L.Callback):
+        def __init__(self):
+            self.time_used = []
+
+        def on_before_optimizer_step(self, trainer, module, *args):
+            clock.now += 0.1
+
+        def on_train_batch_end(self, trainer, module, *args):
+            self.time_used.append(module._time_used)
+
+    def trainer(max_steps, tick):
+        return L.Trainer(
+            accelerator="cpu", max_steps=max_steps, max_time={"seconds": 3}, logger=False,
+            enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+            callbacks=[tick],
+        )  # fmt: skip
+
+    loader = torch.utils.data.DataLoader(train_batches(40), batch_size=None, collate_fn=lambda b: b)
+    first = trainer(10, Tick())
+    first.fit(TranslationModule(tiny_config(), warmup_steps=2, cooldown_steps=5), loader)
+    first.save_checkpoint(tmp_path / "last.ckpt")
+    clock.now += 500.0  # the pause between the runs counts for nothing
+    tick = Tick()
+    second = trainer(15, tick)
+    second.fit(TranslationModule(tiny_config(), warmup_steps=2, cooldown_steps=5), loader,
+               ckpt_path=tmp_path / "last.ckpt", weights_only=False)  # fmt: skip
+    assert second.global_step == 15
+    # Step 11's share of the budget: 1 s before the stop + 0.1 s now, of 3 s.
+    assert tick.time_used[0] == pytest.approx(1.1 / 3)
+    assert tick.time_used[-1] == pytest.approx(1.5 / 3)
+
+
 def module_peak(module) -> float:
     hp = module.hparams
     return inverse_sqrt_schedule(hp.warmup_steps, module.config.d_model, hp.warmup_steps,
