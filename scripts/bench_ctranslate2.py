@@ -16,8 +16,7 @@ import time
 
 import torch
 
-from seq2seq.ctranslate2_engine import CTranslate2Translator
-from seq2seq.evaluation import evaluate_translator, held_out_split, reference_streams
+from seq2seq.evaluation import held_out_split, reference_streams, score_translations
 from seq2seq.translator import Translator
 
 
@@ -31,7 +30,7 @@ def main() -> None:
     sources, references = held_out_split(args.checkpoint, args.split)
     streams = reference_streams(references)  # one item per distinct English sentence
     engines = {"ours (PyTorch)": Translator.from_checkpoint(args.checkpoint)}
-    engines.update({f"CTranslate2 {path}": CTranslate2Translator(path) for path in args.ct2})
+    engines.update({f"CTranslate2 {path}": Translator.from_ctranslate2(path) for path in args.ct2})
     outputs: dict[tuple[str, int], tuple[float, list[str]]] = {}
     for name, translator in engines.items():
         for beam in (1, 5):
@@ -40,7 +39,7 @@ def main() -> None:
             hypotheses = translator.translate(sources, beam_size=beam)
             seconds = time.perf_counter() - start
             outputs[name, beam] = (seconds, hypotheses)
-            bleu = evaluate_translator(hypotheses, streams)["bleu"]
+            bleu = score_translations(hypotheses, streams)["bleu"]
             print(f"{name:40s} beam {beam}: {seconds:6.2f} s {len(sources) / seconds:7.1f} "
                   f"sent/s  BLEU {bleu:.2f}", flush=True)  # fmt: skip
     for name in list(engines)[1:]:

@@ -420,12 +420,12 @@ def strip_specials(row: list[int]) -> list[int]:
 
 def score(name: str, hypotheses: list[str], references: list[list[str]], out: Path) -> dict:
     """sacreBLEU of ``hypotheses`` against each source's references (as ``seq2seq evaluate``)."""
-    from seq2seq.evaluation import evaluate_translator, reference_streams
+    from seq2seq.evaluation import score_translations, reference_streams
 
     path = out / f"{name}.test.hyp.zh"
     path.write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
     streams = reference_streams(references)
-    return {**evaluate_translator(hypotheses, streams), "hypotheses": str(path)}
+    return {**score_translations(hypotheses, streams), "hypotheses": str(path)}
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:

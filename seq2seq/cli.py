@@ -26,16 +26,14 @@ LIGHTNING_COMMANDS = ("fit", "validate")
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``seq2seq`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    from seq2seq.errors import USER_ERRORS
+
     if argv and argv[0] in LIGHTNING_COMMANDS:
-        from seq2seq.checkpointing import CheckpointDirInUse
-        from seq2seq.config import ConfigError
-        from seq2seq.data.errors import DataError
         from seq2seq.lightning_cli import run_lightning_cli
-        from seq2seq.training import TrainingStopped
 
         try:
             run_lightning_cli(argv)
-        except (CheckpointDirInUse, ConfigError, DataError, TrainingStopped) as error:
+        except USER_ERRORS as error:
             print(f"seq2seq {argv[0]}: error: {error}", file=sys.stderr)
             return 2
         return 0
@@ -44,12 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 1
-    from seq2seq.data.errors import DataError
-    from seq2seq.translator import CheckpointError
-
     try:
         return args.run(args)
-    except (CheckpointError, DataError, MemoryError, OSError, ValueError) as error:
+    except (*USER_ERRORS, MemoryError, OSError, ValueError) as error:
         print(f"seq2seq {args.command}: error: {error}", file=sys.stderr)
         return 2
 
@@ -209,24 +204,12 @@ def _load_translator(args: argparse.Namespace):
     from seq2seq.translator import Translator
 
     if args.engine == "ctranslate2":
-        from seq2seq.ctranslate2_engine import CTranslate2Translator
-
-        translator = CTranslate2Translator(args.checkpoint, device=args.device)
+        translator = Translator.from_ctranslate2(args.checkpoint, device=args.device)
     else:
         translator = Translator.from_checkpoint(args.checkpoint, device=args.device)
     return translator.with_search(
         length_penalty=args.length_penalty, max_len_a=args.max_len_a, max_len_b=args.max_len_b
     )
-
-
-def read_lines(path: str | None) -> list[str]:
-    """Lines of a file or stdin, decoded leniently: bad UTF-8 bytes never drop a line."""
-    raw = sys.stdin.buffer.read() if path is None else Path(path).read_bytes()
-    text = raw.decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the final newline ends the last line; it does not start a new one
-    return [line.removesuffix("\r") for line in lines]
 
 
 def _translate_with_progress(translator, lines: list[str], args, show: bool) -> list[str]:
@@ -251,6 +234,8 @@ def progress_bar(total: int, unit: str, show: bool) -> Iterator[Callable[[int], 
 
 
 def run_translate(args: argparse.Namespace) -> int:
+    from seq2seq.textio import read_lines, write_lines
+
     translator = _load_translator(args)  # a wrong checkpoint fails before stdin is read
     lines = read_lines(args.input)
     outputs = _translate_with_progress(translator, lines, args, show=args.input is not None)
@@ -258,25 +243,17 @@ def run_translate(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_lines(lines: list[str], path: str | None) -> None:
-    """One line per output, to a file or stdout."""
-    text = "".join(line + "\n" for line in lines)
-    if path:
-        Path(path).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-
-
 def run_evaluate(args: argparse.Namespace) -> int:
-    from seq2seq.evaluation import evaluate_translator, load_eval_set
+    from seq2seq.evaluation import load_eval_set, score_translations
+    from seq2seq.textio import write_lines
 
     translator = _load_translator(args)
-    sources, references, name = load_eval_set(args)
+    sources, references, name = load_eval_set(args.checkpoint, args.split, args.src, args.ref,
+                                              args.engine)  # fmt: skip
     hypotheses = _translate_with_progress(translator, sources, args, show=True)
-    result = evaluate_translator(hypotheses, references)
+    result = score_translations(hypotheses, references)
     hyps_path = Path(args.hyps or Path(args.checkpoint).with_suffix(f".{name}.hyp.zh"))
-    hyps_path.write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
+    write_lines(hypotheses, hyps_path)
     result.update({"beam_size": args.beam_size, "hypotheses": str(hyps_path), "eval_set": name})
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
@@ -293,6 +270,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
 def run_generate(args: argparse.Namespace) -> int:
     from seq2seq.generation import Generator, check_sampling
     from seq2seq.search import SamplingConfig
+    from seq2seq.textio import read_lines, write_lines
 
     temperature = 0.0 if args.greedy else args.temperature
     sampling = SamplingConfig(temperature, args.top_k, args.top_p, args.seed)
@@ -337,9 +315,8 @@ def run_export(args: argparse.Namespace) -> int:
     if args.format == "hf":
         out = export.export_hf(args.checkpoint, args.output, args.eval_json)
     else:
-        from seq2seq.ctranslate2_engine import export_ctranslate2
-
-        out = export_ctranslate2(args.checkpoint, args.output, args.eval_json, args.quantization)
+        out = export.export_ctranslate2(args.checkpoint, args.output, args.eval_json,
+                                        args.quantization)  # fmt: skip
     print(f"exported {args.checkpoint} as {args.format} to {out}")
     return 0
 
@@ -362,7 +339,7 @@ def run_plot(args: argparse.Namespace) -> int:
 
 
 def run_average(args: argparse.Namespace) -> int:
-    from seq2seq.evaluation import average_checkpoints
+    from seq2seq.checkpoint import average_checkpoints
 
     average_checkpoints(args.checkpoints, args.output)
     print(f"averaged {len(args.checkpoints)} checkpoints into {args.output}")

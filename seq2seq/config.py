@@ -5,13 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from seq2seq.errors import ConfigError
+
 ACTIVATIONS = ("relu", "gelu", "swiglu")
 NORMS = ("layernorm", "rmsnorm")
 POSITIONS = ("sinusoidal", "learned", "rope")
-
-
-class ConfigError(ValueError):
-    """A model configuration that cannot describe a valid model."""
 
 
 @dataclass
@@ -44,6 +42,12 @@ class ModelConfig:
             field existed load with the default, the id our tokenizer fixes.
         bos_id: begin-of-sequence token fed as the first decoder input.
         eos_id: end-of-sequence token that finishes a hypothesis.
+        sep_id: the token between source and target of a decoder-only translation model,
+            which reads ``[bos] source [sep]`` and continues with the target (None for other
+            models). Set from the tokenizer's ``<sep>`` piece when training starts.
+
+    These ids are the one source of truth for special tokens: the checkpoint stores them here,
+    and the searches, the exports and the data layer's batches receive them from it.
         decoder_only: build a causal language model: no encoder, no cross-attention.
         norm_first: False is the paper's post-LN ``LayerNorm(x + Sublayer(x))``; True is the
             pre-LN variant ``x + Sublayer(LayerNorm(x))`` with a final LayerNorm per stack,
@@ -68,6 +72,7 @@ class ModelConfig:
     unk_id: int = 1
     bos_id: int = 2
     eos_id: int = 3
+    sep_id: int | None = None
     decoder_only: bool = False
     norm_first: bool = False
 
@@ -111,15 +116,17 @@ class ModelConfig:
                 )
         if self.positions == "rope" and self.head_dim % 2:
             raise ConfigError(f"rotary positions need an even head width, got {self.head_dim}")
-        for name in ("pad_id", "unk_id", "bos_id", "eos_id"):
+        for name in ("pad_id", "unk_id", "bos_id", "eos_id", "sep_id"):
             token_id = getattr(self, name)
-            if not 0 <= token_id < self.vocab_size:
+            if token_id is not None and not 0 <= token_id < self.vocab_size:
                 raise ConfigError(
                     f"ModelConfig.{name} ({token_id}) is outside the vocabulary "
                     f"[0, {self.vocab_size})"
                 )
-        if len({self.pad_id, self.unk_id, self.bos_id, self.eos_id}) != 4:
-            raise ConfigError("ModelConfig.pad_id, unk_id, bos_id and eos_id must be distinct")
+        specials = [self.pad_id, self.unk_id, self.bos_id, self.eos_id, self.sep_id]
+        if len(set(specials) - {None}) != len(specials) - specials.count(None):
+            raise ConfigError("ModelConfig's special token ids (pad, unk, bos, eos, sep) must "
+                              "be distinct")  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for checkpoints and YAML."""
@@ -133,7 +140,10 @@ class ModelConfig:
         if unknown:
             raise ConfigError(f"unknown ModelConfig key(s): {', '.join(unknown)}")
         for key, value in values.items():
-            expected = type(known[key].default)
+            default = known[key].default
+            if default is None and value is None:
+                continue
+            expected = int if key == "sep_id" else type(default)
             ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
             if expected is float and isinstance(value, int) and not isinstance(value, bool):
                 ok = True

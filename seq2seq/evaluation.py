@@ -1,22 +1,20 @@
-"""sacreBLEU scoring, evaluation sets, and checkpoint averaging."""
+"""Scoring translations: the one corpus BLEU / chrF scorer (``seq2seq evaluate``, validation
+BLEU during training, the benchmarks), and the evaluation sets it scores: reference files or
+the held-out split a checkpoint was trained with."""
 
 from __future__ import annotations
 
-import argparse
 import inspect
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import torch
+from seq2seq.checkpoint import read_checkpoint
+from seq2seq.errors import CheckpointError, DataError
+from seq2seq.textio import read_lines
 
-from seq2seq.translator import CheckpointError, read_checkpoint
 
-
-def evaluate_translator(
-    hypotheses: list[str], references: list[list[str | None]]
-) -> dict[str, Any]:
+def score_translations(hypotheses: list[str], references: list[list[str | None]]) -> dict[str, Any]:
     """Corpus BLEU (``zh`` tokenizer) and chrF, with their sacreBLEU signatures and the
     number of sentences and references scored.
 
@@ -69,31 +67,35 @@ def reference_streams(references: list[list[str]]) -> list[list[str | None]]:
     return [[refs[k] if k < len(refs) else None for refs in references] for k in range(n_streams)]
 
 
-def load_eval_set(args: argparse.Namespace) -> tuple[list[str], list[list[str | None]], str]:
-    """Sources, reference streams and a name, from --src/--ref files or a held-out split
+def load_eval_set(
+    checkpoint: str | Path,
+    split: str | None = None,
+    src: str | None = None,
+    refs: list[str] | None = None,
+    engine: str = "torch",
+) -> tuple[list[str], list[list[str | None]], str]:
+    """Sources, reference streams and a name: from a source file and its reference files, or
+    else from the held-out ``split`` (default test) of the data ``checkpoint`` was trained on
     (one item per distinct English sentence, with all its references)."""
-    from seq2seq.cli import read_lines
-    from seq2seq.data.errors import DataError
-
-    if args.src:
-        if not args.ref:
+    if src:
+        if not refs:
             raise DataError("evaluate: --src needs at least one --ref file")
-        sources = read_lines(args.src)
-        references = [read_lines(path) for path in args.ref]
-        for path, stream in zip(args.ref, references, strict=True):
+        sources = read_lines(src)
+        references = [read_lines(path) for path in refs]
+        for path, stream in zip(refs, references, strict=True):
             if len(stream) != len(sources):
                 raise DataError(
-                    f"{path}: {len(stream)} reference lines but {args.src} has {len(sources)}"
+                    f"{path}: {len(stream)} reference lines but {src} has {len(sources)}"
                 )
-        return sources, references, Path(args.src).stem
-    split = args.split or "test"
-    if getattr(args, "engine", "torch") != "torch":
+        return sources, references, Path(src).stem
+    split = split or "test"
+    if engine != "torch":
         raise DataError("evaluate: with --engine ctranslate2, give --src and --ref files")
-    sources, references = held_out_split(args.checkpoint, split)
+    sources, references = held_out_split(checkpoint, split)
     return sources, reference_streams(references), split
 
 
-def held_out_split(checkpoint_path: str, split: str) -> tuple[list[str], list[list[str]]]:
+def held_out_split(checkpoint_path: str | Path, split: str) -> tuple[list[str], list[list[str]]]:
     """The dev/test set of the data a checkpoint was trained on (prepared again if needed), as
     :func:`group_references` items: distinct English sources and each one's references."""
     from seq2seq.data.datamodule import TranslationDataModule
@@ -110,42 +112,3 @@ def held_out_split(checkpoint_path: str, split: str) -> tuple[list[str], list[li
     datamodule.prepare_data()
     sources, targets = datamodule.split_texts(split)
     return group_references(zip(sources, targets, strict=True))
-
-
-def average_checkpoints(paths: list[str], output: str) -> None:
-    """Write a checkpoint whose weights are the mean of ``paths``' (Vaswani et al. §6.1).
-
-    The result keeps the last checkpoint's config, tokenizer and bookkeeping, but no optimizer
-    state: it is for translation and evaluation, not for resuming training.
-    """
-    if not paths:
-        raise CheckpointError("average: no checkpoints given")
-    checkpoints = [read_checkpoint(p) for p in paths]
-    keys = checkpoints[-1]["state_dict"].keys()
-    for path, checkpoint in zip(paths, checkpoints, strict=True):
-        if checkpoint["state_dict"].keys() != keys:
-            raise CheckpointError(f"{path}: parameters differ from {paths[-1]}")
-    averaged = {}
-    for key in keys:
-        tensors = [c["state_dict"][key] for c in checkpoints]
-        if tensors[0].is_floating_point():
-            averaged[key] = torch.stack([t.double() for t in tensors]).mean(0).to(tensors[0].dtype)
-        else:
-            averaged[key] = tensors[-1]
-    result = {
-        k: v
-        for k, v in checkpoints[-1].items()
-        if k not in ("optimizer_states", "lr_schedulers", "loops", "callbacks")
-    }
-    result["state_dict"] = averaged
-    result["averaged_from"] = [str(p) for p in paths]
-    atomic_torch_save(result, output)
-
-
-def atomic_torch_save(obj: Any, path: str | os.PathLike) -> None:
-    """torch.save to a temporary file, then rename: a crash never leaves a truncated file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)

@@ -1,5 +1,5 @@
-"""Export a trained encoder-decoder checkpoint to Hugging Face ``MarianMTModel`` (and from there
-to CTranslate2).
+"""Export a trained encoder-decoder checkpoint to Hugging Face ``MarianMTModel``, and from there
+to CTranslate2.
 
 Marian is the same post-LN Transformer with one tied, scaled embedding, so the export is a
 renaming of weights plus one exact change of basis: the paper (and we) interleave the sinusoids,
@@ -9,21 +9,34 @@ second. Relabelling the d_model coordinates of the residual stream by the permut
 one model into the other exactly: every weight that reads the residual stream has its input
 columns permuted, every weight that writes it has its output rows permuted, LayerNorm
 parameters are permuted, and attention's inner head space is untouched.
+
+The CTranslate2 conversion goes through the Hugging Face export and CTranslate2's own Transformers
+converter, with two corrections for our models (a custom loader in place of the Marian one):
+
+* CTranslate2's Marian loader drops the last embedding row, taking it for the ``<pad>`` that
+  Transformers appends to Marian vocabularies. Ours has pad at id 0 and a real piece last, so
+  every row is kept and the vocabulary is read whole.
+* It starts the decoder from a zero embedding (Marian starts from pad, whose embedding is zero).
+  Ours starts from ``<s>`` and its trained embedding, so the start token is ``<s>``.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import tempfile
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from seq2seq.checkpoint import load_model, read_checkpoint
 from seq2seq.config import ModelConfig
+from seq2seq.ctranslate2_engine import SETTINGS_FILE, SPM_FILE
+from seq2seq.errors import CheckpointError
 from seq2seq.model import Transformer
-from seq2seq.translator import CheckpointError, load_model, read_checkpoint
 
 
 def interleaved_to_halves(d_model: int) -> Tensor:
@@ -178,12 +191,12 @@ def export_hf(checkpoint: str | Path, output: str | Path, eval_json: str | None 
     mc, search = loaded.model.config, loaded.search
     marian.generation_config = generation_config(mc)
     marian.save_pretrained(out)
-    write_marian_tokenizer(loaded.tokenizer, out)
+    write_marian_tokenizer(loaded.tokenizer, loaded.model.config, out)
     (out / "README.md").write_text(model_card(checkpoint, mc, search, eval_json), "utf-8")
     return out
 
 
-def write_marian_tokenizer(tokenizer, out: Path) -> None:
+def write_marian_tokenizer(tokenizer, config: ModelConfig, out: Path) -> None:
     """``MarianTokenizer`` files: the one joint SentencePiece model for both sides, its
     vocabulary and the special tokens. (MarianTokenizer appends ``</s>`` to every source; our
     models were trained without it, so feed our ids, or strip it, for exact parity.)"""
@@ -191,8 +204,9 @@ def write_marian_tokenizer(tokenizer, out: Path) -> None:
     shutil.copy(out / "source.spm", out / "target.spm")
     vocab = {tokenizer.id_to_piece(i): i for i in range(tokenizer.vocab_size)}
     (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
-    names = {"pad_token": tokenizer.id_to_piece(0), "unk_token": tokenizer.id_to_piece(1),
-             "eos_token": tokenizer.id_to_piece(3)}  # fmt: skip
+    names = {"pad_token": tokenizer.id_to_piece(config.pad_id),
+             "unk_token": tokenizer.id_to_piece(config.unk_id),
+             "eos_token": tokenizer.id_to_piece(config.eos_id)}  # fmt: skip
     settings = {"tokenizer_class": "MarianTokenizer", "source_lang": "en", "target_lang": "zh",
                 "separate_vocabs": False, "model_max_length": 512, **names}  # fmt: skip
     (out / "tokenizer_config.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
@@ -264,3 +278,72 @@ def _evaluation_lines(raw: dict, eval_json: str | None) -> list[str]:
                     "(tokenizer zh). Run `seq2seq evaluate --json` and export with",
                     "`--eval-json` to put test-set BLEU and its signature here."]  # fmt: skip
     return ["Not evaluated: export with `--eval-json` (from `seq2seq evaluate --json`)."]
+
+
+# -- CTranslate2 ----------------------------------------------------------------------------
+
+
+def _loader():  # noqa: ANN202 (ctranslate2 type)
+    from ctranslate2.converters.transformers import BartLoader, MarianMTLoader
+
+    class Seq2SeqMarianLoader(MarianMTLoader):
+        """MarianMTLoader without the pad-row removal and the zero start embedding."""
+
+        def get_model_spec(self, model):
+            model.config.normalize_before = False  # post-LN
+            model.config.normalize_embedding = False
+            return BartLoader.get_model_spec(self, model)
+
+        def set_config(self, config, model, tokenizer):
+            start = tokenizer.convert_ids_to_tokens(model.config.decoder_start_token_id)
+            config.bos_token = start
+            config.eos_token = tokenizer.eos_token
+            config.unk_token = tokenizer.unk_token
+            config.decoder_start_token = start
+
+        def set_decoder(self, spec, decoder):
+            BartLoader.set_decoder(self, spec, decoder)  # start_from_zero_embedding stays off
+
+        def get_vocabulary(self, model, tokenizer):
+            return BartLoader.get_vocabulary(self, model, tokenizer)
+
+    return Seq2SeqMarianLoader()
+
+
+def convert(hf_dir: Path, output: Path, quantization: str | None = None) -> None:
+    """Run CTranslate2's Transformers converter on an export with our loader for Marian."""
+    from ctranslate2.converters import transformers as ct2_transformers
+
+    loaders = ct2_transformers._MODEL_LOADERS
+    original = loaders["MarianConfig"]
+    loaders["MarianConfig"] = _loader()
+    try:
+        converter = ct2_transformers.TransformersConverter(str(hf_dir))
+        converter.convert(str(output), quantization=quantization, force=True)
+    finally:
+        loaders["MarianConfig"] = original
+
+
+def export_ctranslate2(
+    checkpoint: str | Path,
+    output: str | Path,
+    eval_json: str | None = None,
+    quantization: str | None = None,
+) -> Path:
+    """Write a CTranslate2 model directory that ``CTranslate2Engine`` (and
+    ``seq2seq translate --engine ctranslate2``) reads."""
+
+    try:
+        import ctranslate2  # noqa: F401
+    except ImportError:
+        raise ValueError("--format ctranslate2 needs: pip install ctranslate2") from None
+    out = Path(output)
+    with tempfile.TemporaryDirectory() as tmp:
+        hf_dir = export_hf(checkpoint, Path(tmp) / "hf", eval_json)
+        convert(hf_dir, out, quantization)
+        shutil.copy(hf_dir / "source.spm", out / SPM_FILE)
+        shutil.copy(hf_dir / "README.md", out / "README.md")
+    loaded = load_model(checkpoint)
+    settings = {"search": asdict(loaded.search), "model_config": loaded.model.config.to_dict()}
+    (out / SETTINGS_FILE).write_text(json.dumps(settings, indent=2), encoding="utf-8")
+    return out

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from seq2seq.data.tokenizer import EOS_ID
+from seq2seq.checkpoint import load_model
+from seq2seq.errors import CheckpointError
 from seq2seq.model import Transformer
 from seq2seq.packing import pack_for_cpu_inference
-from seq2seq.search import SamplingConfig, SearchConfig, generate_ids
-from seq2seq.translator import CheckpointError, load_model, one_line, token_batches, warn_lines
+from seq2seq.scoring import generate_ids
+from seq2seq.search import SamplingConfig, SearchConfig
+from seq2seq.textio import one_line, warn_lines
+from seq2seq.translator import token_batches
 
 
 class Generator:
@@ -69,7 +72,8 @@ class Generator:
         self._truncate(encoded, max_new_tokens)
         outputs = [""] * len(prompts)
         for batch in token_batches(encoded, max_tokens, extra=max_new_tokens):
-            stream = _TextStream(self.tokenizer, encoded[batch[0]], on_text)
+            stream = _TextStream(self.tokenizer, encoded[batch[0]], self.model.config.eos_id,
+                                 on_text)  # fmt: skip
             streaming = on_text is not None and len(prompts) == 1 and beam_size == 1
             new = generate_ids(
                 self.model,
@@ -123,15 +127,17 @@ def _suffix(prefix: str, full: str) -> str:
 class _TextStream:
     """Turns a single row's new tokens into new text as they come (for ``on_text``)."""
 
-    def __init__(self, tokenizer, prompt: list[int], on_text: Callable[[str], None] | None):
-        self.tokenizer, self.ids, self.on_text = tokenizer, list(prompt), on_text
+    def __init__(
+        self, tokenizer, prompt: list[int], eos: int, on_text: Callable[[str], None] | None
+    ) -> None:
+        self.tokenizer, self.ids, self.eos, self.on_text = tokenizer, list(prompt), eos, on_text
         self.shown = tokenizer.decode(self.ids)
         self.finished = False
 
     def push(self, tokens) -> None:
         """Called with each step's (1,) token tensor."""
         token = int(tokens[0])
-        self.finished |= token == EOS_ID
+        self.finished |= token == self.eos
         if self.finished or self.on_text is None:
             return
         self.ids.append(token)

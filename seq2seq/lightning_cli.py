@@ -15,9 +15,9 @@ from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
-from seq2seq.checkpointing import AtomicCheckpointIO, BestAndLastCheckpoint
+from seq2seq.callbacks import AtomicCheckpointIO, BestAndLastCheckpoint, ThroughputMonitor
 from seq2seq.data.datamodule import TranslationDataModule
-from seq2seq.training import ThroughputMonitor, TranslationModule
+from seq2seq.training import TranslationModule
 
 
 class Seq2SeqCLI(LightningCLI):

@@ -137,10 +137,11 @@ def attention_picture(
     import torch
 
     from seq2seq.attention_maps import cross_attention_maps, self_attention_maps
+    from seq2seq.checkpoint import load_model
     from seq2seq.data.clean import normalize_en
     from seq2seq.packing import pack_for_cpu_inference
-    from seq2seq.search import SamplingConfig, generate_ids, translate_ids, translation_prompt
-    from seq2seq.translator import load_model
+    from seq2seq.scoring import generate_ids, translate_ids, translation_prompt
+    from seq2seq.search import SamplingConfig
 
     loaded = load_model(checkpoint)
     # Packed as Translator and Generator pack it, so the picture shows what they output.
@@ -170,7 +171,7 @@ def attention_picture(
     best = translate_ids(model, torch.tensor([source]), beam_size, search)[0][0].tokens
     title = f"{text} → {tokenizer.decode(best)}"
     if config.decoder_only:  # a decoder-only translator: its one sequence, self-attention
-        sequence = translation_prompt(source, search) + best + [config.eos_id]
+        sequence = translation_prompt(source, config) + best + [config.eos_id]
         return draw_self_attention(sequence, f"self-attention: {title}")
     tgt_in = torch.tensor([[config.bos_id, *best]])
     maps = cross_attention_maps(model, torch.tensor([source]), tgt_in)

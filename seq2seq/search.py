@@ -1,25 +1,23 @@
-"""Decoding: greedy, beam and sampling search over an incremental scorer.
+"""Decoding strategies: greedy, beam and sampling search over an incremental scorer.
 
-The search drivers never see a model. They talk to a ``Scorer``: something that takes the last
-token of every row and returns next-token scores (logits or log-probabilities: the searches
-normalise them), and that can reorder its rows
-(fairseq keeps search and model apart the same way). ``TransformerScorer`` adapts our model
-through its KV cache; tests drive the same searches with scripted scorers.
+The searches never see a model: this module imports none. They talk to a ``Scorer``, something
+that takes the last token of every row and returns next-token scores (logits or
+log-probabilities: the searches normalise them), and that can reorder its rows (fairseq keeps
+``search.py`` apart from its ``sequence_generator.py`` the same way). ``seq2seq.scoring``
+adapts our Transformer through its KV cache; tests drive the same searches with scripted
+scorers. The special token ids come with each call (``SpecialTokens``, from the model's
+config): a search never defines them.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
 import torch
 from torch import Tensor
-
-from seq2seq.attention import padding_mask
-from seq2seq.config import ModelConfig
-from seq2seq.model import Transformer
 
 NEG_INF = float("-inf")
 
@@ -37,79 +35,31 @@ class Scorer(Protocol):
         ...
 
 
-class TransformerScorer:
-    """Encodes a source batch once, then feeds one token per step through the KV cache.
+@dataclass(frozen=True)
+class SpecialTokens:
+    """The ids a search must know, given by the model's config (``ModelConfig``).
 
-    Rows are ordered sentence-major: row ``b * beam_size + j`` is beam j of sentence b, and
-    ``reorder`` expects rows to move only among one sentence's beams (what ``beam_search``
-    does), so the cross-attention keys/values never need to follow.
+    Pad, unk and bos are never generated, and eos never first: a search adds at least one
+    real token (fairseq's ``min_len = 1``; an empty translation of a non-empty source is no
+    translation), unless a length limit of 1 leaves room for the eos alone.
     """
 
-    def __init__(self, model: Transformer, src_ids: Tensor, beam_size: int, max_len: int) -> None:
-        self.model = model
-        # Encode each source and project its cross-attention keys/values once; each of its k
-        # beams gets a copy of those.
-        memory = model.encode(src_ids)  # (B, S, d)
-        source_mask = padding_mask(src_ids, model.config.pad_id)  # (B, S)
-        n_rows = src_ids.shape[0] * beam_size
-        self.cache = model.init_cache(n_rows, max_len, memory, source_mask, copies=beam_size)
+    pad: int
+    unk: int
+    bos: int
+    eos: int
 
-    def __call__(self, last_tokens: Tensor) -> Tensor:
-        return self.model.decode(last_tokens[:, None], cache=self.cache)[:, -1].float()
-
-    def reorder(self, index: Tensor) -> None:
-        # Searches move rows only among the k beams of one sentence, which share the source:
-        # the cross-attention keys/values stay as they are (a change of row count copies all).
-        self.cache.reorder(index, cross=False)
-
-
-class PromptScorer(TransformerScorer):
-    """Decoder-only: reads every prompt into the KV cache in one pass, then one token per step.
-
-    Prompts of different lengths are left-padded, so each row's next token lands in the same
-    cache slot; the padding is masked out and positions count from each prompt's first token,
-    so a row's output does not depend on the other prompts of its batch. The first call
-    returns the prompts' next-token logits (the tokens passed to it are ignored:
-    the prompt already ends with the token to continue from).
-    """
-
-    def __init__(
-        self, model: Transformer, prompts: Sequence[Sequence[int]], beam_size: int, max_new: int
-    ) -> None:
-        # Its own cache set-up; the step and the reorder are TransformerScorer's.
-        if not prompts or min(map(len, prompts)) < 1:
-            raise ValueError("every prompt needs at least one token (e.g. bos)")
-        self.model = model
-        pad, device = model.config.pad_id, model.embedding.weight.device
-        width = max(map(len, prompts))
-        ids = torch.tensor([[pad] * (width - len(p)) + list(p) for p in prompts], device=device)
-        pad_left = torch.tensor([width - len(p) for p in prompts], device=device)
-        self.cache = model.init_cache(len(prompts), width + max_new, pad_left=pad_left)
-        states = model.decoder_states(ids, cache=self.cache)[:, -1]  # (B, d): last position only
-        logits = model.project(states).float()  # (B, V)
-        self._first: Tensor | None = logits.repeat_interleave(beam_size, dim=0)
-        if beam_size > 1:  # each prompt's k beams start from copies of its cache rows
-            rows = torch.arange(len(prompts), device=device)
-            self.cache.reorder(rows.repeat_interleave(beam_size))
-
-    def __call__(self, last_tokens: Tensor) -> Tensor:
-        if self._first is not None:
-            first, self._first = self._first, None
-            return first
-        return super().__call__(last_tokens)
+    @property
+    def never_generated(self) -> tuple[int, int, int]:
+        """pad, unk and bos: no output of any search holds them."""
+        return (self.pad, self.unk, self.bos)
 
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """Knobs shared by the searches.
+    """Knobs of the searches, stored in checkpoints as the decoding defaults.
 
     Attributes:
-        bos_id, eos_id, pad_id, unk_id: special tokens. Pad, unk and bos are never
-            generated, and eos never first: a search adds at least one real token (fairseq's
-            ``min_len = 1``; an empty translation of a non-empty source is no translation),
-            unless a length limit of 1 leaves room for the eos alone.
-        sep_id: the token between source and target of a decoder-only translation model,
-            whose prompt is ``[bos] source [sep]`` (None for encoder-decoder models).
         max_len_a, max_len_b: a hypothesis has at most ``a * source_length + b`` tokens
             (counting its eos); the eos is forced at that length.
         length_penalty: alpha of the GNMT length penalty ``((5 + |Y|) / 6) ** alpha``; beam
@@ -120,25 +70,10 @@ class SearchConfig:
             differ rarely, and only the heuristic makes beam size 1 identical to greedy.
     """
 
-    bos_id: int = 2
-    eos_id: int = 3
-    pad_id: int = 0
-    unk_id: int = 1
-    sep_id: int | None = None
     max_len_a: float = 1.2
     max_len_b: int = 10
     length_penalty: float = 0.6
     exact_stop: bool = False
-
-    @property
-    def never_generated(self) -> tuple[int, int, int]:
-        """pad, unk and bos: no output of any search holds them."""
-        return (self.pad_id, self.unk_id, self.bos_id)
-
-    def with_specials(self, config: ModelConfig) -> SearchConfig:
-        """These settings with the special ids of a model."""
-        return replace(self, pad_id=config.pad_id, unk_id=config.unk_id, bos_id=config.bos_id,
-                       eos_id=config.eos_id)  # fmt: skip
 
     def max_lengths(self, src_lengths: Tensor, cap: int | None = None) -> Tensor:
         """(B,) real source lengths -> (B,) maximum hypothesis lengths (>= 1)."""
@@ -167,59 +102,58 @@ class Hypothesis:
 
 
 def restrict_next_tokens_(
-    logits: Tensor, step: int, max_lens: Tensor, config: SearchConfig
+    logits: Tensor, step: int, max_lens: Tensor, specials: SpecialTokens
 ) -> Tensor:
     """Ban pad/unk/bos everywhere and eos as the first token, and force eos on rows at their
-    length limit, in place (see ``SearchConfig``: a limit of 1 still ends at once).
+    length limit, in place (see ``SpecialTokens``: a limit of 1 still ends at once).
 
     Args:
         logits: (B, R, V) next-token scores of R rows per sentence.
         step: 0-based index of the token being chosen.
         max_lens: (B,) maximum lengths, eos included.
     """
-    for token in config.never_generated:
+    for token in specials.never_generated:
         logits[..., token] = NEG_INF
     at_limit = step >= max_lens - 1  # (B,)
     if step == 0:  # no empty output: fairseq's min_len = 1
-        logits[..., config.eos_id].masked_fill_(~at_limit[:, None], NEG_INF)
+        logits[..., specials.eos].masked_fill_(~at_limit[:, None], NEG_INF)
     if bool(at_limit.any()):
-        eos_column = logits[at_limit, :, config.eos_id].clone()
+        eos_column = logits[at_limit, :, specials.eos].clone()
         logits[at_limit] = NEG_INF
-        logits[at_limit, :, config.eos_id] = eos_column
+        logits[at_limit, :, specials.eos] = eos_column
     return logits
 
 
 @torch.no_grad()
-def greedy_search(scorer: Scorer, max_lens: Tensor, config: SearchConfig) -> list[Hypothesis]:
+def greedy_search(scorer: Scorer, max_lens: Tensor, specials: SpecialTokens) -> list[Hypothesis]:
     """Pick the most probable token at every step, for B sentences at once.
 
     Args:
         scorer: incremental model over B rows.
         max_lens: (B,) length limits, eos included.
+        specials: the model's special token ids.
 
     Returns:
         One hypothesis per sentence, ``score`` = ``log_prob`` (no length normalisation).
     """
     batch = max_lens.shape[0]
     device = max_lens.device
-    tokens = torch.full(
-        (batch, int(max_lens.max())), config.pad_id, dtype=torch.long, device=device
-    )
+    tokens = torch.full((batch, int(max_lens.max())), specials.pad, dtype=torch.long, device=device)
     log_prob = torch.zeros(batch, device=device)
     # The scorer's rows hold the sentences `active`; finished ones are dropped now and then.
     active = torch.arange(batch, device=device)
     limits = max_lens  # of the active rows
     finished = torch.zeros(batch, dtype=torch.bool, device=device)
-    last = torch.full((batch,), config.bos_id, dtype=torch.long, device=device)
+    last = torch.full((batch,), specials.bos, dtype=torch.long, device=device)
     for step in range(tokens.shape[1]):
         # Normalised over the whole vocabulary, banned tokens included, then restricted.
         log_probs = scorer(last).log_softmax(dim=-1)  # (N, V)
-        log_probs = restrict_next_tokens_(log_probs[:, None], step, limits, config)[:, 0]
+        log_probs = restrict_next_tokens_(log_probs[:, None], step, limits, specials)[:, 0]
         best_log_prob, best = top_k_by_blocks(log_probs, 1)
-        best_log_prob, best = best_log_prob[:, 0], best[:, 0].masked_fill(finished, config.pad_id)
+        best_log_prob, best = best_log_prob[:, 0], best[:, 0].masked_fill(finished, specials.pad)
         log_prob[active] += best_log_prob.masked_fill(finished, 0.0)
         tokens[active, step] = best
-        finished |= best == config.eos_id
+        finished |= best == specials.eos
         if bool(finished.all()):
             break
         last = best
@@ -228,7 +162,8 @@ def greedy_search(scorer: Scorer, max_lens: Tensor, config: SearchConfig) -> lis
             scorer.reorder(keep)
             active, limits, finished, last = active[keep], limits[keep], finished[keep], last[keep]
     return [
-        _greedy_hypothesis(row, float(lp), config) for row, lp in zip(tokens, log_prob, strict=True)
+        _greedy_hypothesis(row, float(lp), specials.eos)
+        for row, lp in zip(tokens, log_prob, strict=True)
     ]
 
 
@@ -239,10 +174,10 @@ def worth_dropping(done: Tensor) -> bool:
     return done.numel() > 1 and 4 * int(done.sum()) >= done.numel()
 
 
-def _greedy_hypothesis(row: Tensor, log_prob: float, config: SearchConfig) -> Hypothesis:
+def _greedy_hypothesis(row: Tensor, log_prob: float, eos: int) -> Hypothesis:
     out = row.tolist()
-    if config.eos_id in out:
-        out = out[: out.index(config.eos_id)]
+    if eos in out:
+        out = out[: out.index(eos)]
     return Hypothesis(out, log_prob, log_prob)
 
 
@@ -251,7 +186,8 @@ def beam_search(
     scorer: Scorer,
     max_lens: Tensor,
     beam_size: int,
-    config: SearchConfig,
+    specials: SpecialTokens,
+    config: SearchConfig = SearchConfig(),  # noqa: B008 (frozen)
     n_best: int = 1,
 ) -> list[list[Hypothesis]]:
     """Beam search for B sentences at once; the scorer holds B * beam_size rows.
@@ -272,9 +208,9 @@ def beam_search(
     scores = torch.full((batch, k), NEG_INF, device=device)
     scores[:, 0] = 0.0
     history = torch.full(
-        (batch, k, int(max_lens.max())), config.pad_id, dtype=torch.long, device=device
+        (batch, k, int(max_lens.max())), specials.pad, dtype=torch.long, device=device
     )
-    last = torch.full((batch * k,), config.bos_id, dtype=torch.long, device=device)
+    last = torch.full((batch * k,), specials.bos, dtype=torch.long, device=device)
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
     # The scorer holds the k beams of the sentences `active`; finished ones are dropped now and
     # then, and `found` are their lists of finished hypotheses, in the same order.
@@ -284,11 +220,12 @@ def beam_search(
     keep_in_place = torch.arange(k, device=device)[None, :]  # (1, k)
     for step in range(history.shape[2]):
         top_scores, top_beam, top_token = _best_continuations(
-            scorer(last).view(len(active), k, -1), scores, step, max_lens, config
+            scorer(last).view(len(active), k, -1), scores, step, max_lens, specials
         )
-        _collect_finished(found, done, history, step, top_scores, top_beam, top_token, k, config)
+        candidates = (top_scores, top_beam, top_token)
+        _collect_finished(found, done, history, step, candidates, k, specials.eos, config)
         scores, chosen_beam, chosen_token = _select_open(
-            top_scores, top_beam, top_token, k, config.eos_id
+            top_scores, top_beam, top_token, k, specials.eos
         )
         done |= _sentences_done(found, scores, step, max_lens, k, config)
         if bool(done.all()):
@@ -311,7 +248,7 @@ def beam_search(
 
 
 def _best_continuations(
-    logits: Tensor, scores: Tensor, step: int, max_lens: Tensor, config: SearchConfig
+    logits: Tensor, scores: Tensor, step: int, max_lens: Tensor, specials: SpecialTokens
 ) -> tuple[Tensor, Tensor, Tensor]:
     """The 2k best (beam, token) continuations of each sentence: scores, beam, token (n, 2k).
 
@@ -322,7 +259,7 @@ def _best_continuations(
         scores: (n, k) log-probabilities of the beams so far.
     """
     n, k, vocab = logits.shape
-    log_probs = restrict_next_tokens_(logits.log_softmax(dim=-1), step, max_lens, config)
+    log_probs = restrict_next_tokens_(logits.log_softmax(dim=-1), step, max_lens, specials)
     candidates = log_probs.add_(scores[:, :, None]).view(n, k * vocab)
     top_scores, top_index = top_k_by_blocks(candidates, min(2 * k, k * vocab))  # (n, 2k)
     return top_scores, top_index // vocab, top_index % vocab
@@ -358,14 +295,18 @@ def _collect_finished(
     done: Tensor,
     history: Tensor,
     step: int,
-    top_scores: Tensor,
-    top_beam: Tensor,
-    top_token: Tensor,
+    candidates: tuple[Tensor, Tensor, Tensor],
     k: int,
+    eos: int,
     config: SearchConfig,
 ) -> None:
-    """Move eos-ending candidates ranked among the k best into the finished lists."""
-    ends = (top_token[:, :k] == config.eos_id) & top_scores[:, :k].isfinite() & ~done[:, None]
+    """Move eos-ending candidates ranked among the k best into the finished lists.
+
+    Args:
+        candidates: scores, source beam and token of each sentence's 2k best, each (n, 2k).
+    """
+    top_scores, top_beam, top_token = candidates
+    ends = (top_token[:, :k] == eos) & top_scores[:, :k].isfinite() & ~done[:, None]
     if not bool(ends.any()):
         return
     norm = config.length_norm(step + 1)  # the eos counts towards |Y|
@@ -408,47 +349,6 @@ def _sentences_done(
         length = int(max_lens[b]) if config.exact_stop and best_open[b] < 0 else step + 1
         done[b] = best_open[b] / config.length_norm(length) <= kth_best
     return done
-
-
-@torch.inference_mode()
-def translate_ids(
-    model: Transformer,
-    src_ids: Tensor,
-    beam_size: int = 5,
-    config: SearchConfig | None = None,
-    n_best: int = 1,
-) -> list[list[Hypothesis]]:
-    """Translate a right-padded batch of source ids (B, S) with greedy or beam search.
-
-    ``beam_size=1`` runs greedy search. Returns ``n_best`` hypotheses per sentence. A
-    decoder-only model continues the prompt ``[bos] source [sep]`` (``config.sep_id``).
-    """
-    if config is None:
-        config = SearchConfig().with_specials(model.config)
-    src_lengths = padding_mask(src_ids, config.pad_id).sum(dim=1)
-    if model.config.decoder_only:
-        rows = zip(src_ids.tolist(), src_lengths.tolist(), strict=True)
-        prompts = [translation_prompt(row[:n], config) for row, n in rows]
-        # Each row's own room, so a long neighbour never shortens a sentence's limit.
-        room = model.config.max_positions - torch.tensor([len(p) for p in prompts])
-        if int(room.min()) < 1:
-            raise ValueError("a prompt fills the model's positions: no room for a translation")
-        max_lens = torch.minimum(config.max_lengths(src_lengths), room.to(src_lengths.device))
-        scorer: Scorer = PromptScorer(model, prompts, beam_size, int(max_lens.max()))
-    else:
-        max_lens = config.max_lengths(src_lengths, cap=model.config.max_positions)
-        scorer = TransformerScorer(model, src_ids, beam_size, int(max_lens.max()))
-    if beam_size == 1:
-        return [[hyp] for hyp in greedy_search(scorer, max_lens, config)]
-    return beam_search(scorer, max_lens, beam_size, config, n_best)
-
-
-def translation_prompt(source: Sequence[int], config: SearchConfig) -> list[int]:
-    """``[bos] source [sep]``: what a decoder-only translation model continues with the
-    target (the data layer trains on ``[bos] source [sep] target [eos]``)."""
-    if config.sep_id is None:
-        raise ValueError("a decoder-only translation model needs SearchConfig.sep_id")
-    return [config.bos_id, *source, config.sep_id]
 
 
 # -- sampling ------------------------------------------------------------------------------
@@ -518,7 +418,7 @@ def sample_search(
     scorer: Scorer,
     max_lens: Tensor,
     sampling: SamplingConfig,
-    config: SearchConfig,
+    specials: SpecialTokens,
     indices: Sequence[int] | None = None,
     on_token: Callable[[Tensor], None] | None = None,
 ) -> Tensor:
@@ -541,17 +441,17 @@ def sample_search(
     rows, device = max_lens.shape[0], max_lens.device
     streams = RowStreams(sampling.seed, range(rows) if indices is None else indices, device)
     width = int(max_lens.max()) - 1
-    out = torch.full((rows, width), config.pad_id, dtype=torch.long, device=device)
+    out = torch.full((rows, width), specials.pad, dtype=torch.long, device=device)
     finished = max_lens <= 1
-    last = torch.full((rows,), config.bos_id, dtype=torch.long, device=device)
+    last = torch.full((rows,), specials.bos, dtype=torch.long, device=device)
     for step in range(width):
-        scores = restrict_next_tokens_(scorer(last)[:, None], step, max_lens, config)[:, 0]
+        scores = restrict_next_tokens_(scorer(last)[:, None], step, max_lens, specials)[:, 0]
         token = _sample_token(scores, sampling, streams.next())
-        token = token.masked_fill(finished, config.pad_id)
+        token = token.masked_fill(finished, specials.pad)
         out[:, step] = token
         if on_token is not None:
             on_token(token)
-        finished |= (token == config.eos_id) | (max_lens - 1 <= step + 1)
+        finished |= (token == specials.eos) | (max_lens - 1 <= step + 1)
         if bool(finished.all()):
             break
         last = token
@@ -578,49 +478,18 @@ def _sample_token(scores: Tensor, sampling: SamplingConfig, uniforms: Tensor) ->
     return token.minimum(cdf.argmax(dim=-1))
 
 
-@torch.inference_mode()
-def generate_ids(
-    model: Transformer,
-    prompts: Sequence[Sequence[int]],
-    max_new_tokens: int,
-    sampling: SamplingConfig = SamplingConfig(),  # noqa: B008 (frozen)
-    beam_size: int = 1,
-    config: SearchConfig | None = None,
-    on_token: Callable[[Tensor], None] | None = None,
-    indices: Sequence[int] | None = None,
-) -> list[list[int]]:
-    """Continue each prompt of a decoder-only model by 1 to ``max_new_tokens`` tokens.
-
-    ``beam_size`` > 1 runs beam search (``config``'s length penalty); otherwise tokens are
-    sampled (temperature 0 = greedy), and ``on_token`` sees each step's (N,) tokens. As in
-    translation the first new token is never eos: a continuation adds at least one token.
-
-    Args:
-        indices: each prompt's index in the caller's input, which picks its random stream
-            (``SamplingConfig.seed``); 0..N-1 by default.
-
-    Returns:
-        The new tokens of each prompt, without the final eos.
-    """
-    mc = model.config
-    if not mc.decoder_only:
-        raise ValueError("generation needs a decoder-only model (decoder_only: true)")
-    config = config or SearchConfig().with_specials(mc)
-    device = model.embedding.weight.device
-    # Each prompt's own room: a long prompt in the batch never shortens another's output.
-    room = mc.max_positions - torch.tensor([len(p) for p in prompts], device=device)
-    if int(room.min()) < 1:
-        raise ValueError(f"the prompt fills all {mc.max_positions} positions of the model")
-    limits = room.clamp(max=max_new_tokens)  # (N,) new tokens per prompt
-    scorer = PromptScorer(model, prompts, beam_size, int(limits.max()) + 1)
-    max_lens = limits + 1  # the searches count the eos that ends a row
-    if beam_size > 1:
-        return [hyps[0].tokens for hyps in beam_search(scorer, max_lens, beam_size, config)]
-    out = sample_search(scorer, max_lens, sampling, config, indices, on_token)
-    return [_strip_after_eos(row, config.eos_id, config.pad_id) for row in out.tolist()]
+# Names that lived here before the scorers moved to ``seq2seq.scoring``: still importable from
+# here, lazily (this module imports no model), with a warning.
+_MOVED_TO_SCORING = ("PromptScorer", "TransformerScorer", "generate_ids", "translate_ids",
+                     "translation_prompt")  # fmt: skip
 
 
-def _strip_after_eos(row: list[int], eos_id: int, pad_id: int) -> list[int]:
-    if eos_id in row:
-        row = row[: row.index(eos_id)]
-    return [t for t in row if t != pad_id]
+def __getattr__(name: str):  # noqa: ANN202 (module-level attribute hook, PEP 562)
+    if name in _MOVED_TO_SCORING:
+        import warnings
+
+        from seq2seq import scoring
+
+        warnings.warn(f"import {name} from seq2seq.scoring", DeprecationWarning, stacklevel=2)
+        return getattr(scoring, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

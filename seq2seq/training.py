@@ -1,6 +1,9 @@
-"""Training as a LightningModule: label-smoothed loss, Adam, the paper's warmup schedule.
+"""Training as a LightningModule: teacher forcing with the label-smoothed loss, updates
+normalised by target tokens, non-finite batches skipped, validation loss and BLEU.
 
-Lightning lives here and in the data/CLI layers only; the model itself is plain PyTorch.
+Lightning lives here, in ``callbacks`` and in the data/CLI layers only; the model, the loss
+(``seq2seq.loss``) and the optimiser with its schedule (``seq2seq.schedule``) are plain
+PyTorch.
 """
 
 from __future__ import annotations
@@ -8,8 +11,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import time
-from dataclasses import asdict, replace
 from datetime import timedelta
 from typing import Any
 
@@ -20,37 +21,15 @@ from lightning.pytorch.callbacks import Timer
 from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor
 
-from seq2seq.config import ConfigError, ModelConfig
+from seq2seq.checkpoint import CHECKPOINT_KEY, checkpoint_section
+from seq2seq.config import ModelConfig
+from seq2seq.errors import ConfigError, TrainingStopped
+from seq2seq.evaluation import score_translations
 from seq2seq.loss import label_smoothed_cross_entropy
 from seq2seq.model import Transformer
+from seq2seq.schedule import inverse_sqrt_schedule, paper_optimizer, training_progress
 from seq2seq.search import SearchConfig
-from seq2seq.translator import CHECKPOINT_KEY, Translator
-
-
-def inverse_sqrt_schedule(step: float, d_model: int, warmup_steps: int, scale: float) -> float:
-    """lrate = scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5) (paper §5.3).
-
-    ``step`` counts from 1 (optimizer updates), so the first update already has a nonzero rate.
-    """
-    step = max(step, 1)
-    return scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
-
-
-def cooldown_factor(progress: float, cooldown_share: float) -> float:
-    """1 until the last ``cooldown_share`` of training, then linearly down to 0 at the end.
-
-    ``progress`` is the share of the training budget used, in [0, 1] (see
-    ``TranslationModule.training_progress``). Not in the paper: short runs end far from
-    convergence at the inverse-sqrt rate, and annealing to zero over the last stretch
-    recovers much of the gap (``cooldown_share=0`` turns it off).
-    """
-    if cooldown_share <= 0:
-        return 1.0
-    return max(0.0, min(1.0, (1.0 - progress) / cooldown_share))
-
-
-class TrainingStopped(RuntimeError):
-    """Training cannot usefully go on; the message says why in one line."""
+from seq2seq.translator import TorchEngine, Translator
 
 
 class TranslationModule(L.LightningModule):
@@ -100,7 +79,7 @@ class TranslationModule(L.LightningModule):
         self.save_hyperparameters()
         self.config = config
         self.model = Transformer(config)
-        self.search = search.with_specials(config)
+        self.search = search
         self.tokenizer_bytes: bytes | None = None  # set from the data module in setup()
         self.task = "translation"  # or "lm": what the data module trains (set in setup())
         self.skipped_steps = 0  # batches skipped for a non-finite loss, in this process's run
@@ -114,30 +93,18 @@ class TranslationModule(L.LightningModule):
 
     def configure_optimizers(self) -> dict[str, Any]:
         hp = self.hparams
-        optimizer = torch.optim.AdamW(
+        optimizer, scheduler = paper_optimizer(
             self.parameters(),
-            lr=1.0,  # the schedule below supplies the whole rate
-            betas=tuple(hp.adam_betas),
-            eps=hp.adam_eps,
+            self.config.d_model,
+            hp.warmup_steps,
+            hp.lr_scale,
+            hp.cooldown_steps,
+            total_steps=self.trainer.max_steps if self._trainer is not None else -1,
+            adam_betas=hp.adam_betas,
+            adam_eps=hp.adam_eps,
             weight_decay=hp.weight_decay,
+            time_used=lambda: self._time_used,
         )
-        d_model, warmup, scale = self.config.d_model, hp.warmup_steps, hp.lr_scale
-        total = self.trainer.max_steps if self._trainer is not None else -1
-        if hp.cooldown_steps > 0 and total <= 0:
-            raise ValueError("cooldown_steps needs trainer.max_steps (the run's length)")
-        cooldown_share = hp.cooldown_steps / total if hp.cooldown_steps > 0 else 0.0
-
-        def rate(step: int) -> float:  # step = optimizer updates done so far
-            # The schedule's own step: the real one, unless the time budget is further along
-            # (a slower machine), then that share of max_steps, so warmup, decay and cooldown
-            # keep their shape over the run instead of being cut off by the clock.
-            position = max(step, self._time_used * total) if total > 0 else step
-            progress = self.training_progress(step, total)
-            return inverse_sqrt_schedule(position + 1, d_model, warmup, scale) * cooldown_factor(
-                progress, cooldown_share
-            )
-
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
         return {
             "optimizer": optimizer,
             "lr_scheduler": {"scheduler": scheduler, "interval": "step"},
@@ -155,8 +122,7 @@ class TranslationModule(L.LightningModule):
         ``--ckpt_path last``), read on rank 0 and shared with every rank
         (``on_before_optimizer_step``), so all ranks use the same rate.
         """
-        by_steps = step / total_steps if total_steps > 0 else 0.0
-        return min(1.0, max(by_steps, self._time_used))
+        return training_progress(step, total_steps, self._time_used)
 
     def _timer(self) -> Timer | None:
         """Lightning's ``Timer`` callback when ``trainer.max_time`` is set, else None."""
@@ -314,12 +280,12 @@ class TranslationModule(L.LightningModule):
         sources, references = datamodule.split_texts("dev")
         chosen = evenly_spaced(len(sources), self.hparams.val_bleu_sentences)
         mine = chosen[self.global_rank :: self.trainer.world_size]
-        translator = Translator(self.model, tokenizer, self.search)
+        translator = Translator(TorchEngine(self.model, self.search), tokenizer)
         with _quiet_stderr():  # truncation warnings of over-long dev sentences
             outputs = translator.translate([sources[i] for i in mine], self.hparams.val_beam_size)
         translated = dict(gather_objects(list(zip(mine, outputs, strict=True))))
         hypotheses = [translated[i] for i in chosen]
-        return corpus_bleu_zh(hypotheses, [references[i] for i in chosen])
+        return score_translations(hypotheses, [[references[i] for i in chosen]])["bleu"]
 
     # -- tokenizer and self-contained checkpoints -----------------------------------------
 
@@ -331,7 +297,8 @@ class TranslationModule(L.LightningModule):
             self._check_vocab(tokenizer.vocab_size)
             self.task = getattr(datamodule, "task", "translation")
             if self.config.decoder_only and tokenizer.sep_id is not None:
-                self.search = replace(self.search, sep_id=tokenizer.sep_id)
+                self.config.sep_id = tokenizer.sep_id  # joined pairs: [bos] src [sep] tgt
+                self.config.validate()
             self._check_positions(datamodule)
 
     def _check_positions(self, datamodule) -> None:
@@ -367,24 +334,14 @@ class TranslationModule(L.LightningModule):
         return self._tokenizer_cache
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        checkpoint[CHECKPOINT_KEY] = {
-            "model_config": self.config.to_dict(),
-            "search": asdict(self.search),
-            "tokenizer": self.tokenizer_bytes,
-            "task": self.task,
-        }
+        checkpoint[CHECKPOINT_KEY] = checkpoint_section(
+            self.config, self.search, self.tokenizer_bytes, self.task
+        )
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         section = checkpoint.get(CHECKPOINT_KEY, {})
         self.tokenizer_bytes = section.get("tokenizer", self.tokenizer_bytes)
         self.task = section.get("task", self.task)
-
-
-def corpus_bleu_zh(hypotheses: list[str], references: list[str]) -> float:
-    """sacreBLEU corpus BLEU with the ``zh`` tokenizer, one reference per hypothesis."""
-    import sacrebleu
-
-    return float(sacrebleu.corpus_bleu(hypotheses, [references], tokenize="zh").score)
 
 
 def evenly_spaced(n: int, count: int) -> list[int]:
@@ -407,30 +364,3 @@ def gather_objects(items: list) -> list:
 def _quiet_stderr():
     with open(os.devnull, "w") as devnull, contextlib.redirect_stderr(devnull):
         yield
-
-
-class ThroughputMonitor(L.Callback):
-    """Logs non-pad source+target tokens per second of training (progress bar and logger)."""
-
-    def __init__(self, window: int = 10) -> None:
-        self.window = window
-        self._tokens = 0
-        self._start: float | None = None
-        self._steps = 0
-
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx: int) -> None:
-        if self._start is None:
-            self._start = time.perf_counter()
-
-    def on_validation_start(self, trainer, pl_module) -> None:
-        # Validation time is not training time: restart the window afterwards.
-        self._tokens, self._steps, self._start = 0, 0, None
-
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int) -> None:
-        self._tokens += int(batch.n_src_tokens) + int(batch.n_tgt_tokens)
-        self._steps += 1
-        if self._steps >= self.window and self._start is not None:
-            elapsed = time.perf_counter() - self._start
-            rate = self._tokens * trainer.world_size / max(elapsed, 1e-9)
-            pl_module.log("tok_per_s", rate, prog_bar=True, rank_zero_only=True)
-            self._tokens, self._steps, self._start = 0, 0, time.perf_counter()

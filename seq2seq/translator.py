@@ -1,95 +1,96 @@
-"""Inference from a self-contained checkpoint: load, batch by tokens, translate, keep order."""
+"""Translation from a checkpoint: lines in, one output line per input line, in order.
+
+``Translator`` owns what every runtime shares: normalising and encoding lines, cutting
+over-long sources, batching by tokens (longest first, so padding stays small), splitting a
+batch that runs out of memory, and putting outputs back in input order. The decoding itself
+comes from an engine: ``TorchEngine`` (our model and searches) here, ``CTranslate2Engine`` in
+``seq2seq.ctranslate2_engine``; a server batching requests is one more user of the same seam.
+"""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
-from seq2seq.config import ConfigError, ModelConfig
+from seq2seq.checkpoint import load_model
+from seq2seq.errors import CheckpointError
 from seq2seq.model import Transformer
 from seq2seq.packing import pack_for_cpu_inference
-from seq2seq.search import SearchConfig, translate_ids
-
-CHECKPOINT_KEY = "seq2seq"  # our section of a Lightning checkpoint: config + tokenizer
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint that is missing, unreadable or not one of ours."""
+from seq2seq.scoring import translate_ids
+from seq2seq.search import Hypothesis, SearchConfig
+from seq2seq.textio import one_line, warn_lines
 
 
-def read_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Load a Lightning checkpoint on the CPU, with one-line errors for the usual problems."""
-    path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"{path}: checkpoint not found")
-    try:
-        # Our checkpoints hold plain Python config objects, so weights_only loading is off.
-        checkpoint = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as error:  # truncated zip, not a torch file, ...
-        raise CheckpointError(f"{path}: cannot read checkpoint ({error})") from None
-    if not isinstance(checkpoint, dict) or CHECKPOINT_KEY not in checkpoint:
-        raise CheckpointError(f"{path}: not a seq2seq checkpoint (no '{CHECKPOINT_KEY}' section)")
-    return checkpoint
+class Engine(Protocol):
+    """A runtime that decodes batches of source ids: what ``Translator`` needs."""
 
-
-@dataclass
-class LoadedModel:
-    """What a checkpoint holds: the model (eval mode), its tokenizer, decoding defaults, and
-    the task it was trained for (``translation`` or ``lm``)."""
-
-    model: Transformer
-    tokenizer: Any
     search: SearchConfig
-    task: str
+    device: str
+
+    def hypotheses(
+        self, sources: list[list[int]], beam_size: int, n_best: int = 1
+    ) -> list[list[Hypothesis]]:
+        """The ``n_best`` best outputs of each source (ids without bos/eos), best first."""
+        ...
+
+    def source_limit(self) -> int:
+        """Longest source (in tokens) the engine takes."""
+        ...
+
+    def batch_budget(self, max_tokens: int, beam_size: int) -> int:
+        """Source tokens per batch for a ``max_tokens`` budget at this beam size."""
+        ...
+
+    def with_search(self, **changes: Any) -> Engine:
+        """The same engine (sharing the model) with some search settings changed."""
+        ...
 
 
-def load_model(path: str | Path, device: str = "cpu") -> LoadedModel:
-    """Model, tokenizer and search settings of a ``.ckpt`` written by ``seq2seq fit``."""
-    from seq2seq.data.tokenizer import Tokenizer
+class TorchEngine:
+    """Our Transformer and our searches (``seq2seq.scoring.translate_ids``)."""
 
-    checkpoint = read_checkpoint(path)
-    section = checkpoint[CHECKPOINT_KEY]
-    try:
-        config = ModelConfig.from_dict(section["model_config"])
-    except (ConfigError, KeyError, TypeError) as error:
-        raise CheckpointError(f"{path}: bad model config ({error})") from None
-    if section.get("tokenizer") is None:
-        raise CheckpointError(f"{path}: checkpoint holds no SentencePiece model")
-    tokenizer = Tokenizer.from_bytes(section["tokenizer"])
-    if tokenizer.vocab_size != config.vocab_size:
-        raise CheckpointError(
-            f"{path}: vocab_size {config.vocab_size} disagrees with the SentencePiece "
-            f"model ({tokenizer.vocab_size} pieces)"
-        )
-    model = Transformer(config)
-    try:
-        model.load_state_dict(model_state_dict(checkpoint))
-    except RuntimeError as error:  # the weights of another shape of model
-        first = str(error).splitlines()[1].strip() if "\n" in str(error) else str(error)
-        raise CheckpointError(
-            f"{path}: weights do not fit the model config ({first[:200]})"
-        ) from None
-    known = {f.name for f in fields(SearchConfig)}
-    search = SearchConfig(**{k: v for k, v in section.get("search", {}).items() if k in known})
-    task = section.get("task", "translation")
-    return LoadedModel(model.to(device).eval(), tokenizer, search, task)
+    def __init__(self, model: Transformer, search: SearchConfig) -> None:
+        self.model = model.eval()
+        self.search = search
 
+    @property
+    def device(self) -> str:
+        return str(self.model.embedding.weight.device)
 
-def model_state_dict(checkpoint: dict[str, Any]) -> dict[str, torch.Tensor]:
-    """The Transformer's weights from a LightningModule state dict (drops the 'model.' prefix)."""
-    prefix = "model."
-    return {
-        k[len(prefix) :]: v for k, v in checkpoint["state_dict"].items() if k.startswith(prefix)
-    }
+    def hypotheses(
+        self, sources: list[list[int]], beam_size: int, n_best: int = 1
+    ) -> list[list[Hypothesis]]:
+        return translate_ids(self.model, self._pad(sources), beam_size, self.search, n_best)
+
+    def source_limit(self) -> int:
+        """The model's positions; a decoder-only model holds source and translation in one
+        sequence, so its sources leave room for the longest translation the search allows."""
+        limit = self.model.config.max_positions
+        if self.model.config.decoder_only:
+            limit = self.search.source_limit(limit)
+        return limit
+
+    def batch_budget(self, max_tokens: int, beam_size: int) -> int:
+        """Our search decodes beam_size rows per source."""
+        return max(1, max_tokens // beam_size)
+
+    def with_search(self, **changes: Any) -> TorchEngine:
+        return TorchEngine(self.model, replace(self.search, **changes))
+
+    def _pad(self, rows: list[list[int]]) -> torch.Tensor:
+        pad = self.model.config.pad_id
+        width = max(len(r) for r in rows)
+        device = self.model.embedding.weight.device
+        return torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=device)
 
 
 class Translator:
-    """A trained model plus its tokenizer and decoding defaults.
+    """A decoding engine plus its tokenizer: English lines in, Chinese lines out.
 
     Example:
         >>> translator = Translator.from_checkpoint("runs/demo/checkpoints/last.ckpt")
@@ -97,10 +98,9 @@ class Translator:
         ['我爱你。']
     """
 
-    def __init__(self, model: Transformer, tokenizer, search: SearchConfig) -> None:
-        self.model = model.eval()
+    def __init__(self, engine: Engine, tokenizer) -> None:
+        self.engine = engine
         self.tokenizer = tokenizer
-        self.search = search
         self._split_batches = 0  # batches split after running out of memory, per call
 
     @classmethod
@@ -109,18 +109,30 @@ class Translator:
         model, or a decoder-only one trained on joined pairs (``configs/lm_translate.yaml``).
         On the CPU in float32 its weights are packed for inference (``seq2seq.packing``)."""
         loaded = load_model(path, device)
-        if loaded.task == "lm" or (
-            loaded.model.config.decoder_only and loaded.search.sep_id is None
-        ):
+        config = loaded.model.config
+        if loaded.task == "lm" or (config.decoder_only and config.sep_id is None):
             raise CheckpointError(
                 f"{path}: a language model, not a translation model; use 'seq2seq generate'"
             )
-        return cls(pack_for_cpu_inference(loaded.model), loaded.tokenizer, loaded.search)
+        engine = TorchEngine(pack_for_cpu_inference(loaded.model), loaded.search)
+        return cls(engine, loaded.tokenizer)
+
+    @classmethod
+    def from_ctranslate2(cls, directory: str | Path, device: str = "cpu") -> Translator:
+        """A translator over a ``seq2seq export --format ctranslate2`` directory."""
+        from seq2seq.ctranslate2_engine import CTranslate2Engine
+
+        engine = CTranslate2Engine(directory, device=device)
+        return cls(engine, engine.tokenizer)
+
+    @property
+    def search(self) -> SearchConfig:
+        return self.engine.search
 
     def with_search(self, **overrides: Any) -> Translator:
-        """A translator sharing this model, with some search settings changed (None = keep)."""
+        """A translator sharing this engine, with some search settings changed (None = keep)."""
         changes = {k: v for k, v in overrides.items() if v is not None}
-        return Translator(self.model, self.tokenizer, replace(self.search, **changes))
+        return Translator(self.engine.with_search(**changes), self.tokenizer)
 
     def translate(
         self,
@@ -140,16 +152,27 @@ class Translator:
                 7.7 s at 4,000, 9.5 s at 8,000).
             on_batch: called with the number of lines finished after each batch (progress).
         """
-        from seq2seq.data.clean import normalize_en
+        hypotheses = self.translate_hypotheses(lines, beam_size, max_tokens, on_batch=on_batch)
+        return [one_line(self.tokenizer.decode(best[0].tokens)) if best else ""
+                for best in hypotheses]  # fmt: skip
 
-        encoded = [self.tokenizer.encode(normalize_en(line)) for line in lines]
-        self._truncate(encoded)
-        outputs = [""] * len(lines)
+    def translate_hypotheses(
+        self,
+        lines: Sequence[str],
+        beam_size: int = 5,
+        max_tokens: int = 4000,
+        n_best: int = 1,
+        on_batch: Callable[[int], None] | None = None,
+    ) -> list[list[Hypothesis]]:
+        """The ``n_best`` hypotheses (ids and scores) of each line; [] for an empty line."""
+        encoded = self.encode(lines)
+        outputs: list[list[Hypothesis]] = [[] for _ in lines]
         self._split_batches = 0
-        for batch in token_batches(encoded, self.batch_budget(max_tokens, beam_size)):
-            best = self._best_outputs([encoded[i] for i in batch], beam_size)
-            for index, tokens in zip(batch, best, strict=True):
-                outputs[index] = one_line(self.tokenizer.decode(tokens))
+        budget = self.engine.batch_budget(max_tokens, beam_size)
+        for batch in token_batches(encoded, budget):
+            found = self._hypotheses([encoded[i] for i in batch], beam_size, n_best)
+            for index, hyps in zip(batch, found, strict=True):
+                outputs[index] = hyps
             if on_batch is not None:
                 on_batch(len(batch))
         if self._split_batches:
@@ -160,53 +183,40 @@ class Translator:
             )
         return outputs
 
-    def _best_outputs(self, sources: list[list[int]], beam_size: int) -> list[list[int]]:
-        """The best output ids of each source. A batch that runs out of (GPU) memory is split
-        in halves and retried, so one oversized batch never aborts a file."""
-        try:
-            hyps = translate_ids(self.model, self._pad(sources), beam_size, self.search)
-            return [h[0].tokens for h in hyps]
-        except torch.cuda.OutOfMemoryError:  # (= torch.OutOfMemoryError from torch 2.5)
-            if len(sources) == 1:
-                raise MemoryError(
-                    f"out of memory translating a single sentence of {len(sources[0])} tokens "
-                    f"on {self.model.embedding.weight.device}"
-                ) from None
-        self._split_batches += 1
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()  # hand the failed attempt's blocks back before retrying
-        half = len(sources) // 2
-        return self._best_outputs(sources[:half], beam_size) + self._best_outputs(
-            sources[half:], beam_size
-        )
+    def encode(self, lines: Sequence[str]) -> list[list[int]]:
+        """Normalised, tokenised sources, cut to the engine's source limit (with a warning
+        naming the lines cut)."""
+        from seq2seq.data.clean import normalize_en
 
-    def batch_budget(self, max_tokens: int, beam_size: int) -> int:
-        """Source tokens per batch: our search decodes beam_size rows per source."""
-        return max(1, max_tokens // beam_size)
-
-    def source_limit(self) -> int:
-        """Longest source the model takes: its positions; a decoder-only model holds source
-        and translation in one sequence, so its sources leave room for the longest
-        translation the search allows."""
-        limit = self.model.config.max_positions
-        if self.model.config.decoder_only:
-            limit = self.search.source_limit(limit)
-        return limit
-
-    def _truncate(self, encoded: list[list[int]]) -> None:
-        """Cut sources to ``source_limit``; warn once, naming the lines (1-based)."""
-        limit = self.source_limit()
+        encoded = [self.tokenizer.encode(normalize_en(line)) for line in lines]
+        limit = self.engine.source_limit()
         cut = [i + 1 for i, ids in enumerate(encoded) if len(ids) > limit]
         for i in cut:
             encoded[i - 1] = encoded[i - 1][:limit]
         if cut:
             warn_lines(f"truncated {len(cut)} over-long input line(s) to {limit} tokens", cut)
+        return encoded
 
-    def _pad(self, rows: list[list[int]]) -> torch.Tensor:
-        pad = self.model.config.pad_id
-        width = max(len(r) for r in rows)
-        device = self.model.embedding.weight.device
-        return torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=device)
+    def _hypotheses(
+        self, sources: list[list[int]], beam_size: int, n_best: int
+    ) -> list[list[Hypothesis]]:
+        """The engine's hypotheses for one batch. A batch that runs out of (GPU) memory is
+        split in halves and retried, so one oversized batch never aborts a file."""
+        try:
+            return self.engine.hypotheses(sources, beam_size, n_best)
+        except torch.cuda.OutOfMemoryError:  # (= torch.OutOfMemoryError from torch 2.5)
+            if len(sources) == 1:
+                raise MemoryError(
+                    f"out of memory translating a single sentence of {len(sources[0])} tokens "
+                    f"on {self.engine.device}"
+                ) from None
+        self._split_batches += 1
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()  # hand the failed attempt's blocks back before retrying
+        half = len(sources) // 2
+        return self._hypotheses(sources[:half], beam_size, n_best) + self._hypotheses(
+            sources[half:], beam_size, n_best
+        )
 
 
 def token_batches(encoded: list[list[int]], max_tokens: int, extra: int = 0) -> Iterable[list[int]]:
@@ -222,14 +232,3 @@ def token_batches(encoded: list[list[int]], max_tokens: int, extra: int = 0) -> 
         batch.append(index)
     if batch:
         yield batch
-
-
-def warn_lines(message: str, line_numbers: list[int]) -> None:
-    """One warning on stderr naming the (first 20) 1-based line numbers concerned."""
-    shown = ", ".join(map(str, line_numbers[:20])) + (" ..." if len(line_numbers) > 20 else "")
-    print(f"warning: {message}: line {shown}", file=sys.stderr)
-
-
-def one_line(text: str) -> str:
-    """Output text with no line breaks, so output line i always answers input line i."""
-    return " ".join(text.splitlines()).replace("\u2028", " ").replace("\u2029", " ")

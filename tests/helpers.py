@@ -61,12 +61,13 @@ def synthetic_pairs():
 def tiny_checkpoint(path, seed: int = 0, saved_before_unk_id: bool = False):
     """An untrained translation checkpoint laid out as ``seq2seq fit`` writes one: a
     SentencePiece model of the synthetic pairs and a tiny model of its vocabulary (seconds).
-    ``saved_before_unk_id``: its model and search settings lack ``unk_id``, as older ones do."""
+    ``saved_before_unk_id``: laid out as older versions wrote it: no ``unk_id`` or ``sep_id``
+    in its model config, and the other special ids kept with the search settings."""
     from dataclasses import asdict
 
+    from seq2seq.checkpoint import CHECKPOINT_KEY
     from seq2seq.data.tokenizer import Tokenizer
     from seq2seq.search import SearchConfig
-    from seq2seq.translator import CHECKPOINT_KEY
 
     texts = [text for pair in synthetic_pairs() for text in pair]
     tokenizer = Tokenizer.train(texts, 406)  # 150 + the 256 byte pieces
@@ -74,7 +75,8 @@ def tiny_checkpoint(path, seed: int = 0, saved_before_unk_id: bool = False):
     model = Transformer(tiny_config(vocab_size=tokenizer.vocab_size))
     model_config, search = model.config.to_dict(), asdict(SearchConfig())
     if saved_before_unk_id:
-        del model_config["unk_id"], search["unk_id"]
+        del model_config["unk_id"], model_config["sep_id"]
+        search.update(bos_id=2, eos_id=3, pad_id=0, sep_id=None)
     section = {"model_config": model_config, "tokenizer": tokenizer.to_bytes(),
                "search": search, "task": "translation"}  # fmt: skip
     weights = {f"model.{name}": w for name, w in model.state_dict().items()}

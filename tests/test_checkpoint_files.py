@@ -15,7 +15,7 @@ import sys, torch
 
 io = None
 if sys.argv[2] == "atomic":
-    from seq2seq.checkpointing import AtomicCheckpointIO
+    from seq2seq.callbacks import AtomicCheckpointIO
 
     io = AtomicCheckpointIO()
 state = {"weights": torch.randn(4_000_000), "step": 0}
@@ -49,7 +49,7 @@ def kill_during_saves(path, how: str, kills: int) -> list[str]:
 
 @pytest.mark.slow
 def test_a_killed_save_leaves_the_previous_checkpoint_intact(tmp_path):
-    from seq2seq.checkpointing import AtomicCheckpointIO
+    from seq2seq.callbacks import AtomicCheckpointIO
 
     last = tmp_path / "last.ckpt"
     outcomes = kill_during_saves(last, "atomic", kills=6)
@@ -70,7 +70,7 @@ def test_the_run_lock_is_taken_atomically_and_only_once(tmp_path):
     import os
     import socket
 
-    from seq2seq.checkpointing import LOCK_NAME, BestAndLastCheckpoint
+    from seq2seq.callbacks import LOCK_NAME, BestAndLastCheckpoint
 
     checkpoint = BestAndLastCheckpoint(dirpath=str(tmp_path / "ckpt"))
     lock = tmp_path / "ckpt" / LOCK_NAME

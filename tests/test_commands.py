@@ -12,9 +12,10 @@ import pytest
 import torch
 
 from helpers import synthetic_pairs
+from seq2seq.checkpoint import read_checkpoint
 from seq2seq.cli import main
-from seq2seq.evaluation import evaluate_translator
-from seq2seq.translator import Translator, read_checkpoint
+from seq2seq.evaluation import score_translations
+from seq2seq.translator import Translator
 
 pytestmark = pytest.mark.slow
 
@@ -133,7 +134,7 @@ def test_tensorboard_logs_beside_csv_when_installed(run):
 
 
 def test_logged_learning_rate_follows_the_paper_schedule(run):
-    from seq2seq.training import inverse_sqrt_schedule
+    from seq2seq.schedule import inverse_sqrt_schedule
 
     rows = [r for r in metrics(run) if r.get("lr-AdamW")]
     for row in rows:
@@ -222,7 +223,7 @@ def test_evaluate_held_out_test_split(run, capsys):
 
 def test_evaluation_scores_perfect_hypotheses_100():
     refs = ["我今天会买苹果。", "他明天能看见那本书。"]
-    assert evaluate_translator(refs, [refs])["bleu"] == pytest.approx(100.0)
+    assert score_translations(refs, [refs])["bleu"] == pytest.approx(100.0)
 
 
 def test_average_is_the_parameter_mean(run, tmp_path):
@@ -414,7 +415,7 @@ def test_export_hf_gives_the_same_logits_and_greedy_translations(run, tmp_path, 
     transformers = pytest.importorskip("transformers")
     checkpoint = run / "checkpoints" / "last.ckpt"
     out = tmp_path / "hf"
-    scores = evaluate_translator(["我会买茶。"], [["我会买茶。"]])
+    scores = score_translations(["我会买茶。"], [["我会买茶。"]])
     eval_json = tmp_path / "eval.json"
     eval_json.write_text(json.dumps({**scores, "eval_set": "test", "sentences": 1,
                                      "beam_size": 5}))  # fmt: skip
@@ -422,7 +423,7 @@ def test_export_hf_gives_the_same_logits_and_greedy_translations(run, tmp_path, 
                  "--output", str(out), "--eval-json", str(eval_json)]) == 0  # fmt: skip
     marian = transformers.MarianMTModel.from_pretrained(out).eval()
     translator = Translator.from_checkpoint(checkpoint)
-    ours = translator.model
+    ours = translator.engine.model
     generator = torch.Generator().manual_seed(0)
     src = torch.randint(4, ours.config.vocab_size, (3, 9), generator=generator)
     tgt = torch.randint(4, ours.config.vocab_size, (3, 6), generator=generator)

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from seq2seq.checkpointing import AtomicCheckpointIO
+from seq2seq.callbacks import AtomicCheckpointIO
 from seq2seq.cli import main
 from seq2seq.lightning_cli import run_lightning_cli
 

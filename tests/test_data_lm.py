@@ -6,13 +6,13 @@ import pytest
 import torch
 
 from helpers import synthetic_pairs
-from seq2seq.config import ConfigError
+from seq2seq.config import ConfigError, ModelConfig
 from seq2seq.data import DataError
 from seq2seq.data.batching import collate_blocks, collate_joined
 from seq2seq.data.datamodule import TranslationDataModule
 from seq2seq.data.lm import clean_documents, pack_blocks, split_documents
 from seq2seq.data.sources import CorpusSpec, load_texts
-from seq2seq.search import SearchConfig, translation_prompt
+from seq2seq.scoring import translation_prompt
 
 PAD, BOS, EOS, SEP = 0, 2, 3, 4
 
@@ -54,7 +54,7 @@ def test_joined_pairs_put_the_loss_on_exactly_the_target():
     assert fed == [SEP, 20, 21, SEP, 22, 23, 24]
     assert batch.n_tgt_tokens == int(loss_mask.sum()) == 7
     # The prompt translation feeds is the same prefix the model was trained on.
-    config = SearchConfig(sep_id=SEP)
+    config = ModelConfig(vocab_size=32, sep_id=SEP)
     assert batch.tgt_in[0, :5].tolist() == translation_prompt([10, 11, 12], config)
 
 

@@ -118,15 +118,15 @@ def test_ddp_validation_equals_one_process_on_the_same_dev_set(torchrun_results,
     module = tiny_module(val_bleu_sentences=-1)
     module.load_state_dict(rank0["final"])
     scored = []
-    bleu = seq2seq.training.corpus_bleu_zh
-    monkeypatch.setattr(seq2seq.training, "corpus_bleu_zh",
-                        lambda h, r: scored.append((h, r)) or bleu(h, r))  # fmt: skip
+    score = seq2seq.training.score_translations
+    monkeypatch.setattr(seq2seq.training, "score_translations",
+                        lambda h, r: scored.append((h, r[0])) or score(h, r))  # fmt: skip
     torch.set_num_threads(1)  # as each rank: the same float sums
     trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
                         enable_model_summary=False)  # fmt: skip
     (single,) = trainer.validate(module, datamodule=data, verbose=False)
     n_dev = len(data.split_texts("dev")[0])
-    (hypotheses, references), = scored
+    ((hypotheses, references),) = scored
     assert len(hypotheses) == n_dev == len(references) > 10
     for result in (rank0, rank1):
         assert result["scored"] == scored  # the same sentences, each once, in dev order

@@ -11,14 +11,8 @@ from seq2seq.attention import apply_rotary
 from seq2seq.embedding import RotaryPositions
 from seq2seq.generation import Generator
 from seq2seq.layers import RMSNorm
-from seq2seq.search import (
-    PromptScorer,
-    SamplingConfig,
-    SearchConfig,
-    generate_ids,
-    greedy_search,
-    translate_ids,
-)
+from seq2seq.scoring import PromptScorer, generate_ids, special_tokens, translate_ids
+from seq2seq.search import SamplingConfig, SearchConfig, greedy_search
 
 PAD, UNK, BOS, EOS, SEP = 0, 1, 2, 3, 4
 GPT = {"norm_first": True, "activation": "gelu", "positions": "learned"}
@@ -203,13 +197,13 @@ def test_generation_stops_at_the_models_last_position():
         generate_ids(tiny_model(), [[BOS]], 5)
 
 
-def _decoder_only_translation_model():
-    return tiny_model(seed=5, decoder_only=True, **GPT)
+def _decoder_only_translation_model(sep_id=SEP):
+    return tiny_model(seed=5, decoder_only=True, sep_id=sep_id, **GPT)
 
 
 def test_decoder_only_translation_beam_one_is_greedy_and_batching_does_not_matter():
     model = _decoder_only_translation_model()
-    config = SearchConfig(sep_id=SEP, max_len_a=1.0, max_len_b=4)
+    config = SearchConfig(max_len_a=1.0, max_len_b=4)
     src = random_ids(3, 6, seed=9)
     src[0, 3:] = PAD
     src[2, 5:] = PAD
@@ -226,22 +220,22 @@ def test_decoder_only_translation_beam_one_is_greedy_and_batching_does_not_matte
 
 def test_decoder_only_translation_needs_the_separator():
     with pytest.raises(ValueError, match="sep_id"):
-        translate_ids(_decoder_only_translation_model(), random_ids(1, 4), beam_size=1)
+        translate_ids(_decoder_only_translation_model(None), random_ids(1, 4), beam_size=1)
 
 
 def test_greedy_search_over_prompt_scorer_matches_generate():
     model = tiny_model(seed=6, decoder_only=True)
     prompts = [[BOS, 5, 6], [BOS, 8, 9, 10]]
     scorer = PromptScorer(model, prompts, beam_size=1, max_new=9)
-    hyps = greedy_search(scorer, torch.full((2,), 9), SearchConfig())
+    hyps = greedy_search(scorer, torch.full((2,), 9), special_tokens(model.config))
     expected = generate_ids(model, prompts, 8, SamplingConfig(temperature=0.0))
     assert [h.tokens for h in hyps] == expected
 
 
 def test_a_long_neighbour_never_shortens_a_rows_limit():
     """Near max_positions, each row keeps its own room: the same output alone or batched."""
-    model = tiny_model(seed=7, decoder_only=True, max_positions=40)
-    config = SearchConfig(sep_id=SEP, max_len_a=1.0, max_len_b=8)
+    model = tiny_model(seed=7, decoder_only=True, max_positions=40, sep_id=SEP)
+    config = SearchConfig(max_len_a=1.0, max_len_b=8)
     src = random_ids(2, 25, seed=11)
     src[0, 6:] = PAD  # 6 tokens: limit 14; the 25-token neighbour leaves only 40 - 27 = 13
     together = translate_ids(model, src, beam_size=1, config=config)

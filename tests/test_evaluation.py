@@ -3,7 +3,7 @@ None, and the scores equal sacreBLEU's on explicit per-item reference lists."""
 
 import pytest
 
-from seq2seq.evaluation import evaluate_translator, group_references, reference_streams
+from seq2seq.evaluation import group_references, reference_streams, score_translations
 
 sacrebleu = pytest.importorskip("sacrebleu")
 
@@ -34,7 +34,7 @@ def test_reference_streams_pad_with_none():
 def test_hypothesis_equal_to_a_later_reference_scores_100():
     references = [refs for _, refs in ITEMS]
     hypotheses = [refs[-1] for refs in references]  # the last reference of each item
-    result = evaluate_translator(hypotheses, reference_streams(references))
+    result = score_translations(hypotheses, reference_streams(references))
     assert result["bleu"] == pytest.approx(100.0) and result["chrf"] == pytest.approx(100.0)
     assert (result["sentences"], result["references"]) == (3, 6)
     assert "nrefs:var" in result["bleu_signature"]
@@ -52,21 +52,21 @@ def explicit_bleu(hypotheses, references):
 
 def test_padded_streams_score_as_explicit_reference_lists():
     references = [refs for _, refs in ITEMS]
-    result = evaluate_translator(HYPOTHESES, reference_streams(references))
+    result = score_translations(HYPOTHESES, reference_streams(references))
     assert result["bleu"] == pytest.approx(explicit_bleu(HYPOTHESES, references), abs=0.005)
     # Repeating an item's own reference instead of None changes nothing (a duplicate is no new
     # reference for either metric): the padding is invisible to chrF too.
     width = max(map(len, references))
     repeated = [refs + [refs[0]] * (width - len(refs)) for refs in references]
-    same = evaluate_translator(HYPOTHESES, [list(s) for s in zip(*repeated, strict=True)])
+    same = score_translations(HYPOTHESES, [list(s) for s in zip(*repeated, strict=True)])
     assert (same["bleu"], same["chrf"]) == (result["bleu"], result["chrf"])
     # An empty string, by contrast, would be scored as a real (empty) reference.
     empty = [[ref or "" for ref in stream] for stream in reference_streams(references)]
-    assert evaluate_translator(HYPOTHESES, empty)["bleu"] != result["bleu"]
+    assert score_translations(HYPOTHESES, empty)["bleu"] != result["bleu"]
 
 
 def test_single_stream_scoring_is_unchanged():
     refs = ["我今天会买苹果。", "他明天能看见那本书。"]
-    result = evaluate_translator(refs, [refs])
+    result = score_translations(refs, [refs])
     assert result["bleu"] == pytest.approx(100.0) and "nrefs:1" in result["bleu_signature"]
     assert (result["sentences"], result["references"]) == (2, 2)

@@ -71,15 +71,20 @@ def biased_ctranslate2(biased_export, tmp_path_factory):
     """The same model converted for CTranslate2, with search settings as exports wrote them
     before unk_id existed."""
     pytest.importorskip("ctranslate2")
-    from seq2seq.ctranslate2_engine import SEARCH_FILE, SPM_FILE, CTranslate2Translator, convert
+    from seq2seq.ctranslate2_engine import SETTINGS_FILE, SPM_FILE, CTranslate2Engine
+    from seq2seq.export import convert
 
     out = tmp_path_factory.mktemp("ct2")
     convert(biased_export, out)
     shutil.copy(biased_export / "source.spm", out / SPM_FILE)
     old = {"bos_id": BOS, "eos_id": EOS, "pad_id": PAD, "max_len_a": 1.2, "max_len_b": 10}
     settings = {"search": old, "max_positions": 128}
-    (out / SEARCH_FILE).write_text(json.dumps(settings), encoding="utf-8")
-    return CTranslate2Translator(out)
+    (out / SETTINGS_FILE).write_text(json.dumps(settings), encoding="utf-8")
+    return CTranslate2Engine(out)
+
+
+def best_outputs(engine, sources, beams):
+    return [hyps[0].tokens for hyps in engine.hypotheses(sources, beams)]
 
 
 @pytest.mark.slow
@@ -87,7 +92,7 @@ def biased_ctranslate2(biased_export, tmp_path_factory):
 def test_ctranslate2_gives_one_real_token_where_the_model_wants_unk_or_nothing(
     biased_ctranslate2, beams
 ):
-    for tokens in biased_ctranslate2._best_outputs(SOURCES, beams):
+    for tokens in best_outputs(biased_ctranslate2, SOURCES, beams):
         assert len(tokens) == 1 and tokens[0] not in (PAD, UNK, BOS, EOS)
     only_eos = biased_ctranslate2.with_search(max_len_a=0.0, max_len_b=1)  # a limit of 1
-    assert only_eos._best_outputs(SOURCES, beams) == [[], [], []]
+    assert best_outputs(only_eos, SOURCES, beams) == [[], [], []]

@@ -12,6 +12,7 @@ from torch import nn
 
 from helpers import random_ids, synthetic_pairs, tiny_config
 from seq2seq import Transformer, packing
+from seq2seq.checkpoint import load_model
 from seq2seq.data import Tokenizer
 from seq2seq.generation import Generator
 from seq2seq.packing import (
@@ -20,8 +21,9 @@ from seq2seq.packing import (
     PackedLinear,
     pack_for_cpu_inference,
 )
-from seq2seq.search import SamplingConfig, SearchConfig, generate_ids, translate_ids
-from seq2seq.translator import Translator, load_model
+from seq2seq.scoring import generate_ids, translate_ids
+from seq2seq.search import SamplingConfig, SearchConfig
+from seq2seq.translator import TorchEngine, Translator
 
 needs_packing = pytest.mark.skipif(not PACKING_AVAILABLE, reason="no oneDNN in this torch")
 VOCAB = 3000  # float32 and a vocabulary of 3,000: the shapes real models decode with
@@ -232,10 +234,10 @@ def write_checkpoint(path, tokenizer, task: str, **overrides):
 def test_a_translator_from_a_checkpoint_decodes_with_packed_weights(tmp_path, tokenizer):
     path = write_checkpoint(tmp_path / "mt.ckpt", tokenizer, "translation")
     translator = Translator.from_checkpoint(path)
-    assert is_packed(translator.model)
+    assert is_packed(translator.engine.model)
     loaded = load_model(path)
-    unpacked = Translator(loaded.model, loaded.tokenizer, loaded.search)
-    assert not is_packed(unpacked.model)
+    unpacked = Translator(TorchEngine(loaded.model, loaded.search), loaded.tokenizer)
+    assert not is_packed(unpacked.engine.model)
     lines = [en for en, _ in synthetic_pairs()[:40:9]]
     for beam in (1, 3):
         assert translator.translate(lines, beam) == unpacked.translate(lines, beam)

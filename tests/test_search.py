@@ -9,11 +9,12 @@ import torch
 from helpers import random_ids, tiny_config, tiny_model
 from seq2seq import Transformer
 from seq2seq.packing import pack_for_cpu_inference
+from seq2seq.scoring import TransformerScorer, translate_ids
 from seq2seq.search import (
     RowStreams,
     SamplingConfig,
     SearchConfig,
-    TransformerScorer,
+    SpecialTokens,
     _sample_token,
     beam_search,
     greedy_search,
@@ -21,10 +22,10 @@ from seq2seq.search import (
     top_k_by_blocks,
     top_k_filter,
     top_p_filter,
-    translate_ids,
 )
 
 PAD, UNK, BOS, EOS, A, B = 0, 1, 2, 3, 4, 5
+IDS = SpecialTokens(pad=PAD, unk=UNK, bos=BOS, eos=EOS)  # as tiny_config's
 
 
 class ScriptedScorer:
@@ -62,10 +63,10 @@ PLAIN = SearchConfig(length_penalty=0.0, max_len_a=0.0, max_len_b=4)
 
 def test_scripted_decoder_greedy_and_beam_results_checked_by_hand():
     max_lens = torch.tensor([4])
-    greedy = greedy_search(ScriptedScorer(TABLE, 1), max_lens, PLAIN)[0]
+    greedy = greedy_search(ScriptedScorer(TABLE, 1), max_lens, IDS)[0]
     assert greedy.tokens == [A, A]
     assert greedy.log_prob == pytest.approx(math.log(0.5 * 0.45 * 0.9))
-    beams = beam_search(ScriptedScorer(TABLE, 2), max_lens, 2, PLAIN, n_best=2)[0]
+    beams = beam_search(ScriptedScorer(TABLE, 2), max_lens, 2, IDS, PLAIN, n_best=2)[0]
     assert [h.tokens for h in beams] == [[B], [A, A]]
     assert beams[0].log_prob == pytest.approx(math.log(0.4 * 0.9))
     assert beams[1].log_prob == pytest.approx(math.log(0.2025))
@@ -74,7 +75,7 @@ def test_scripted_decoder_greedy_and_beam_results_checked_by_hand():
 def test_length_penalty_is_the_gnmt_formula():
     config = SearchConfig(length_penalty=0.6)
     assert config.length_norm(3) == pytest.approx(((5 + 3) / 6) ** 0.6)
-    beams = beam_search(ScriptedScorer(TABLE, 2), torch.tensor([4]), 2, config, n_best=2)[0]
+    beams = beam_search(ScriptedScorer(TABLE, 2), torch.tensor([4]), 2, IDS, config, n_best=2)[0]
     for hyp in beams:
         assert hyp.score == pytest.approx(hyp.log_prob / config.length_norm(len(hyp.tokens) + 1))
 
@@ -87,7 +88,9 @@ def test_beam_size_one_equals_greedy(seed):
     greedy = translate_ids(model, src, beam_size=1)
     config = SearchConfig()
     max_lens = config.max_lengths((src != PAD).sum(1))
-    beam = beam_search(TransformerScorer(model, src, 1, int(max_lens.max())), max_lens, 1, config)
+    beam = beam_search(
+        TransformerScorer(model, src, 1, int(max_lens.max())), max_lens, 1, IDS, config
+    )
     for g, b in zip(greedy, beam, strict=True):
         assert g[0].tokens == b[0].tokens
         assert g[0].log_prob == pytest.approx(b[0].log_prob, abs=1e-9)
@@ -108,7 +111,7 @@ def test_production_like_model_beam_one_is_greedy_and_cache_equals_recomputation
     config = SearchConfig(max_len_a=0.0, max_len_b=8)
     greedy = translate_ids(model, src, 1, config)
     max_lens = config.max_lengths((src != PAD).sum(1))
-    one_beam = beam_search(TransformerScorer(model, src, 1, 8), max_lens, 1, config)
+    one_beam = beam_search(TransformerScorer(model, src, 1, 8), max_lens, 1, IDS, config)
     for g, b in zip(greedy, one_beam, strict=True):
         assert g[0].tokens == b[0].tokens
         assert g[0].log_prob == pytest.approx(b[0].log_prob, abs=1e-4)
@@ -176,7 +179,9 @@ def test_a_beam_holding_every_hypothesis_finds_the_exhaustive_optimum(exact_stop
     config = SearchConfig(max_len_a=0.0, max_len_b=4, length_penalty=0.6, exact_stop=exact_stop)
     expected = _all_hypotheses(model, src, [A, B], 4, config)  # 2 + 4 + 8 = 14
     max_lens = config.max_lengths(torch.tensor([4]))
-    found = beam_search(TransformerScorer(model, src, 16, 4), max_lens, 16, config, n_best=16)[0]
+    found = beam_search(TransformerScorer(model, src, 16, 4), max_lens, 16, IDS, config, n_best=16)[
+        0
+    ]
     assert len(found) == len(expected) == 14
     assert [h.tokens for h in found] == [tokens for _, tokens in expected]
     assert [h.score for h in found] == pytest.approx([score for score, _ in expected])
@@ -236,15 +241,15 @@ def test_sampling_with_a_seed_is_reproducible_and_temperature_zero_is_greedy():
     model = tiny_model(seed=2, decoder_only=True)
     limits = torch.full((4,), 13)
     config = SamplingConfig(temperature=1.0, top_k=10, top_p=0.9, seed=123)
-    first = sample_search(_lm_scorer(model), limits, config, SearchConfig())
-    second = sample_search(_lm_scorer(model), limits, config, SearchConfig())
+    first = sample_search(_lm_scorer(model), limits, config, IDS)
+    second = sample_search(_lm_scorer(model), limits, config, IDS)
     assert torch.equal(first, second)
-    other = sample_search(_lm_scorer(model), limits, SamplingConfig(seed=7), SearchConfig())
+    other = sample_search(_lm_scorer(model), limits, SamplingConfig(seed=7), IDS)
     assert not torch.equal(first, other)
     greedy = sample_search(_lm_scorer(model), limits, SamplingConfig(temperature=0.0),
-                           SearchConfig())  # fmt: skip
+                           IDS)  # fmt: skip
     cold = sample_search(_lm_scorer(model), limits, SamplingConfig(temperature=1e-4, seed=1),
-                         SearchConfig())  # fmt: skip
+                         IDS)  # fmt: skip
     assert torch.equal(greedy, cold)
 
 
@@ -291,16 +296,16 @@ EOS_FIRST = {
 
 def _sampled(table, rows: int, limit: int, seed: int = 0) -> list[list[int]]:
     out = sample_search(ScriptedScorer(table, rows), torch.full((rows,), limit),
-                        SamplingConfig(seed=seed), PLAIN)  # fmt: skip
+                        SamplingConfig(seed=seed), IDS)  # fmt: skip
     return out.tolist()
 
 
 def test_no_search_ever_emits_unk_pad_or_bos():
     max_lens = torch.tensor([4])
-    greedy = greedy_search(ScriptedScorer(UNK_LOVER, 1), max_lens, PLAIN)[0]
+    greedy = greedy_search(ScriptedScorer(UNK_LOVER, 1), max_lens, IDS)[0]
     assert greedy.tokens == [A]
     assert greedy.log_prob == pytest.approx(math.log(0.2 * 0.3))  # probabilities unchanged
-    beams = beam_search(ScriptedScorer(UNK_LOVER, 3), max_lens, 3, PLAIN, n_best=3)[0]
+    beams = beam_search(ScriptedScorer(UNK_LOVER, 3), max_lens, 3, IDS, PLAIN, n_best=3)[0]
     assert [h.tokens for h in beams] == [[A], [A, B], [B]]  # P = 0.06, 0.016, 0.005
     for row in _sampled(UNK_LOVER, 300, 4):
         assert not {UNK, PAD, BOS} & set(row[: row.index(EOS) if EOS in row else 3])
@@ -309,13 +314,13 @@ def test_no_search_ever_emits_unk_pad_or_bos():
 
 def test_the_first_token_is_never_eos_unless_the_limit_is_one():
     max_lens = torch.tensor([4, 1, 2])
-    greedy = greedy_search(ScriptedScorer(EOS_FIRST, 3), max_lens, PLAIN)
+    greedy = greedy_search(ScriptedScorer(EOS_FIRST, 3), max_lens, IDS)
     assert [h.tokens for h in greedy] == [[A], [], [A]]
     assert greedy[0].log_prob == pytest.approx(math.log(0.06 * 0.8))
     assert greedy[1].log_prob == pytest.approx(math.log(0.9))  # the forced eos
-    beams = beam_search(ScriptedScorer(EOS_FIRST, 6), max_lens, 2, PLAIN, n_best=2)
+    beams = beam_search(ScriptedScorer(EOS_FIRST, 6), max_lens, 2, IDS, PLAIN, n_best=2)
     assert [[h.tokens for h in hyps] for hyps in beams] == [[[A], [B]], [[]], [[A], [B]]]
-    one_beam = beam_search(ScriptedScorer(EOS_FIRST, 3), max_lens, 1, PLAIN)
+    one_beam = beam_search(ScriptedScorer(EOS_FIRST, 3), max_lens, 1, IDS, PLAIN)
     assert [hyps[0].tokens for hyps in one_beam] == [h.tokens for h in greedy]
     assert all(row[0] in (A, B) for row in _sampled(EOS_FIRST, 100, 4))
 
@@ -359,9 +364,9 @@ def test_finished_sentences_leave_the_batch_and_the_rest_decode_unchanged(beam):
     max_lens = config.max_lengths((src != PAD).sum(dim=1))
     scorer = RowCountingScorer(TransformerScorer(model, src, beam, int(max_lens.max())))
     if beam == 1:
-        together = [[h] for h in greedy_search(scorer, max_lens, config)]
+        together = [[h] for h in greedy_search(scorer, max_lens, IDS)]
     else:
-        together = beam_search(scorer, max_lens, beam, config, n_best=2)
+        together = beam_search(scorer, max_lens, beam, IDS, config, n_best=2)
     assert scorer.rows[0] == 6 * beam and min(scorer.rows) < 6 * beam  # rows were dropped
     assert scorer.rows == sorted(scorer.rows, reverse=True)
     for i in range(6):

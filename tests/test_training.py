@@ -8,11 +8,8 @@ import seq2seq.loss
 from helpers import tiny_config
 from seq2seq.data.batching import Batch
 from seq2seq.loss import label_smoothed_cross_entropy
-from seq2seq.training import (
-    TranslationModule,
-    cooldown_factor,
-    inverse_sqrt_schedule,
-)
+from seq2seq.schedule import cooldown_factor, inverse_sqrt_schedule
+from seq2seq.training import TranslationModule
 
 
 def test_schedule_peaks_at_warmup_with_the_papers_value():

@@ -15,7 +15,6 @@ from seq2seq.data.batching import (
     padding_fraction,
 )
 from seq2seq.data.clean import CleanReport, clean_pairs, normalize_en, normalize_zh
-from seq2seq.data.errors import DataError
 from seq2seq.data.sources import (
     CorpusSpec,
     load_bundled,
@@ -27,6 +26,7 @@ from seq2seq.data.sources import (
 )
 from seq2seq.data.split import bucket, split_name, split_pairs
 from seq2seq.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
+from seq2seq.errors import DataError
 
 __all__ = [
     "BOS_ID",

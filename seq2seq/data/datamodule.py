@@ -45,11 +45,11 @@ from seq2seq.data.batching import (
     joined_length,
 )
 from seq2seq.data.clean import CleanReport, clean_pairs
-from seq2seq.data.errors import DataError
 from seq2seq.data.lm import TokenBlocks, clean_documents, pack_blocks, split_documents
 from seq2seq.data.sources import CorpusSpec, load_corpus, load_texts
 from seq2seq.data.split import SPLITS, split_pairs
 from seq2seq.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, SEP, Tokenizer
+from seq2seq.errors import DataError
 
 TASKS = ("translation", "lm")
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seq2seq.data.errors import DataError
+from seq2seq.errors import DataError
+from seq2seq.textio import numbered_lines, read_lines, require_file
 
 Pair = tuple[str, str]
 
@@ -125,7 +126,7 @@ def _load_hsk() -> list[Pair]:
     except ImportError:
         raise DataError(f"package hsk-sentences-audio is not installed; {_BUNDLED_HINT}") from None
     path = Path(hsk_sentences_audio.__file__).parent / "data" / "sentences.json"
-    _require_file(path)
+    require_file(path)
     with path.open(encoding="utf-8") as f:
         rows = json.load(f)
     # 65 rows have no translation yet, only the English text "placeholder": not a pair.
@@ -142,7 +143,7 @@ def load_text_pair(src_path: str | Path, tgt_path: str | Path) -> list[Pair]:
     Raises:
         DataError: If a file is missing or the files have different line counts.
     """
-    src, tgt = _read_lines(src_path), _read_lines(tgt_path)
+    src, tgt = read_lines(src_path, strict=True), read_lines(tgt_path, strict=True)
     if len(src) != len(tgt):
         shorter = src_path if len(src) < len(tgt) else tgt_path
         raise DataError.at(
@@ -182,7 +183,7 @@ def load_jsonl(path: str | Path, src_key: str = "en", tgt_key: str = "zh") -> li
 
 def _json_rows(path: Path) -> Iterator[tuple[int, Any]]:
     """(1-based line number, parsed value) of each non-blank line of a JSON-lines file."""
-    for lineno, line in _numbered_lines(path):
+    for lineno, line in numbered_lines(path):
         if not line.strip():
             continue
         try:
@@ -230,29 +231,12 @@ def load_hf(
     return pairs
 
 
-def _require_file(path: Path) -> None:
-    if not path.is_file():
-        raise DataError.at(path, None, "file not found")
-
-
-def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Yields (1-based line number, line without its newline); utf-8-sig drops a BOM."""
-    _require_file(path)
-    with path.open(encoding="utf-8-sig", newline="\n") as f:
-        for lineno, line in enumerate(f, start=1):
-            yield lineno, line.rstrip("\r\n")
-
-
-def _read_lines(path: str | Path) -> list[str]:
-    return [line for _, line in _numbered_lines(Path(path))]
-
-
 def _read_tsv(path: Path, src_field: int, tgt_field: int, n_fields: int | None) -> Iterator[Pair]:
     """Yields (row[src_field], row[tgt_field]) checking each row has ``n_fields`` fields.
 
     With ``n_fields=None`` the first non-blank row sets the expected count.
     """
-    for lineno, line in _numbered_lines(path):
+    for lineno, line in numbered_lines(path):
         if not line.strip():
             continue
         fields = line.split("\t")
@@ -283,7 +267,7 @@ def load_texts(spec: CorpusSpec, side: str = "zh", text_field: str | None = None
         DataError: For malformed input, an unknown side, or no text at all.
     """
     if spec.kind == "text" and spec.tgt_path is None:
-        texts = _read_lines(spec.path)
+        texts = read_lines(spec.path, strict=True)
     elif spec.kind == "jsonl" and text_field is not None:
         texts = _jsonl_field(Path(spec.path), text_field)
     elif spec.kind == "hf" and text_field is not None:

@@ -1,21 +1,60 @@
-"""Checkpointing for ``seq2seq fit``: the best model by validation BLEU, an always-recent
-``last.ckpt`` for ``--ckpt_path last``, and one run per checkpoint directory."""
+"""The Lightning callbacks (and the checkpoint writer) that ``seq2seq fit`` adds to a run:
+
+* ``ThroughputMonitor``: training tokens per second in the progress bar and the logs;
+* ``BestAndLastCheckpoint``: the best model by validation BLEU, an always-recent
+  ``last.ckpt`` for ``--ckpt_path last``, and one run per checkpoint directory;
+* ``AtomicCheckpointIO``: checkpoints written whole or not at all.
+
+The checkpoint format itself is ``seq2seq.checkpoint``'s (plain PyTorch).
+"""
 
 from __future__ import annotations
 
 import os
 import socket
+import time
 from pathlib import Path
 
-import torch
+import lightning as L
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.plugins.io import TorchCheckpointIO
+
+from seq2seq.checkpoint import atomic_save
+from seq2seq.errors import CheckpointDirInUse
 
 LOCK_NAME = ".run.lock"
 
 
+class ThroughputMonitor(L.Callback):
+    """Logs non-pad source+target tokens per second of training (progress bar and logger)."""
+
+    def __init__(self, window: int = 10) -> None:
+        self.window = window
+        self._tokens = 0
+        self._start: float | None = None
+        self._steps = 0
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx: int) -> None:
+        if self._start is None:
+            self._start = time.perf_counter()
+
+    def on_validation_start(self, trainer, pl_module) -> None:
+        # Validation time is not training time: restart the window afterwards.
+        self._tokens, self._steps, self._start = 0, 0, None
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int) -> None:
+        self._tokens += int(batch.n_src_tokens) + int(batch.n_tgt_tokens)
+        self._steps += 1
+        if self._steps >= self.window and self._start is not None:
+            elapsed = time.perf_counter() - self._start
+            rate = self._tokens * trainer.world_size / max(elapsed, 1e-9)
+            pl_module.log("tok_per_s", rate, prog_bar=True, rank_zero_only=True)
+            self._tokens, self._steps, self._start = 0, 0, time.perf_counter()
+
+
 class AtomicCheckpointIO(TorchCheckpointIO):
-    """Writes a checkpoint to a temporary file beside it, then renames it into place.
+    """Writes a checkpoint to a temporary file beside it, then renames it into place
+    (``seq2seq.checkpoint.atomic_save``).
 
     A kill during a save leaves the previous file whole. Lightning's own writer stages the
     bytes in the system temporary directory and moves them, which is a copy (interruptible)
@@ -26,23 +65,7 @@ class AtomicCheckpointIO(TorchCheckpointIO):
     def save_checkpoint(self, checkpoint, path, storage_options=None) -> None:
         if "://" in str(path) or storage_options is not None:
             return super().save_checkpoint(checkpoint, path, storage_options)
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        for stale in path.parent.glob(f".{path.name}.tmp-*"):  # left by a killed save
-            stale.unlink(missing_ok=True)
-        temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        try:
-            with open(temporary, "wb") as file:
-                torch.save(checkpoint, file)
-                file.flush()
-                os.fsync(file.fileno())  # the bytes are on disk before the name points at them
-            os.replace(temporary, path)  # atomic on POSIX and Windows
-        finally:
-            temporary.unlink(missing_ok=True)
-
-
-class CheckpointDirInUse(RuntimeError):
-    """The checkpoint directory belongs to another run; the message says what to do."""
+        atomic_save(checkpoint, path)
 
 
 class BestAndLastCheckpoint(ModelCheckpoint):
