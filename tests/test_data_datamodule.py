@@ -8,8 +8,7 @@ import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
 from helpers import synthetic_pairs
-from seq2seq.data import UNK_ID, Batch, DataError, Tokenizer, TranslationDataModule
-from seq2seq.data import datamodule as datamodule_module
+from seq2seq.data import UNK_ID, Batch, DataError, Tokenizer, TranslationDataModule, prepare
 from seq2seq.data.split import split_name
 
 
@@ -68,7 +67,7 @@ def test_second_prepare_hits_cache(prepared, corpus):
 
 def test_a_new_pipeline_version_never_reuses_an_old_cache(prepared, corpus, monkeypatch):
     current = prepared.cache_path
-    monkeypatch.setattr(datamodule_module, "CACHE_VERSION", datamodule_module.CACHE_VERSION - 1)
+    monkeypatch.setattr(prepare, "CACHE_VERSION", prepare.CACHE_VERSION - 1)
     assert make_dm(corpus, prepared.cache_dir).cache_path != current
 
 

@@ -15,6 +15,7 @@ from seq2seq.data.batching import (
     padding_fraction,
 )
 from seq2seq.data.clean import CleanReport, clean_pairs, normalize_en, normalize_zh
+from seq2seq.data.prepare import TokenizedPairs
 from seq2seq.data.sources import (
     CorpusSpec,
     load_bundled,
@@ -62,8 +63,8 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     # Lazy: Lightning takes seconds to import and model/search code never needs it.
-    if name in ("TranslationDataModule", "TokenizedPairs"):
-        from seq2seq.data import datamodule
+    if name == "TranslationDataModule":
+        from seq2seq.data.datamodule import TranslationDataModule
 
-        return getattr(datamodule, name)
+        return TranslationDataModule
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
