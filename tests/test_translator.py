@@ -1,11 +1,12 @@
 """The Translator over the Torch engine: batching never changes a translation, and a batch that
-runs out of memory is split and retried (on the small fitted run, conftest's ``run``: slow)."""
+runs out of memory is split and retried (on the small fitted run, conftest's ``run``: slow);
+``token_batches`` keeps every batch within its token budget."""
 
 import pytest
 import torch
 
 from helpers import synthetic_pairs
-from seq2seq.translator import Translator
+from seq2seq.translator import Translator, token_batches
 
 
 @pytest.mark.slow
@@ -46,3 +47,17 @@ def test_a_batch_out_of_memory_is_split_and_retried(run, monkeypatch, capsys):
     monkeypatch.setattr(translator_module, "translate_ids", no_memory)
     with pytest.raises(MemoryError, match="single sentence"):
         translator.translate(["I will buy apples today."])
+
+
+@pytest.mark.parametrize("extra", [0, 3])
+def test_token_batches_cover_each_nonempty_input_once_longest_first_within_budget(extra):
+    generator = torch.Generator().manual_seed(extra)
+    lengths = torch.randint(0, 12, (60,), generator=generator).tolist() + [25]  # one too long
+    encoded = [[5] * n for n in lengths]
+    batches = list(token_batches(encoded, max_tokens=24, extra=extra))
+    order = [i for batch in batches for i in batch]
+    assert sorted(order) == [i for i, n in enumerate(lengths) if n > 0]  # empty ones skipped
+    assert [lengths[i] for i in order] == sorted((n for n in lengths if n), reverse=True)
+    for batch in batches:  # padded to the first (longest) row; a lone row may exceed it
+        assert len(batch) == 1 or len(batch) * (lengths[batch[0]] + extra) <= 24
+    assert batches[0] == [len(lengths) - 1]
