@@ -1,9 +1,32 @@
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
-# tests/helpers.py is imported as a plain module by the test files.
+# tests/helpers.py is imported as a plain module by the test files; pytest rewrites its asserts
+# (fit's) as it does the tests' own.
 sys.path.insert(0, str(Path(__file__).parent))
+pytest.register_assert_rewrite("helpers")
 # Two cores: keep torch from oversubscribing them when pytest runs.
 torch.set_num_threads(min(2, torch.get_num_threads()))
+
+
+# The small fitted run that the end-to-end tests share (test_commands_*.py, test_translator.py):
+# one ``seq2seq fit`` of 30 steps per session, only when a test asks for it.
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory) -> Path:
+    from helpers import synthetic_pairs
+
+    path = tmp_path_factory.mktemp("corpus") / "pairs.tsv"
+    path.write_text("".join(f"{en}\t{zh}\n" for en, zh in synthetic_pairs()), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def run(tmp_path_factory, corpus) -> Path:
+    from helpers import fit
+
+    root = tmp_path_factory.mktemp("run")
+    fit(root, corpus, max_steps=30)
+    return root

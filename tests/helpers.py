@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import torch
 
 from seq2seq import ModelConfig, Transformer
+from seq2seq.cli import main
 
 
 def tiny_config(**overrides) -> ModelConfig:
@@ -29,6 +31,13 @@ def tiny_model(seed: int = 0, **overrides) -> Transformer:
     """A tiny Transformer in eval mode, float64 so equality tests can be tight."""
     torch.manual_seed(seed)
     return Transformer(tiny_config(**overrides)).double().eval()
+
+
+# The decoder styles beside the paper's post-LN one, as the shipped LM configs set them.
+GPT = {"norm_first": True, "activation": "gelu", "positions": "learned"}
+LLAMA = {"norm_first": True, "norm": "rmsnorm", "positions": "rope", "activation": "swiglu",
+         "bias": False}  # fmt: skip
+STYLES = {"paper": {}, "gpt": GPT, "llama": LLAMA}
 
 
 def random_ids(batch: int, length: int, vocab: int = 40, seed: int = 1) -> torch.Tensor:
@@ -82,3 +91,65 @@ def tiny_checkpoint(path, seed: int = 0, saved_before_unk_id: bool = False):
     weights = {f"model.{name}": w for name, w in model.state_dict().items()}
     torch.save({"state_dict": weights, CHECKPOINT_KEY: section}, path)
     return path
+
+
+# -- end to end: a small ``seq2seq fit`` run (conftest's ``run``) -----------------------------
+
+CONFIG = """
+seed_everything: 3
+model:
+  config:
+    d_model: 32
+    n_heads: 2
+    n_encoder_layers: 1
+    n_decoder_layers: 1
+    d_ff: 64
+    dropout: 0.0
+    max_positions: 64
+  warmup_steps: 10
+  lr_scale: 0.5
+  val_bleu_sentences: 20
+data:
+  corpus: tsv
+  path: {corpus}
+  vocab_size: 556  # 300 before byte fallback took 256 ids
+  max_tokens: 400
+  max_len: 40
+  cache_dir: {root}/cache
+trainer:
+  accelerator: cpu
+  devices: 1
+  max_steps: {max_steps}
+  val_check_interval: 10
+  check_val_every_n_epoch: null
+  num_sanity_val_steps: 0
+  limit_val_batches: 2
+  log_every_n_steps: 5
+  enable_progress_bar: false
+  enable_model_summary: false
+  callbacks:
+    - class_path: lightning.pytorch.callbacks.ModelCheckpoint
+      init_args:
+        dirpath: {root}/checkpoints
+        filename: "step{{step:05d}}"
+        every_n_train_steps: 10
+        save_top_k: -1
+        auto_insert_metric_name: false
+  logger:
+    class_path: lightning.pytorch.loggers.CSVLogger
+    init_args:
+      save_dir: {root}
+      name: logs
+checkpoint:
+  dirpath: {root}/checkpoints
+"""
+
+
+def write_config(root: Path, corpus: Path, max_steps: int) -> str:
+    config = root / f"config{max_steps}.yaml"
+    config.write_text(CONFIG.format(corpus=corpus, root=root, max_steps=max_steps))
+    return str(config)
+
+
+def fit(root: Path, corpus: Path, max_steps: int, *extra: str) -> None:
+    assert main(["fit", "--config", write_config(root, corpus, max_steps), *extra]) == 0

@@ -70,3 +70,9 @@ def test_single_stream_scoring_is_unchanged():
     result = score_translations(refs, [refs])
     assert result["bleu"] == pytest.approx(100.0) and "nrefs:1" in result["bleu_signature"]
     assert (result["sentences"], result["references"]) == (2, 2)
+
+
+@pytest.mark.slow
+def test_evaluation_scores_perfect_hypotheses_100():
+    refs = ["我今天会买苹果。", "他明天能看见那本书。"]
+    assert score_translations(refs, [refs])["bleu"] == pytest.approx(100.0)

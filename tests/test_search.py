@@ -6,9 +6,7 @@ import math
 import pytest
 import torch
 
-from helpers import random_ids, tiny_config, tiny_model
-from seq2seq import Transformer
-from seq2seq.packing import pack_for_cpu_inference
+from helpers import random_ids, tiny_model
 from seq2seq.scoring import TransformerScorer, translate_ids
 from seq2seq.search import (
     RowStreams,
@@ -96,51 +94,6 @@ def test_beam_size_one_equals_greedy(seed):
         assert g[0].log_prob == pytest.approx(b[0].log_prob, abs=1e-9)
 
 
-def production_like_model(seed: int):
-    """float32, a vocabulary of 3,000 and packed for CPU inference: the paths real models take
-    (packed weights, top-k through block maxima), unlike the float64 40-token models above."""
-    torch.manual_seed(seed)
-    return pack_for_cpu_inference(Transformer(tiny_config(vocab_size=3000)).eval())
-
-
-@pytest.mark.parametrize("seed", range(3))
-def test_production_like_model_beam_one_is_greedy_and_cache_equals_recomputation(seed):
-    model = production_like_model(seed)
-    src = random_ids(4, 9, vocab=3000, seed=seed)
-    src[1, 4:] = PAD
-    config = SearchConfig(max_len_a=0.0, max_len_b=8)
-    greedy = translate_ids(model, src, 1, config)
-    max_lens = config.max_lengths((src != PAD).sum(1))
-    one_beam = beam_search(TransformerScorer(model, src, 1, 8), max_lens, 1, IDS, config)
-    for g, b in zip(greedy, one_beam, strict=True):
-        assert g[0].tokens == b[0].tokens
-        assert g[0].log_prob == pytest.approx(b[0].log_prob, abs=1e-4)
-    with torch.inference_mode():  # greedy by recomputing every prefix, no cache
-        for i in range(4):
-            row = src[i : i + 1, : int((src[i] != PAD).sum())]
-            tokens = [BOS]
-            while len(tokens) <= 8:
-                logits = model(row, torch.tensor([tokens]))[0, -1]
-                logits[[PAD, UNK, BOS] + ([EOS] if len(tokens) == 1 else [])] = -math.inf
-                if len(tokens) == 8:
-                    break
-                tokens.append(int(logits.argmax()))
-                if tokens[-1] == EOS:
-                    break
-            expected = [t for t in tokens[1:] if t != EOS]
-            assert greedy[i][0].tokens == expected
-
-
-def test_production_like_model_batch_composition_leaves_beam_outputs_unchanged():
-    model = production_like_model(7)
-    src = random_ids(5, 8, vocab=3000, seed=4)
-    src[2, 3:] = PAD
-    together = translate_ids(model, src, beam_size=4, n_best=2)
-    for i in range(5):
-        alone = translate_ids(model, src[i : i + 1, : int((src[i] != PAD).sum())], 4, n_best=2)
-        assert [h.tokens for h in alone[0]] == [h.tokens for h in together[i]]
-
-
 @pytest.mark.parametrize("width", [256, 1000, 8000, 8013])
 @pytest.mark.parametrize("k", [1, 10])
 def test_top_k_by_blocks_equals_topk(width, k):
@@ -185,26 +138,6 @@ def test_a_beam_holding_every_hypothesis_finds_the_exhaustive_optimum(exact_stop
     assert len(found) == len(expected) == 14
     assert [h.tokens for h in found] == [tokens for _, tokens in expected]
     assert [h.score for h in found] == pytest.approx([score for score, _ in expected])
-
-
-def test_batch_composition_does_not_change_a_sentence_translation():
-    model = tiny_model(seed=5)
-    src = random_ids(5, 8, seed=9)
-    src[1, 5:] = PAD
-    together = translate_ids(model, src, beam_size=3, n_best=2)
-    for i in range(5):
-        alone = translate_ids(model, src[i : i + 1, : int((src[i] != PAD).sum())], 3, n_best=2)
-        assert [h.tokens for h in alone[0]] == [h.tokens for h in together[i]]
-
-
-def test_outputs_respect_the_length_limit_and_never_contain_specials():
-    model = tiny_model(seed=6)
-    src = random_ids(3, 5)
-    config = SearchConfig(max_len_a=1.0, max_len_b=2)
-    for beam in (1, 4):
-        for hyps in translate_ids(model, src, beam, config, n_best=1):
-            assert len(hyps[0].tokens) + 1 <= 5 + 2
-            assert not {PAD, UNK, BOS, EOS} & set(hyps[0].tokens) and hyps[0].tokens
 
 
 # -- sampling ------------------------------------------------------------------------------
@@ -323,21 +256,6 @@ def test_the_first_token_is_never_eos_unless_the_limit_is_one():
     one_beam = beam_search(ScriptedScorer(EOS_FIRST, 3), max_lens, 1, IDS, PLAIN)
     assert [hyps[0].tokens for hyps in one_beam] == [h.tokens for h in greedy]
     assert all(row[0] in (A, B) for row in _sampled(EOS_FIRST, 100, 4))
-
-
-def test_a_model_that_prefers_unk_and_an_empty_output_still_translates():
-    model = tiny_model(seed=6)
-    with torch.no_grad():  # unk and eos outscore every token whatever the decoder state
-        model.embedding.weight[UNK] = 0.0
-        model.embedding.weight[EOS] = 0.0
-    bias = torch.zeros(model.config.vocab_size, dtype=torch.float64)
-    bias[[UNK, EOS]] = 50.0
-    original = model.project
-    model.project = lambda states: original(states) + bias
-    src = random_ids(3, 5)
-    for beam in (1, 3):
-        for hyps in translate_ids(model, src, beam, SearchConfig(max_len_a=1.0, max_len_b=2)):
-            assert len(hyps[0].tokens) == 1 and UNK not in hyps[0].tokens
 
 
 class RowCountingScorer:

@@ -1,13 +1,63 @@
-"""Loading checkpoints for inference."""
+"""The Translator over the Torch engine: batching never changes a translation, and a batch that
+runs out of memory is split and retried (on the small fitted run, conftest's ``run``: slow);
+``token_batches`` keeps every batch within its token budget."""
 
-from helpers import tiny_checkpoint
-from seq2seq.checkpoint import load_model
-from seq2seq.translator import TorchEngine, Translator
+import pytest
+import torch
+
+from helpers import synthetic_pairs
+from seq2seq.translator import Translator, token_batches
 
 
-def test_a_checkpoint_saved_before_unk_id_existed_loads_with_the_tokenizers_unk(tmp_path):
-    loaded = load_model(tiny_checkpoint(tmp_path / "old.ckpt", saved_before_unk_id=True))
-    assert loaded.model.config.unk_id == 1
-    translator = Translator(TorchEngine(loaded.model, loaded.search), loaded.tokenizer)
-    outputs = translator.translate(["I will buy tea today.", "Tom can see the red bag."], 1)
-    assert all(outputs) and not any("⁇" in line for line in outputs)  # sp's <unk>
+@pytest.mark.slow
+def test_batching_does_not_change_translations(run):
+    translator = Translator.from_checkpoint(run / "checkpoints" / "last.ckpt")
+    lines = [en for en, _ in synthetic_pairs()[:40:3]]
+    together = translator.translate(lines, beam_size=3, max_tokens=4000)
+    alone = [translator.translate([line], beam_size=3)[0] for line in lines]
+    tiny_batches = translator.translate(lines, beam_size=3, max_tokens=30)
+    assert together == alone == tiny_batches
+
+
+@pytest.mark.slow
+def test_a_batch_out_of_memory_is_split_and_retried(run, monkeypatch, capsys):
+    import seq2seq.translator as translator_module
+
+    translator = Translator.from_checkpoint(run / "checkpoints" / "last.ckpt")
+    lines = ["I will buy apples today.", "", "He should eat some fish.", "We can cook rice."] * 3
+    expected = translator.translate(lines, beam_size=2)
+    real = translator_module.translate_ids
+    tried, done = [], []
+
+    def small_memory(model, src, *args):  # as if the GPU held at most 2 sentences
+        tried.append(src.shape[0])
+        if src.shape[0] > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        done.append(src.shape[0])
+        return real(model, src, *args)
+
+    monkeypatch.setattr(translator_module, "translate_ids", small_memory)
+    assert translator.translate(lines, beam_size=2) == expected
+    assert tried[0] == 9 and sum(done) == 9 and max(done) <= 2  # 9 non-empty lines, split
+    assert capsys.readouterr().err.count("ran out of memory and were split") == 1
+
+    def no_memory(model, src, *args):
+        raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+    monkeypatch.setattr(translator_module, "translate_ids", no_memory)
+    with pytest.raises(MemoryError, match="single sentence"):
+        translator.translate(["I will buy apples today."])
+
+
+@pytest.mark.parametrize("extra", [0, 3])
+def test_token_batches_cover_each_nonempty_input_once_longest_first_within_budget(extra):
+    generator = torch.Generator().manual_seed(extra)
+    lengths = torch.randint(0, 12, (60,), generator=generator).tolist() + [25]  # one too long
+    encoded = [[5] * n for n in lengths]
+    batches = list(token_batches(encoded, max_tokens=24, extra=extra))
+    order = [i for batch in batches for i in batch]
+    assert sorted(order) == [i for i, n in enumerate(lengths) if n > 0]  # empty ones skipped
+    assert [lengths[i] for i in order] == sorted((n for n in lengths if n), reverse=True)
+    for batch in batches:  # padded to the first (longest) row; a lone row may exceed it
+        assert len(batch) == 1 or len(batch) * (lengths[batch[0]] + extra) <= 24
+    assert batches[0] == [len(lengths) - 1]

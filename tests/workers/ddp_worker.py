@@ -1,4 +1,4 @@
-"""One rank of the 2-process DDP test (launched by torchrun from tests/test_ddp.py).
+"""One rank of the 2-process DDP test (launched by torchrun from tests/test_commands_ddp.py).
 
 Trains one epoch of a tiny model with Lightning's DDP strategy on CPU (gloo) and saves, per
 rank: every batch's source rows, the first step's (all-reduced) gradients and the weights the

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import synthetic_pairs
+from helpers import CONFIG, synthetic_pairs
 from seq2seq.config import ModelConfig
 from seq2seq.data.batching import Batch
 from seq2seq.data.datamodule import TranslationDataModule
@@ -136,8 +136,6 @@ def test_ddp_validation_equals_one_process_on_the_same_dev_set(torchrun_results,
 
 def test_fit_command_runs_ddp_with_lightnings_launcher(prepared, tmp_path):
     """What the README shows: ``seq2seq fit ... --trainer.devices 2 --trainer.strategy ddp``."""
-    from test_commands import CONFIG
-
     _, corpus, _ = prepared
     config = tmp_path / "config.yaml"
     config.write_text(CONFIG.format(corpus=corpus, root=tmp_path, max_steps=10))
@@ -158,8 +156,6 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(prepared, tm
     ``--ckpt_path last``: it ends where an uninterrupted run of the same seed ends."""
     import signal
     import time
-
-    from test_commands import CONFIG
 
     _, corpus, _ = prepared
 
@@ -208,8 +204,6 @@ def test_nonfinite_losses_under_ddp_skip_together_then_stop_with_one_line(prepar
     """An absurd learning rate makes every loss NaN after the first update: both ranks skip
     the same batches (no hang, no Lightning error about skipping under DDP) and fit stops with
     its one-line message after max_nonfinite_steps."""
-    from test_commands import CONFIG
-
     _, corpus, _ = prepared
     config = tmp_path / "config.yaml"
     config.write_text(CONFIG.format(corpus=corpus, root=tmp_path, max_steps=30))

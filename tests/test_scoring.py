@@ -1,87 +1,112 @@
-"""The modern decoder options (RMSNorm, learned/rotary positions, GELU/SwiGLU, no biases) and
-decoder-only decoding: causality, cache exactness, left-padded prompts, sampling."""
+"""The model scorers and the id-level entry points (scoring.py): ``translate_ids`` and
+``generate_ids`` over encoder-decoder and decoder-only models. Batch composition never changes
+an output, cached decoding equals recomputation, each row keeps its own length limit, and no
+output is empty or holds a special token."""
 
 import math
 
 import pytest
 import torch
 
-from helpers import random_ids, tiny_model
-from seq2seq.attention import apply_rotary
-from seq2seq.embedding import RotaryPositions
-from seq2seq.generation import Generator
-from seq2seq.layers import RMSNorm
-from seq2seq.scoring import PromptScorer, generate_ids, special_tokens, translate_ids
-from seq2seq.search import SamplingConfig, SearchConfig, greedy_search
+from helpers import GPT, LLAMA, STYLES, random_ids, tiny_config, tiny_model
+from seq2seq import Transformer
+from seq2seq.packing import pack_for_cpu_inference
+from seq2seq.scoring import (
+    PromptScorer,
+    TransformerScorer,
+    generate_ids,
+    special_tokens,
+    translate_ids,
+)
+from seq2seq.search import SamplingConfig, SearchConfig, SpecialTokens, beam_search, greedy_search
 
 PAD, UNK, BOS, EOS, SEP = 0, 1, 2, 3, 4
-GPT = {"norm_first": True, "activation": "gelu", "positions": "learned"}
-LLAMA = {"norm_first": True, "norm": "rmsnorm", "positions": "rope", "activation": "swiglu",
-         "bias": False}  # fmt: skip
-STYLES = {"paper": {}, "gpt": GPT, "llama": LLAMA}
+IDS = SpecialTokens(pad=PAD, unk=UNK, bos=BOS, eos=EOS)  # as tiny_config's
+
+# -- encoder-decoder translation ----------------------------------------------------------
 
 
-def test_rmsnorm_matches_its_formula():
-    norm = RMSNorm(6, eps=1e-6)
-    with torch.no_grad():
-        norm.weight.copy_(torch.arange(1.0, 7.0))
-    x = torch.randn(3, 4, 6)
-    rms = torch.sqrt((x**2).mean(dim=-1, keepdim=True) + 1e-6)
-    assert torch.allclose(norm(x), x / rms * torch.arange(1.0, 7.0), atol=1e-6)
-    # No centring: a constant vector keeps its sign and size (LayerNorm would zero it).
-    assert torch.allclose(RMSNorm(6)(torch.full((6,), 3.0)), torch.ones(6), atol=1e-5)
+def test_batch_composition_does_not_change_a_sentence_translation():
+    model = tiny_model(seed=5)
+    src = random_ids(5, 8, seed=9)
+    src[1, 5:] = PAD
+    together = translate_ids(model, src, beam_size=3, n_best=2)
+    for i in range(5):
+        alone = translate_ids(model, src[i : i + 1, : int((src[i] != PAD).sum())], 3, n_best=2)
+        assert [h.tokens for h in alone[0]] == [h.tokens for h in together[i]]
 
 
-def test_rotary_attention_scores_depend_only_on_relative_position():
-    rotary = RotaryPositions(max_positions=200, head_dim=8).double()
-    q, k = torch.randn(1, 2, 10, 8, dtype=torch.float64), torch.randn(1, 2, 10, 8).double()
-    positions = torch.arange(10)
-
-    def scores(offset: int) -> torch.Tensor:
-        cos_sin = rotary(positions + offset)
-        return apply_rotary(q, cos_sin) @ apply_rotary(k, cos_sin).transpose(-1, -2)
-
-    assert torch.allclose(scores(0), scores(37), atol=1e-5)  # float32 tables
-    assert torch.allclose(scores(0), scores(150), atol=1e-5)
-    assert not torch.allclose(scores(0), q @ k.transpose(-1, -2))  # it does rotate
-    # Each pair of dimensions is a plane rotation: lengths are kept.
-    rotated = apply_rotary(q, rotary(positions + 5))
-    assert torch.allclose(rotated.norm(dim=-1), q.norm(dim=-1), atol=1e-5)
+def test_outputs_respect_the_length_limit_and_never_contain_specials():
+    model = tiny_model(seed=6)
+    src = random_ids(3, 5)
+    config = SearchConfig(max_len_a=1.0, max_len_b=2)
+    for beam in (1, 4):
+        for hyps in translate_ids(model, src, beam, config, n_best=1):
+            assert len(hyps[0].tokens) + 1 <= 5 + 2
+            assert not {PAD, UNK, BOS, EOS} & set(hyps[0].tokens) and hyps[0].tokens
 
 
-def test_style_options_build_the_named_parts():
-    gpt, llama = tiny_model(**GPT), tiny_model(**LLAMA)
-    assert [n for n, _ in gpt.named_parameters() if n.startswith("positions")] == [
-        "positions.weight"
-    ]
-    llama_names = [n for n, _ in llama.named_parameters()]
-    assert not any(n.endswith("bias") for n in llama_names)
-    assert "decoder.layers.0.feed_forward.linear3.weight" in llama_names  # SwiGLU's W3
-    assert isinstance(llama.decoder.layers[0].norm1, RMSNorm)
-    assert llama.positions is None and llama.rotary is not None
-    # Still one tied embedding for source, target and output.
-    assert sum(p.shape[0] == 40 for p in llama.parameters()) == 1
+def test_a_model_that_prefers_unk_and_an_empty_output_still_translates():
+    model = tiny_model(seed=6)
+    with torch.no_grad():  # unk and eos outscore every token whatever the decoder state
+        model.embedding.weight[UNK] = 0.0
+        model.embedding.weight[EOS] = 0.0
+    bias = torch.zeros(model.config.vocab_size, dtype=torch.float64)
+    bias[[UNK, EOS]] = 50.0
+    original = model.project
+    model.project = lambda states: original(states) + bias
+    src = random_ids(3, 5)
+    for beam in (1, 3):
+        for hyps in translate_ids(model, src, beam, SearchConfig(max_len_a=1.0, max_len_b=2)):
+            assert len(hyps[0].tokens) == 1 and UNK not in hyps[0].tokens
 
 
-@pytest.mark.parametrize("style", STYLES, ids=str)
-@pytest.mark.parametrize("decoder_only", [False, True])
-def test_every_style_is_causal_and_cached_decoding_equals_recomputation(style, decoder_only):
-    model = tiny_model(decoder_only=decoder_only, **STYLES[style])
-    src, tgt = random_ids(3, 6), random_ids(3, 10, seed=7)
+def production_like_model(seed: int):
+    """float32, a vocabulary of 3,000 and packed for CPU inference: the paths real models take
+    (packed weights, top-k through block maxima), unlike the float64 40-token models above."""
+    torch.manual_seed(seed)
+    return pack_for_cpu_inference(Transformer(tiny_config(vocab_size=3000)).eval())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_production_like_model_beam_one_is_greedy_and_cache_equals_recomputation(seed):
+    model = production_like_model(seed)
+    src = random_ids(4, 9, vocab=3000, seed=seed)
     src[1, 4:] = PAD
-    changed = tgt.clone()
-    changed[:, 6:] = 5
-    if decoder_only:
-        full, memory, mask = model(tgt), None, None
-        assert torch.allclose(model(changed)[:, :6], full[:, :6], atol=1e-10)
-    else:
-        full = model(src, tgt)
-        memory, mask = model.encode(src), src != PAD
-        assert torch.allclose(model(src, changed)[:, :6], full[:, :6], atol=1e-10)
-    cache = model.init_cache(3, 16, memory, mask)
-    steps = [model.decode(tgt[:, t : t + 1], cache=cache) for t in range(4)]
-    steps.append(model.decode(tgt[:, 4:], cache=cache))
-    assert torch.allclose(torch.cat(steps, dim=1), full, atol=1e-10)
+    config = SearchConfig(max_len_a=0.0, max_len_b=8)
+    greedy = translate_ids(model, src, 1, config)
+    max_lens = config.max_lengths((src != PAD).sum(1))
+    one_beam = beam_search(TransformerScorer(model, src, 1, 8), max_lens, 1, IDS, config)
+    for g, b in zip(greedy, one_beam, strict=True):
+        assert g[0].tokens == b[0].tokens
+        assert g[0].log_prob == pytest.approx(b[0].log_prob, abs=1e-4)
+    with torch.inference_mode():  # greedy by recomputing every prefix, no cache
+        for i in range(4):
+            row = src[i : i + 1, : int((src[i] != PAD).sum())]
+            tokens = [BOS]
+            while len(tokens) <= 8:
+                logits = model(row, torch.tensor([tokens]))[0, -1]
+                logits[[PAD, UNK, BOS] + ([EOS] if len(tokens) == 1 else [])] = -math.inf
+                if len(tokens) == 8:
+                    break
+                tokens.append(int(logits.argmax()))
+                if tokens[-1] == EOS:
+                    break
+            expected = [t for t in tokens[1:] if t != EOS]
+            assert greedy[i][0].tokens == expected
+
+
+def test_production_like_model_batch_composition_leaves_beam_outputs_unchanged():
+    model = production_like_model(7)
+    src = random_ids(5, 8, vocab=3000, seed=4)
+    src[2, 3:] = PAD
+    together = translate_ids(model, src, beam_size=4, n_best=2)
+    for i in range(5):
+        alone = translate_ids(model, src[i : i + 1, : int((src[i] != PAD).sum())], 4, n_best=2)
+        assert [h.tokens for h in alone[0]] == [h.tokens for h in together[i]]
+
+
+# -- decoder-only models: prompts, generation and translation -----------------------------
 
 
 @pytest.mark.parametrize("style", STYLES, ids=str)
@@ -152,26 +177,6 @@ def test_a_seed_gives_a_prompt_the_same_text_at_the_same_index_whatever_its_neig
     third = generate_ids(model, [x], 10, sample, indices=[2])[0]
     assert generate_ids(model, [y, z, x], 10, sample)[2] == third
     assert generate_ids(model, [y, z, x], 10, SamplingConfig(seed=12))[2] != third
-
-
-class CharTokenizer:
-    """Letters a-z are ids 4-29; enough of a tokenizer for ``Generator``."""
-
-    def encode(self, text: str) -> list[int]:
-        return [ord(c) - ord("a") + 4 for c in text]
-
-    def decode(self, ids: list[int]) -> str:
-        return "".join(chr(i - 4 + ord("a")) if 4 <= i < 30 else "#" for i in ids if i > EOS)
-
-
-def test_generator_seeds_each_prompt_by_its_index_in_the_input_not_in_its_batch():
-    model = tiny_model(seed=4, decoder_only=True, **LLAMA)
-    generator = Generator(model, CharTokenizer(), SearchConfig())
-    sample = SamplingConfig(seed=3)
-    alone = generator.generate(["ab"], 8, sample)[0]
-    # Batches put the longest prompt first: "ab" is row 1 of its batch, or in a batch alone.
-    assert generator.generate(["ab", "cdefg"], 8, sample)[0] == alone
-    assert generator.generate(["ab", "cdefg"], 8, sample, max_tokens=20)[0] == alone
 
 
 def test_generation_adds_at_least_one_token_and_never_unk():

@@ -1,4 +1,5 @@
-"""A kill in the middle of a checkpoint save never leaves a truncated file behind."""
+"""The Lightning callbacks (callbacks.py): a kill in the middle of a checkpoint save never leaves
+a truncated file behind, and the run lock is taken atomically and only once."""
 
 import random
 import subprocess

@@ -1,0 +1,31 @@
+"""End to end through ``seq2seq attention`` and ``seq2seq plot`` on the small fitted run
+(conftest's ``run``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from seq2seq.cli import main
+
+pytestmark = pytest.mark.slow
+
+
+def test_attention_and_plot_commands_write_pictures(run, tmp_path):
+    image_module = pytest.importorskip("PIL.Image")
+    checkpoint = str(run / "checkpoints" / "last.ckpt")
+    attention = tmp_path / "attention.png"
+    assert main(["attention", "--checkpoint", checkpoint, "--text", "Tom will buy apples.",
+                 "--output", str(attention), "--beam-size", "1"]) == 0  # fmt: skip
+    one_layer = tmp_path / "layer0.png"
+    assert main(["attention", "--checkpoint", checkpoint, "--text", "Tom will buy apples.",
+                 "--output", str(one_layer), "--layer", "0", "--head", "1",
+                 "--beam-size", "1"]) == 0  # fmt: skip
+    with image_module.open(attention) as mean, image_module.open(one_layer) as head:
+        assert mean.format == head.format == "PNG" and head.width > 300
+        assert mean.size == head.size  # the test model has one decoder layer
+        assert mean.tobytes() != head.tobytes()  # one head is not the mean of both
+    curves = tmp_path / "curves.png"
+    assert main(["plot", "--run", str(run / "logs"), "--output", str(curves)]) == 0
+    with image_module.open(curves) as image:
+        assert image.width > image.height > 300
+    assert main(["attention", "--checkpoint", checkpoint, "--text", "x", "--layer", "7"]) == 2

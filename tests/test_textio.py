@@ -1,0 +1,82 @@
+"""Text lines in and out (textio.py): one line per ``\\n``, whatever else a line holds."""
+
+import io
+import sys
+
+import pytest
+
+from seq2seq.errors import DataError
+from seq2seq.textio import numbered_lines, one_line, read_lines, warn_lines, write_lines
+
+# A BOM, Windows endings, characters that str.splitlines would split at (U+2028, U+2029, a form
+# feed, NEL, a file separator) inside lines, a blank line, and no newline after the last line.
+AWKWARD = (
+    "\ufeffone\r\n"
+    "two\u2028still two\u2029and two\r\n"
+    "\n"
+    "form\x0cfeed \x85 nel \x1c fs\n"
+    "  \t \n"
+    "last, no newline"
+).encode()
+EXPECTED = ["one", "two\u2028still two\u2029and two", "", "form\x0cfeed \x85 nel \x1c fs",
+            "  \t ", "last, no newline"]  # fmt: skip
+
+
+def test_read_lines_keeps_one_line_per_newline(tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_bytes(AWKWARD)
+    assert read_lines(path) == EXPECTED
+    assert read_lines(path, strict=True) == EXPECTED
+    assert [number for number, _ in numbered_lines(path)] == list(range(1, 7))
+    path.write_bytes(AWKWARD + b"\n")  # a final newline ends the last line, adds none
+    assert read_lines(path) == read_lines(path, strict=True) == EXPECTED
+    path.write_bytes(b"a\n\n")
+    assert read_lines(path) == read_lines(path, strict=True) == ["a", ""]
+    path.write_bytes(b"")
+    assert read_lines(path) == read_lines(path, strict=True) == []
+
+
+def test_invalid_utf8_is_replaced_leniently_and_named_strictly(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"fine\nbad \xff\xfe bytes\nfine\n")
+    assert read_lines(path) == ["fine", "bad \ufffd\ufffd bytes", "fine"]
+    with pytest.raises(DataError, match="not valid UTF-8") as error:
+        read_lines(path, strict=True)
+    assert str(error.value).startswith(f"{path}:2: ") and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_missing_file_is_a_one_line_data_error(tmp_path, strict):
+    missing = tmp_path / "missing.txt"
+    with pytest.raises(DataError, match="file not found") as error:
+        read_lines(missing, strict=strict)
+    assert str(error.value) == f"{missing}: file not found"
+
+
+def test_write_lines_then_read_lines_round_trips(tmp_path, capsys, monkeypatch):
+    lines = EXPECTED[1:] + ["中文。", "tab\there", "mid\rdle", "", ""]
+    path = tmp_path / "out.txt"
+    write_lines(lines, path)
+    assert path.read_bytes().count(b"\n") == len(lines)
+    assert read_lines(path) == lines
+    write_lines(lines, None)  # stdout
+    written = capsys.readouterr().out
+    assert written == path.read_bytes().decode("utf-8")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(written.encode())))
+    assert read_lines(None) == lines  # stdin
+
+
+def test_one_line_removes_every_line_break_and_keeps_the_words():
+    text = "a\nb\r\nc\rd\u2028e\u2029f\x0bg\x0ch\x1ci\x85j\n\nk\n"
+    out = one_line(text)
+    assert out.splitlines() == [out] and "\n" not in out and "\r" not in out
+    assert out.split() == list("abcdefghijk")
+    assert one_line("no break") == "no break" and one_line("") == ""
+
+
+def test_warn_lines_names_at_most_twenty_lines_in_one_line(capsys):
+    warn_lines("truncated", [3, 9])
+    assert capsys.readouterr().err == "warning: truncated: line 3, 9\n"
+    warn_lines("truncated", list(range(1, 31)))
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.endswith(", 20 ...\n") and ", 21" not in err
