@@ -61,3 +61,24 @@ def test_token_batches_cover_each_nonempty_input_once_longest_first_within_budge
     for batch in batches:  # padded to the first (longest) row; a lone row may exceed it
         assert len(batch) == 1 or len(batch) * (lengths[batch[0]] + extra) <= 24
     assert batches[0] == [len(lengths) - 1]
+
+
+def test_n_best_hypotheses_agree_with_translate_and_come_best_first(tmp_path):
+    """``translate_hypotheses`` (what a server returns with scores) ranks each line's n-best by
+    score, its first is what ``translate`` writes, an empty line has none, and beam 1 keeps
+    exactly one hypothesis: greedy's."""
+    from helpers import tiny_checkpoint
+
+    translator = Translator.from_checkpoint(tiny_checkpoint(tmp_path / "mt.ckpt"))
+    lines = [en for en, _ in synthetic_pairs()[:12:4]] + [""]
+    found = translator.translate_hypotheses(lines, beam_size=4, n_best=3)
+    assert [len(hyps) for hyps in found] == [3, 3, 3, 0]
+    for hyps in found[:3]:
+        assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
+    best = [translator.tokenizer.decode(h[0].tokens) if h else "" for h in found]
+    assert best == translator.translate(lines, beam_size=4)
+    greedy = translator.translate_hypotheses(lines, beam_size=1, n_best=1)
+    assert [len(h) for h in greedy] == [1, 1, 1, 0]
+    assert [translator.tokenizer.decode(h[0].tokens) for h in greedy[:3]] == translator.translate(
+        lines[:3], beam_size=1
+    )
