@@ -17,6 +17,7 @@ import time
 import torch
 
 from seq2seq import ModelConfig, Transformer
+from seq2seq.config import paper_parameter_count
 from seq2seq.packing import pack_for_cpu_inference
 
 PRESETS = {
@@ -29,16 +30,6 @@ PRESETS = {
 def build(preset: str, vocab_size: int) -> Transformer:
     config = ModelConfig(vocab_size=vocab_size, max_positions=512, **PRESETS[preset])
     return Transformer(config).eval()
-
-
-def paper_formula(d: int, d_ff: int, n_enc: int, n_dec: int, vocab: int) -> int:
-    """Tied model: embedding + encoder layers + decoder layers (weights, biases, LayerNorms)."""
-    attention = 4 * d * d + 4 * d
-    ffn = 2 * d * d_ff + d_ff + d
-    norm = 2 * d
-    encoder_layer = attention + ffn + 2 * norm
-    decoder_layer = 2 * attention + ffn + 3 * norm
-    return vocab * d + n_enc * encoder_layer + n_dec * decoder_layer
 
 
 @torch.inference_mode()
@@ -78,10 +69,8 @@ def main() -> None:
         torch.set_num_threads(args.threads)
 
     for preset in ("base", "big"):
-        spec = PRESETS[preset]
-        count = build(preset, 37000).num_parameters()
-        formula = paper_formula(spec["d_model"], spec["d_ff"], spec["n_encoder_layers"],
-                                spec["n_decoder_layers"], 37000)  # fmt: skip
+        model = build(preset, 37000)
+        count, formula = model.num_parameters(), paper_parameter_count(model.config)
         print(f"{preset}: {count / 1e6:.1f}M parameters with a 37k vocabulary (formula {formula})")
     if args.params_only:
         return

@@ -153,3 +153,49 @@ class ModelConfig:
                     f"{value!r}"
                 )
         return cls(**values)
+
+
+def paper_parameter_count(config: ModelConfig) -> int:
+    """Parameters of a tied Transformer with the paper's layer, counted from its structure.
+
+    With d = d_model, f = d_ff, V = vocab_size (one embedding matrix, shared by the encoder,
+    the decoder and the output projection; sinusoidal positions have no parameters):
+
+        attention     = 4 (d^2 + d)              W_Q, W_K, W_V, W_O with biases
+        feed-forward  = 2 d f + f + d            W_1, W_2 with biases
+        LayerNorm     = 2 d                      gain and bias
+        encoder layer = attention + feed-forward + 2 LayerNorm
+        decoder layer = 2 attention + feed-forward + 3 LayerNorm   (self + cross-attention)
+        total         = V d + N_enc encoder layer + N_dec decoder layer
+
+    A decoder-only model's layers have no cross-attention (one attention, two LayerNorms) and
+    no encoder; pre-LN (``norm_first``) adds one final LayerNorm per stack. Table 3 of the
+    paper: 65M (base) and 213M (big) with a 37k vocabulary. Only for the paper's layer:
+    relu or gelu, biases, LayerNorm and sinusoidal positions.
+    """
+    paper_layer = (
+        config.activation in ("relu", "gelu")
+        and config.bias
+        and config.norm == "layernorm"
+        and config.positions == "sinusoidal"
+    )
+    if not paper_layer:
+        raise ValueError("paper_parameter_count counts the paper's layer only (relu/gelu, "
+                         "biases, LayerNorm, sinusoidal positions)")  # fmt: skip
+    d, f = config.d_model, config.d_ff
+    attention = 4 * (d * d + d)
+    feed_forward = 2 * d * f + f + d
+    layer_norm = 2 * d
+    n_encoder = 0 if config.decoder_only else config.n_encoder_layers
+    encoder_layer = attention + feed_forward + 2 * layer_norm
+    if config.decoder_only:
+        decoder_layer = attention + feed_forward + 2 * layer_norm
+    else:
+        decoder_layer = 2 * attention + feed_forward + 3 * layer_norm
+    final_norms = (int(n_encoder > 0) + 1) * layer_norm if config.norm_first else 0
+    return (
+        config.vocab_size * d
+        + n_encoder * encoder_layer
+        + config.n_decoder_layers * decoder_layer
+        + final_norms
+    )

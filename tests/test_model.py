@@ -6,21 +6,7 @@ import torch
 from helpers import random_ids, tiny_config, tiny_model
 from seq2seq import ModelConfig, Transformer
 from seq2seq.attention import padding_mask
-
-
-def paper_parameter_count(config: ModelConfig) -> int:
-    """Parameters of a tied Transformer, from the paper's layer structure."""
-    d, ff, v = config.d_model, config.d_ff, config.vocab_size
-    attention = 4 * (d * d + d)  # W_Q, W_K, W_V, W_O with biases
-    ffn = d * ff + ff + ff * d + d
-    layer_norm = 2 * d
-    encoder_layer = attention + ffn + 2 * layer_norm
-    decoder_layer = 2 * attention + ffn + 3 * layer_norm
-    n_enc = 0 if config.decoder_only else config.n_encoder_layers
-    if config.decoder_only:
-        decoder_layer = attention + ffn + 2 * layer_norm
-    final_norms = (int(n_enc > 0) + 1) * layer_norm if config.norm_first else 0
-    return v * d + n_enc * encoder_layer + config.n_decoder_layers * decoder_layer + final_norms
+from seq2seq.config import paper_parameter_count
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,13 @@
+"""The benchmark scripts' shared parts, one job per module (``scripts/*.py`` are the entry
+points; they find this package beside them, so nothing needs installing):
+
+- ``harness``: subprocess workers (one measurement per process), peak RSS, thread settings,
+  CPU load of other processes, profiler tables;
+- ``recipe``: a config resolved by ``seq2seq fit``'s own parser, and copies of it to run;
+- ``reference``: Hugging Face ``MarianMTModel`` as our model (build, loss, ``generate``);
+- ``train``: our recipe's update step and training loop, for either model, and ``seq2seq fit``
+  runs;
+- ``flops``: model FLOPs of a batch, accelerator peaks, the measured matmul rate;
+- ``decode``: decoders of both models at fixed or natural lengths, and Marian translations;
+- ``report``: scores and tables.
+"""
