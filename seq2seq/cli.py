@@ -19,6 +19,7 @@ COMMANDS = {
     "export": "export a checkpoint to Hugging Face (MarianMTModel) or CTranslate2",
     "attention": "draw a model's attention for one sentence as heatmaps (PNG)",
     "plot": "draw a run's training curves: loss, validation BLEU, learning rate (PNG)",
+    "serve": "serve a model over HTTP: LibreTranslate and OpenAI APIs, a web page",
 }
 LIGHTNING_COMMANDS = ("fit", "validate")
 
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_export(sub.add_parser("export", help=COMMANDS["export"]))
     _add_attention(sub.add_parser("attention", help=COMMANDS["attention"]))
     _add_plot(sub.add_parser("plot", help=COMMANDS["plot"]))
+    _add_serve(sub.add_parser("serve", help=COMMANDS["serve"]))
     return parser
 
 
@@ -198,6 +200,46 @@ def _add_average(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoints", nargs="+", required=True, help="checkpoints to average")
     p.add_argument("--output", required=True, help="the averaged checkpoint to write")
     p.set_defaults(run=run_average)
+
+
+def _add_serve(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", required=True,
+                   help="a .ckpt from 'seq2seq fit' (translator or decoder-only LM), or a "
+                   "CTranslate2 export directory with --engine ctranslate2")  # fmt: skip
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    p.add_argument("--port", type=int, default=5000, help="port; 0 = any free one (5000)")
+    p.add_argument("--engine", choices=("torch", "ctranslate2"), default="torch",
+                   help="decoding runtime (torch)")  # fmt: skip
+    p.add_argument("--device", default="cpu", help="torch device, e.g. cuda (default cpu)")
+    p.add_argument("--model-name", default=None,
+                   help="name in /v1/models and the logs (default: the run's name)")
+    p.add_argument("--beam-size", type=int, default=5, help="beam width; 1 = greedy (5)")
+    p.add_argument("--max-batch-tokens", type=int, default=4000,
+                   help="a shared batch holds at most this many source tokens x beam (4000)")
+    p.add_argument("--max-wait-ms", type=float, default=5.0,
+                   help="how long a request waits for others to share its batch (5)")
+    p.add_argument("--max-queue", type=int, default=2000,
+                   help="sentences waiting beyond which requests get 429 at once (2000)")
+    p.add_argument("--char-limit", type=int, default=5000,
+                   help="characters per request, summed over q (5000)")
+    p.add_argument("--batch-limit", type=int, default=1000,
+                   help="strings per request when q is an array (1000)")
+    p.add_argument("--api-keys", default=None,
+                   help="file of accepted keys, one per line: others get 403 (default: open)")
+    p.set_defaults(run=run_serve)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as error:
+        raise ValueError(f"serving needs its extra: pip install -e '.[serve]' ({error})") from None
+    from seq2seq.serve.server import serve
+
+    return serve(args.checkpoint, args.host, args.port, args.engine, args.device,
+                 args.model_name, args.beam_size, args.max_batch_tokens, args.max_wait_ms,
+                 args.max_queue, args.char_limit, args.batch_limit, args.api_keys)  # fmt: skip
 
 
 def _load_translator(args: argparse.Namespace):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from seq2seq.checkpoint import load_model
@@ -13,6 +14,23 @@ from seq2seq.scoring import generate_ids
 from seq2seq.search import SamplingConfig, SearchConfig
 from seq2seq.textio import one_line, warn_lines
 from seq2seq.translator import token_batches
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A prompt's continuation as an LM server reports it.
+
+    Attributes:
+        text: the new text only (without the prompt).
+        prompt_tokens: the prompt's tokens as the model read them (bos included).
+        completion_tokens: new tokens, without the eos.
+        finish_reason: "stop" (the model ended it) or "length" (the token limit did).
+    """
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
 
 
 class Generator:
@@ -90,6 +108,46 @@ class Generator:
             if on_batch is not None:
                 on_batch(len(batch))
         return [one_line(text) for text in outputs]
+
+    def complete(
+        self,
+        prompts: Sequence[str],
+        max_new_tokens: int = 16,
+        sampling: SamplingConfig = SamplingConfig(),  # noqa: B008 (frozen)
+        indices: Sequence[int] | None = None,
+        max_tokens: int = 4000,
+        on_text: Callable[[str], None] | None = None,
+    ) -> list[Completion]:
+        """Sample a continuation of each prompt (the OpenAI completions convention).
+
+        Args:
+            indices: each prompt's random stream (``SamplingConfig.seed``); 0..N-1 by default.
+                A server asked for n samples of a prompt passes it n times with n indices.
+            on_text: with a single prompt, called with each new piece of text (streaming).
+        """
+        check_sampling(sampling, 1, max_new_tokens)
+        encoded = [self.prompt_ids(prompt) for prompt in prompts]
+        self._truncate(encoded, max_new_tokens)
+        indices = list(range(len(prompts)) if indices is None else indices)
+        positions, eos = self.model.config.max_positions, self.model.config.eos_id
+        completions: list[Completion | None] = [None] * len(prompts)
+        for batch in token_batches(encoded, max_tokens, extra=max_new_tokens):
+            stream = _TextStream(self.tokenizer, encoded[batch[0]], eos, on_text)
+            new = generate_ids(
+                self.model,
+                [encoded[i] for i in batch],
+                max_new_tokens,
+                sampling,
+                config=self.search,
+                on_token=stream.push if on_text is not None and len(prompts) == 1 else None,
+                indices=[indices[i] for i in batch],
+            )
+            for index, tokens in zip(batch, new, strict=True):
+                limit = min(max_new_tokens, positions - len(encoded[index]))
+                reason = "length" if len(tokens) >= limit else "stop"
+                text = self._continuation(encoded[index], tokens)
+                completions[index] = Completion(text, len(encoded[index]), len(tokens), reason)
+        return completions  # type: ignore[return-value]  (every prompt has >= 1 token: bos)
 
     def _continuation(self, prompt: list[int], new: list[int]) -> str:
         """The text the new tokens add (decoding them with the prompt keeps word spacing)."""

@@ -165,8 +165,19 @@ class Translator:
         on_batch: Callable[[int], None] | None = None,
     ) -> list[list[Hypothesis]]:
         """The ``n_best`` hypotheses (ids and scores) of each line; [] for an empty line."""
-        encoded = self.encode(lines)
-        outputs: list[list[Hypothesis]] = [[] for _ in lines]
+        return self.decode_encoded(self.encode(lines), beam_size, max_tokens, n_best, on_batch)
+
+    def decode_encoded(
+        self,
+        encoded: Sequence[list[int]],
+        beam_size: int = 5,
+        max_tokens: int = 4000,
+        n_best: int = 1,
+        on_batch: Callable[[int], None] | None = None,
+    ) -> list[list[Hypothesis]]:
+        """``translate_hypotheses`` of sources already encoded by ``encode`` (a server
+        encodes each request as it arrives and decodes many requests' sources together)."""
+        outputs: list[list[Hypothesis]] = [[] for _ in encoded]
         self._split_batches = 0
         budget = self.engine.batch_budget(max_tokens, beam_size)
         for batch in token_batches(encoded, budget):

@@ -30,3 +30,37 @@ def run(tmp_path_factory, corpus) -> Path:
     root = tmp_path_factory.mktemp("run")
     fit(root, corpus, max_steps=30)
     return root
+
+
+# Servers for the serving tests (tests/test_serve_*.py): untrained tiny checkpoints, served by
+# a real ``seq2seq serve`` process on a free 127.0.0.1 port, one per session.
+@pytest.fixture(scope="session")
+def translation_checkpoint(tmp_path_factory) -> Path:
+    from helpers import tiny_checkpoint
+
+    return tiny_checkpoint(tmp_path_factory.mktemp("serve") / "translator.ckpt")
+
+
+@pytest.fixture(scope="session")
+def lm_checkpoint(tmp_path_factory) -> Path:
+    from helpers import tiny_checkpoint
+
+    return tiny_checkpoint(tmp_path_factory.mktemp("serve") / "lm.ckpt", lm=True)
+
+
+@pytest.fixture(scope="session")
+def translation_server(translation_checkpoint):
+    pytest.importorskip("fastapi")
+    from serving import running_server
+
+    with running_server(translation_checkpoint, "--char-limit", "30000") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def lm_server(lm_checkpoint):
+    pytest.importorskip("fastapi")
+    from serving import running_server
+
+    with running_server(lm_checkpoint, "--model-name", "tiny-lm") as server:
+        yield server

@@ -67,11 +67,12 @@ def synthetic_pairs():
     return pairs
 
 
-def tiny_checkpoint(path, seed: int = 0, saved_before_unk_id: bool = False):
+def tiny_checkpoint(path, seed: int = 0, saved_before_unk_id: bool = False, lm: bool = False):
     """An untrained translation checkpoint laid out as ``seq2seq fit`` writes one: a
     SentencePiece model of the synthetic pairs and a tiny model of its vocabulary (seconds).
     ``saved_before_unk_id``: laid out as older versions wrote it: no ``unk_id`` or ``sep_id``
-    in its model config, and the other special ids kept with the search settings."""
+    in its model config, and the other special ids kept with the search settings.
+    ``lm``: a decoder-only language model instead (task "lm")."""
     from dataclasses import asdict
 
     from seq2seq.checkpoint import CHECKPOINT_KEY
@@ -81,13 +82,14 @@ def tiny_checkpoint(path, seed: int = 0, saved_before_unk_id: bool = False):
     texts = [text for pair in synthetic_pairs() for text in pair]
     tokenizer = Tokenizer.train(texts, 406)  # 150 + the 256 byte pieces
     torch.manual_seed(seed)
-    model = Transformer(tiny_config(vocab_size=tokenizer.vocab_size))
+    overrides = {"decoder_only": True, "n_encoder_layers": 0} if lm else {}
+    model = Transformer(tiny_config(vocab_size=tokenizer.vocab_size, **overrides))
     model_config, search = model.config.to_dict(), asdict(SearchConfig())
     if saved_before_unk_id:
         del model_config["unk_id"], model_config["sep_id"]
         search.update(bos_id=2, eos_id=3, pad_id=0, sep_id=None)
     section = {"model_config": model_config, "tokenizer": tokenizer.to_bytes(),
-               "search": search, "task": "translation"}  # fmt: skip
+               "search": search, "task": "lm" if lm else "translation"}  # fmt: skip
     weights = {f"model.{name}": w for name, w in model.state_dict().items()}
     torch.save({"state_dict": weights, CHECKPOINT_KEY: section}, path)
     return path

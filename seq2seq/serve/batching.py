@@ -1,0 +1,165 @@
+"""Cross-request batching: one worker thread owns the model and decodes jobs together.
+
+Requests arrive on the event loop; each becomes a ``Job`` (its sentences, already encoded,
+and how to decode them). The worker takes the oldest job, waits at most ``max_wait`` seconds
+for company, and decodes every waiting job that can share its batch (same ``key``: same
+search settings) up to ``max_batch_tokens``. Because the decoding code makes a sentence's
+output independent of its batch neighbours, batching changes speed, never a result.
+
+The queue is bounded (``max_queue`` waiting sentences): a request beyond it is refused at once
+(``QueueFull``, HTTP 429) instead of growing memory and timing out. A job whose client went
+away is cancelled through its future and skipped if it has not started.
+
+This module knows nothing of HTTP or of models: ``run`` is given by the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger("seq2seq.serve")
+
+
+class QueueFull(Exception):
+    """More sentences are waiting than the server takes (``--max-queue``)."""
+
+
+class WorkerClosed(Exception):
+    """The worker is shutting down and takes no new jobs."""
+
+
+@dataclass(eq=False)
+class Job:
+    """One request's work.
+
+    Attributes:
+        key: jobs with equal keys may be decoded in one batch; None = always alone.
+        size: sentences it holds (what the queue bound counts).
+        cost: padded tokens it adds to a batch (source tokens x beam size).
+        payload: what ``run`` needs to decode it.
+    """
+
+    key: Hashable | None
+    size: int
+    cost: int
+    payload: Any
+    future: Future = field(default_factory=Future)
+
+
+# run(jobs) -> one result per job, in order; the jobs share a key (or are one unbatchable job).
+RunBatch = Callable[[Sequence[Job]], Sequence[Any]]
+
+
+class BatchingWorker:
+    """A thread decoding batches of jobs; ``submit`` is safe from any thread."""
+
+    def __init__(self, run: RunBatch, max_batch_tokens: int, max_wait: float, max_queue: int):
+        if max_batch_tokens < 1 or max_wait < 0 or max_queue < 1:
+            raise ValueError("max_batch_tokens and max_queue must be >= 1, max_wait >= 0")
+        self.run = run
+        self.max_batch_tokens = max_batch_tokens
+        self.max_wait = max_wait
+        self.max_queue = max_queue
+        self._pending: deque[Job] = deque()
+        self._waiting = 0  # sentences in _pending
+        self._closed = False
+        self._condition = threading.Condition()
+        self._thread = threading.Thread(target=self._loop, name="seq2seq-model", daemon=True)
+        self.batches = 0  # decoded so far (for the log and the tests)
+
+    def start(self) -> BatchingWorker:
+        self._thread.start()
+        return self
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    @property
+    def waiting(self) -> int:
+        """Sentences queued and not yet being decoded."""
+        return self._waiting
+
+    def submit(self, job: Job) -> Future:
+        """Queue ``job``; its future gets the result (or the exception ``run`` raised)."""
+        with self._condition:
+            if self._closed:
+                raise WorkerClosed("the server is shutting down")
+            # A job alone in the queue always fits, so a request of any allowed size can run.
+            if self._waiting and self._waiting + job.size > self.max_queue:
+                raise QueueFull(
+                    f"server busy: {self._waiting} sentences waiting, {job.size} more would "
+                    f"exceed the queue limit ({self.max_queue}); retry later"
+                )
+            self._pending.append(job)
+            self._waiting += job.size
+            self._condition.notify()
+        return job.future
+
+    def close(self, timeout: float | None = None) -> None:
+        """Finish the jobs already queued, then stop the thread."""
+        with self._condition:
+            self._closed = True
+            self._condition.notify()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        while True:
+            batch = self._next_batch()
+            if batch is None:
+                return
+            batch = [job for job in batch if job.future.set_running_or_notify_cancel()]
+            if batch:
+                self._run(batch)
+
+    def _run(self, batch: list[Job]) -> None:
+        try:
+            results = self.run(batch)
+        except Exception as error:  # the server answers 500 and keeps serving
+            log.exception("decoding a batch of %d job(s) failed", len(batch))
+            for job in batch:
+                job.future.set_exception(error)
+            return
+        self.batches += 1
+        for job, result in zip(batch, results, strict=True):
+            job.future.set_result(result)
+
+    def _next_batch(self) -> list[Job] | None:
+        """The oldest job and the waiting jobs that share its key, up to the token budget;
+        waits up to ``max_wait`` after the oldest job for the budget to fill. None: closed and
+        nothing left."""
+        with self._condition:
+            while not self._pending:
+                if self._closed:
+                    return None
+                self._condition.wait()
+            deadline = time.monotonic() + self.max_wait
+            while True:
+                batch, cost = self._compatible()
+                left = deadline - time.monotonic()
+                if cost >= self.max_batch_tokens or left <= 0 or self._closed:
+                    break
+                self._condition.wait(left)
+            for job in batch:
+                self._pending.remove(job)
+                self._waiting -= job.size
+            return batch
+
+    def _compatible(self) -> tuple[list[Job], int]:
+        first = self._pending[0]
+        batch, cost = [first], first.cost
+        if first.key is None:
+            return batch, cost
+        for job in list(self._pending)[1:]:
+            if job.key == first.key and cost + job.cost <= self.max_batch_tokens:
+                batch.append(job)
+                cost += job.cost
+        return batch, cost

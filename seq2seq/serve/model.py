@@ -1,0 +1,187 @@
+"""The model a server holds: a translator or a language model, and the batch functions that
+the worker thread runs on it (``seq2seq.serve.batching``). No HTTP here."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from seq2seq.attention_maps import cross_attention_maps, self_attention_maps
+from seq2seq.checkpoint import load_model
+from seq2seq.errors import CheckpointError
+from seq2seq.generation import Completion, Generator
+from seq2seq.packing import pack_for_cpu_inference
+from seq2seq.scoring import translation_prompt
+from seq2seq.search import Hypothesis, SamplingConfig
+from seq2seq.serve.batching import Job
+from seq2seq.textio import one_line
+from seq2seq.translator import TorchEngine, Translator
+
+
+@dataclass
+class TranslationWork:
+    """A request's sentences for ``translate_jobs``: encoded, empty ones as []."""
+
+    encoded: list[list[int]]
+    attention: bool = False
+
+
+@dataclass
+class TranslatedSentence:
+    """One sentence's hypotheses (best first; [] for an empty sentence) and, when asked, its
+    cross-attention: one row per output token (the last one is eos) over the source pieces."""
+
+    hypotheses: list[Hypothesis]
+    attention: dict | None = None
+
+
+@dataclass
+class CompletionWork:
+    """A completions request for ``complete_job``: each prompt ``n`` times."""
+
+    prompts: list[str]
+    n: int
+    max_new_tokens: int
+    sampling: SamplingConfig
+    on_text: Callable[[int, str], None] | None = None  # streaming: (choice index, new text)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+
+class Cancelled(Exception):
+    """A streaming client went away; its generation stops."""
+
+
+class ServedModel:
+    """What ``seq2seq serve`` serves: a ``Translator`` (encoder-decoder, decoder-only translator,
+    or a CTranslate2 export), or a ``Generator`` (a decoder-only language model)."""
+
+    def __init__(self, name: str, translator: Translator | None = None,
+                 generator: Generator | None = None, engine: str = "torch") -> None:  # fmt: skip
+        if (translator is None) == (generator is None):
+            raise ValueError("a ServedModel holds a translator or a generator")
+        self.name = name
+        self.translator = translator
+        self.generator = generator
+        self.engine = engine
+
+    @classmethod
+    def load(cls, path: str | Path, engine: str = "torch", device: str = "cpu",
+             name: str | None = None) -> ServedModel:  # fmt: skip
+        """Load once, deciding from the checkpoint whether it translates or continues text."""
+        name = name or model_name(path)
+        if engine == "ctranslate2":
+            return cls(name, translator=Translator.from_ctranslate2(path, device), engine=engine)
+        loaded = load_model(path, device)
+        model = pack_for_cpu_inference(loaded.model)
+        config = model.config
+        if loaded.task == "lm" or (config.decoder_only and config.sep_id is None):
+            return cls(name, generator=Generator(model, loaded.tokenizer, loaded.search))
+        translator = Translator(TorchEngine(model, loaded.search), loaded.tokenizer)
+        return cls(name, translator=translator)
+
+    @property
+    def translates(self) -> bool:
+        return self.translator is not None
+
+    @property
+    def attention(self) -> bool:
+        """Whether ``/v1/translate`` can return attention (our engine, not CTranslate2)."""
+        return self.translator is not None and isinstance(self.translator.engine, TorchEngine)
+
+    @property
+    def kind(self) -> str:
+        if self.generator is not None:
+            return "decoder-only language model"
+        model = getattr(self.translator.engine, "model", None)  # type: ignore[union-attr]
+        decoder_only = model is not None and model.config.decoder_only
+        return "decoder-only translator" if decoder_only else "encoder-decoder translator"
+
+    def tokens(self, ids: Sequence[int]) -> list[str]:
+        tokenizer = self._tokenizer()
+        return [tokenizer.id_to_piece(i) for i in ids]
+
+    def text(self, hypothesis: Hypothesis) -> str:
+        return one_line(self._tokenizer().decode(hypothesis.tokens))
+
+    def _tokenizer(self):  # noqa: ANN202
+        return (self.translator or self.generator).tokenizer  # type: ignore[union-attr]
+
+    # -- run in the worker thread --------------------------------------------------------
+
+    def translate_jobs(
+        self, jobs: Sequence[Job], beam_size: int, n_best: int, max_tokens: int
+    ) -> list[list[TranslatedSentence]]:
+        """Decode the sentences of several requests in shared batches; one list per job."""
+        assert self.translator is not None
+        every = [ids for job in jobs for ids in job.payload.encoded]
+        found = self.translator.decode_encoded(every, beam_size, max_tokens, n_best)
+        results, start = [], 0
+        for job in jobs:
+            work: TranslationWork = job.payload
+            mine = found[start : start + len(work.encoded)]
+            start += len(work.encoded)
+            results.append([
+                TranslatedSentence(hyps, self._attention(ids, hyps) if work.attention else None)
+                for ids, hyps in zip(work.encoded, mine, strict=True)
+            ])  # fmt: skip
+        return results
+
+    def complete_job(self, work: CompletionWork) -> list[Completion]:
+        """A completions request: prompt i's j-th sample is choice ``i * n + j`` and draws from
+        random stream ``i * n + j``, streamed or not (so a seed gives the same text both ways)."""
+        assert self.generator is not None
+        prompts = [prompt for prompt in work.prompts for _ in range(work.n)]
+        if work.on_text is None:
+            return self.generator.complete(prompts, work.max_new_tokens, work.sampling)
+        completions = []
+        for index, prompt in enumerate(prompts):
+            def on_text(piece: str, index: int = index) -> None:
+                if work.cancelled.is_set():
+                    raise Cancelled
+                work.on_text(index, piece)  # type: ignore[misc]
+
+            completions += self.generator.complete([prompt], work.max_new_tokens, work.sampling,
+                                                   indices=[index], on_text=on_text)  # fmt: skip
+        return completions
+
+    def _attention(self, source: list[int], hyps: list[Hypothesis]) -> dict | None:
+        """Cross-attention of the best hypothesis, mean over layers and heads: (T, S) with T
+        its tokens plus eos. A decoder-only translator's is the self-attention of its target
+        positions over its source positions. None for an empty sentence or a CTranslate2
+        engine (whose attention we do not read)."""
+        engine = self.translator.engine  # type: ignore[union-attr]
+        if not hyps or not isinstance(engine, TorchEngine):
+            return None
+        model, config = engine.model, engine.model.config
+        device = engine.device
+        target = [*hyps[0].tokens, config.eos_id]
+        if config.decoder_only:
+            prompt = translation_prompt(source, config)
+            sequence = torch.tensor([prompt + target], device=device)
+            maps = self_attention_maps(model, sequence)
+            # Position len(prompt) - 1 + t predicted target token t; the source is 1..|src|.
+            rows = slice(len(prompt) - 1, len(prompt) - 1 + len(target))
+            maps = [m[:, :, rows, 1 : 1 + len(source)] for m in maps]
+        else:
+            src = torch.tensor([source], device=device)
+            tgt_in = torch.tensor([[config.bos_id, *hyps[0].tokens]], device=device)
+            maps = cross_attention_maps(model, src, tgt_in)
+        weights = torch.stack([m[0].float().mean(dim=0) for m in maps]).mean(dim=0)  # (T, S)
+        return {
+            "source": self.tokens(source),
+            "target": self.tokens(target),
+            "weights": [[round(float(w), 4) for w in row] for row in weights.cpu()],
+        }
+
+
+def model_name(path: str | Path) -> str:
+    """``runs/NAME/checkpoints/last.ckpt`` -> NAME; otherwise the file or directory name."""
+    path = Path(path)
+    if path.parent.name == "checkpoints" and path.parent.parent.name:
+        return path.parent.parent.name
+    return path.stem if path.suffix == ".ckpt" else path.name
+

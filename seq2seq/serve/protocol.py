@@ -1,0 +1,145 @@
+"""What clients send and get back, checked and shaped without HTTP or a model: LibreTranslate's
+``/translate`` (arguments from JSON, a form or the query string, the ``q`` shapes, its
+errors), our ``/v1/translate`` and OpenAI's ``/v1/completions`` (``../shared/SERVING.md`` and
+the README's "Serving" section list the shapes)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl
+
+SOURCE_LANGUAGES = {"en": "English"}
+TARGET_ALIASES = {"zh": "zh", "zh-hans": "zh", "zh-cn": "zh", "zh_cn": "zh", "zh-sg": "zh",
+                  "zh_hans": "zh", "cmn": "zh", "cmn-hans": "zh"}  # fmt: skip
+MAX_ALTERNATIVES = 10
+MAX_BEAM = 32
+
+
+class ApiError(Exception):
+    """An answer other than 200: ``status`` and a one-line message."""
+
+    def __init__(self, status: int, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = " ".join(message.split())  # always one line
+        self.param = param
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-request limits (LibreTranslate's ``--char-limit`` and ``--batch-limit``)."""
+
+    char_limit: int = 5000
+    batch_limit: int = 1000
+
+    def check(self, texts: list[str]) -> None:
+        if len(texts) > self.batch_limit:
+            raise ApiError(400, f"Invalid request: request ({len(texts)} texts) exceeds batch "
+                                f"limit ({self.batch_limit})")  # fmt: skip
+        chars = sum(len(text) for text in texts)
+        if chars > self.char_limit:
+            raise ApiError(400, f"Invalid request: request ({chars} characters) exceeds text "
+                                f"limit ({self.char_limit})")  # fmt: skip
+
+
+def parse_body(body: bytes, content_type: str, query: dict[str, str]) -> dict[str, Any]:
+    """Arguments as LibreTranslate reads them: the query string, then a form or JSON body.
+
+    A form body that is not valid UTF-8 is read with U+FFFD for the bad bytes (answered, not
+    refused); form and query ``q`` have their line endings normalised to ``\\n``.
+    """
+    args: dict[str, Any] = dict(query)
+    kind = content_type.split(";")[0].strip().lower()
+    if kind == "application/json" or (not kind and body.lstrip()[:1] in (b"{", b"[")):
+        try:
+            data = json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as error:
+            raise ApiError(400, f"Invalid request: malformed JSON body ({error})") from None
+        if not isinstance(data, dict):
+            raise ApiError(400, "Invalid request: the JSON body must be an object")
+        args.update(data)
+        return args
+    if kind == "application/x-www-form-urlencoded" or (body and not kind):
+        text = body.decode("utf-8", errors="replace")
+        form = parse_qsl(text, keep_blank_values=True, errors="replace")
+        args.update({name: value for name, value in reversed(form)})  # first value wins
+    if isinstance(args.get("q"), str):
+        args["q"] = args["q"].replace("\r\n", "\n").replace("\r", "\n")
+    return args
+
+
+@dataclass(frozen=True)
+class TranslateArgs:
+    """A checked LibreTranslate ``/translate`` request."""
+
+    texts: list[str]
+    batch: bool  # q was an array: answer arrays
+    detect: bool  # source was "auto": add detectedLanguage
+    alternatives: int
+
+
+def translate_args(args: dict[str, Any], limits: Limits) -> TranslateArgs:
+    """Check LibreTranslate's arguments in its order, with its messages."""
+    q = args.get("q")
+    for name in ("q", "source", "target"):
+        if args.get(name) in (None, "") and not (name == "q" and q == ""):
+            raise ApiError(400, f"Invalid request: missing {name} parameter", name)
+    batch = isinstance(q, list)
+    texts = q if batch else [q]
+    if not all(isinstance(text, str) for text in texts):
+        raise ApiError(400, "Invalid request: q must be a string or an array of strings", "q")
+    source, target = str(args["source"]).strip().lower(), str(args["target"]).strip().lower()
+    if source != "auto" and source not in SOURCE_LANGUAGES:
+        raise ApiError(400, f"{args['source']} is not supported (source languages: auto, "
+                            f"{', '.join(SOURCE_LANGUAGES)})", "source")  # fmt: skip
+    if target not in TARGET_ALIASES:
+        raise ApiError(400, f"{args['target']} is not supported (target languages: zh, "
+                            "zh-Hans, zh-CN)", "target")  # fmt: skip
+    text_format = str(args.get("format") or "text").lower()
+    if text_format != "text":
+        raise ApiError(400, f"format {text_format} is not supported; send plain text "
+                            "(format: text)", "format")  # fmt: skip
+    alternatives = integer(args.get("alternatives", 0), "alternatives", 0, MAX_ALTERNATIVES)
+    limits.check(texts)
+    return TranslateArgs(texts, batch, source == "auto", alternatives)
+
+
+def integer(value: Any, name: str, low: int, high: int) -> int:
+    """An int argument (JSON number or form string) within [low, high], or a 400."""
+    if isinstance(value, bool) or value is None:
+        value = "" if value is None else value
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ApiError(400, f"Invalid request: {name} must be an integer", name) from None
+    if not low <= number <= high:
+        raise ApiError(400, f"Invalid request: {name} must be in [{low}, {high}]", name)
+    return number
+
+
+def split_lines(text: str) -> list[str]:
+    """A q string's lines: each is translated alone and they are joined again with ``\\n``."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def detected_language(text: str) -> dict[str, Any]:
+    """The only source language a model serves is English; the confidence is the share of
+    letters that are Latin (a Chinese or Russian text scores low), 0-100 as LibreTranslate."""
+    letters = [c for c in text if c.isalpha()]
+    latin = sum(1 for c in letters if c.isascii() or "\u00c0" <= c <= "\u024f")
+    confidence = 100.0 if not letters else round(100.0 * latin / len(letters), 1)
+    return {"confidence": confidence, "language": "en"}
+
+
+def languages() -> list[dict[str, Any]]:
+    return [{"code": code, "name": name, "targets": ["zh"]}
+            for code, name in SOURCE_LANGUAGES.items()] + [
+            {"code": "zh", "name": "Chinese", "targets": []}]  # fmt: skip
+
+
+def openai_error(status: int, message: str, param: str | None = None) -> dict[str, Any]:
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    code = {404: "model_not_found", 429: "rate_limit_exceeded"}.get(status)
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
