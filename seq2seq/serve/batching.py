@@ -143,9 +143,9 @@ class BatchingWorker:
                 self._condition.wait()
             deadline = time.monotonic() + self.max_wait
             while True:
-                batch, cost = self._compatible()
+                batch, full = self._compatible()
                 left = deadline - time.monotonic()
-                if cost >= self.max_batch_tokens or left <= 0 or self._closed:
+                if full or left <= 0 or self._closed:
                     break
                 self._condition.wait(left)
             for job in batch:
@@ -153,13 +153,17 @@ class BatchingWorker:
                 self._waiting -= job.size
             return batch
 
-    def _compatible(self) -> tuple[list[Job], int]:
+    def _compatible(self) -> tuple[list[Job], bool]:
+        """The oldest job and the jobs that may join it, and whether the batch is full (a
+        job that shares its key did not fit the budget: waiting longer cannot help)."""
         first = self._pending[0]
-        batch, cost = [first], first.cost
-        if first.key is None:
-            return batch, cost
-        for job in list(self._pending)[1:]:
-            if job.key == first.key and cost + job.cost <= self.max_batch_tokens:
-                batch.append(job)
-                cost += job.cost
-        return batch, cost
+        batch, cost, full = [first], first.cost, first.key is None
+        for job in list(self._pending)[1:] if first.key is not None else ():
+            if job.key != first.key:
+                continue
+            if cost + job.cost > self.max_batch_tokens:
+                full = True
+                continue
+            batch.append(job)
+            cost += job.cost
+        return batch, full or cost >= self.max_batch_tokens

@@ -1,0 +1,192 @@
+"""The translation API over real loopback HTTP: LibreTranslate's /translate, /languages and
+/detect (with the libretranslatepy client from PyPI, and raw JSON, form and query requests),
+our /v1/translate, limits, bad input and API keys."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+
+import httpx
+import pytest
+
+from seq2seq.translator import Translator
+
+pytest.importorskip("fastapi")
+pytestmark = pytest.mark.slow
+
+SENTENCES = ["I will buy apples today.", "She can see the book tomorrow.", "We should eat."]
+
+
+@pytest.fixture(scope="module")
+def translator(translation_checkpoint) -> Translator:
+    return Translator.from_checkpoint(translation_checkpoint)
+
+
+@pytest.fixture(scope="module")
+def http(translation_server):
+    with httpx.Client(base_url=translation_server.url, timeout=60) as client:
+        yield client
+
+
+def translate(http, **args) -> httpx.Response:
+    return http.post("/translate", json={"source": "en", "target": "zh", **args})
+
+
+def test_the_libretranslatepy_client_translates_and_lists_languages(translation_server,
+                                                                    translator):  # fmt: skip
+    from libretranslatepy import LibreTranslateAPI
+
+    client = LibreTranslateAPI(translation_server.url)  # form-encoded POSTs, as it sends them
+    assert client.translate(SENTENCES[0], "en", "zh") == translator.translate(SENTENCES[:1])[0]
+    assert client.languages()[0] == {"code": "en", "name": "English", "targets": ["zh"]}
+    assert client.detect("Hello there")[0]["language"] == "en"
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        client.translate("Hello.", "en", "fr")
+    assert caught.value.code == 400
+    assert json.loads(caught.value.read()) == {
+        "error": "fr is not supported (target languages: zh, zh-Hans, zh-CN)"}
+
+
+def test_json_form_and_query_arguments_give_the_same_answer(http, translator):
+    expected = {"translatedText": translator.translate(SENTENCES[:1])[0]}
+    form = {"q": SENTENCES[0], "source": "en", "target": "zh-Hans"}
+    assert translate(http, q=SENTENCES[0]).json() == expected
+    assert http.post("/translate", data=form).json() == expected
+    assert http.post("/translate", params=form).json() == expected
+    assert http.get("/translate", params=form).json() == expected
+    files = {name: (None, value) for name, value in form.items()}  # multipart/form-data
+    assert http.post("/translate", files=files).json() == expected
+
+
+def test_an_array_q_answers_an_array_in_order_with_alternatives_and_detection(http, translator):
+    q = [SENTENCES[1], "", SENTENCES[2]]
+    answer = translate(http, q=q, source="auto", alternatives=2).json()
+    assert answer["translatedText"] == translator.translate(q)
+    assert [len(a) for a in answer["alternatives"]] == [2, 0, 2]
+    nbest = translator.translate_hypotheses(q, beam_size=5, n_best=3)
+    decoded = [[translator.tokenizer.decode(h.tokens) for h in hyps] for hyps in nbest]
+    assert answer["alternatives"][0] == decoded[0][1:]
+    assert answer["detectedLanguage"] == [{"confidence": 100.0, "language": "en"}] * 3
+    single = translate(http, q=SENTENCES[1], alternatives=1).json()
+    assert single["alternatives"] == decoded[0][1:2] and "detectedLanguage" not in single
+
+
+def test_multi_line_text_keeps_its_lines(http, translator):
+    text = f"{SENTENCES[0]}\n\n{SENTENCES[1]}\r\n{SENTENCES[2]}\n"
+    out = translate(http, q=text).json()["translatedText"]
+    lines = translator.translate(SENTENCES)
+    assert out == f"{lines[0]}\n\n{lines[1]}\n{lines[2]}\n"
+
+
+@pytest.mark.parametrize(
+    ("request_args", "status", "message"),
+    [
+        ({"json": {"source": "en", "target": "zh"}}, 400, "missing q parameter"),
+        ({"json": {"q": 3, "source": "en", "target": "zh"}}, 400, "q must be a string"),
+        ({"json": {"q": "a", "source": "en", "target": "de"}}, 400, "de is not supported"),
+        ({"json": {"q": "a", "source": "en", "target": "zh", "format": "html"}}, 400, "html"),
+        ({"content": b'{"q": "a",', "headers": {"content-type": "application/json"}}, 400,
+         "malformed JSON body"),
+        ({"json": {"q": "x" * 30001, "source": "en", "target": "zh"}}, 400,
+         r"request (30001 characters) exceeds text limit (30000)"),
+        ({"json": {"q": ["a"] * 1001, "source": "en", "target": "zh"}}, 400,
+         r"request (1001 texts) exceeds batch limit (1000)"),
+    ],
+)
+def test_bad_requests_get_one_line_400s(http, request_args, status, message):
+    response = http.post("/translate", **request_args)
+    assert response.status_code == status
+    error = response.json()["error"]
+    assert message in error and "\n" not in error
+
+
+def test_odd_input_is_answered_never_a_500(http):
+    """Invalid UTF-8 in a form, control characters, emoji, a 20k-character line, 1,000 empty
+    strings: each answered with a translation of the right shape."""
+    bad_utf8 = http.post("/translate", content=b"q=caf%E9%FF+ok&source=en&target=zh",
+                         headers={"content-type": "application/x-www-form-urlencoded"})  # fmt: skip
+    assert bad_utf8.status_code == 200 and isinstance(bad_utf8.json()["translatedText"], str)
+    odd = ["tab\there\x00nul\x1b[31m", "I love 🍎 and 🚗!", "word " * 4000, "\u200b\ufeff"]
+    answer = translate(http, q=odd)
+    assert answer.status_code == 200
+    assert [("\n" in t) for t in answer.json()["translatedText"]] == [False] * 4
+    empty = translate(http, q=[""] * 1000).json()
+    assert empty == {"translatedText": [""] * 1000}
+    assert translate(http, q="").json() == {"translatedText": ""}
+
+
+def test_native_endpoint_gives_scored_nbest_lists_and_attention(http, translator):
+    body = {"text": [SENTENCES[0], ""], "beam_size": 4, "n_best": 3, "return_attention": True}
+    answer = http.post("/v1/translate", json=body).json()
+    first, empty = answer["translations"]
+    assert answer["beam_size"] == 4 and empty == {"text": "", "hypotheses": [], "attention": None}
+    nbest = translator.translate_hypotheses([SENTENCES[0]], beam_size=4, n_best=3)[0]
+    assert [h["score"] for h in first["hypotheses"]] == [round(h.score, 4) for h in nbest]
+    scores = [h["score"] for h in first["hypotheses"]]
+    assert scores == sorted(scores, reverse=True)
+    assert first["text"] == first["hypotheses"][0]["text"]
+    attention = first["attention"]
+    ids = translator.encode([SENTENCES[0]])[0]
+    assert attention["source"] == [translator.tokenizer.id_to_piece(i) for i in ids]
+    eos = translator.engine.model.config.eos_id
+    assert attention["target"] == [translator.tokenizer.id_to_piece(i)
+                                   for i in [*nbest[0].tokens, eos]]  # fmt: skip
+    weights = attention["weights"]
+    assert len(weights) == len(attention["target"]) and {len(r) for r in weights} == {len(ids)}
+    assert all(abs(sum(row) - 1.0) < 1e-2 for row in weights)  # each row a distribution
+    plain = http.post("/v1/translate", json={"text": SENTENCES[0], "beam_size": 4})
+    plain = plain.json()["translations"][0]
+    assert plain == {"text": first["text"]}
+
+
+@pytest.mark.parametrize(
+    "body", [{"text": "a", "beam_size": 0}, {"text": 5}, {"txt": "a"}, {"text": "a", "n_best": 99}]
+)
+def test_native_endpoint_validation_errors_are_one_line_400s(http, body):
+    response = http.post("/v1/translate", json=body)
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("Invalid request:")
+
+
+def test_health_languages_settings_and_page(http):
+    assert http.get("/health").json() == {"status": "ok"}
+    assert [lang["code"] for lang in http.get("/languages").json()] == ["en", "zh"]
+    settings = http.get("/frontend/settings").json()
+    assert (settings["mode"], settings["charLimit"], settings["keyRequired"]) == (
+        "translate", 30000, False)
+    assert http.get("/").headers["content-type"].startswith("text/html")
+
+
+def test_requests_are_logged_one_line_each(http, translation_server):
+    translate(http, q=["a b", "c", ""])
+    lines = [line for line in translation_server.log if "POST /translate 200 2 sentences" in line]
+    assert lines and lines[-1].rstrip().endswith("ms")
+    assert any("serving translator (encoder-decoder translator, torch engine" in line
+               for line in translation_server.log)
+
+
+def test_api_keys_are_required_when_a_key_file_is_given(translation_checkpoint, tmp_path):
+    from libretranslatepy import LibreTranslateAPI
+
+    from serving import running_server
+
+    keys = tmp_path / "keys.txt"
+    keys.write_text("# team keys\nsecret-1\n\nsecret-2\n")
+    with running_server(translation_checkpoint, "--api-keys", str(keys)) as server:
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            missing = translate(http, q="Hello.")
+            assert (missing.status_code, missing.json()) == (403, {
+                "error": "Please provide an API key"})
+            wrong = translate(http, q="Hello.", api_key="guess")
+            assert (wrong.status_code, wrong.json()) == (403, {"error": "Invalid API key"})
+            assert translate(http, q="Hello.", api_key="secret-2").status_code == 200
+            bearer = {"authorization": "Bearer secret-1"}
+            assert http.post("/v1/translate", json={"text": "a"}, headers=bearer).status_code == 200
+            assert http.get("/frontend/settings").json()["keyRequired"] is True
+        assert isinstance(LibreTranslateAPI(server.url, "secret-1").translate("Hi.", "en", "zh"),
+                          str)  # fmt: skip
+
+
+def test_without_a_key_file_a_key_is_accepted_and_ignored(http):
+    assert translate(http, q="Hello.", api_key="anything").status_code == 200

@@ -1,0 +1,130 @@
+"""The batching worker alone (no HTTP, no model): what it batches together, its queue bound,
+cancellation, failures and shutdown."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from seq2seq.serve.batching import BatchingWorker, Job, QueueFull, WorkerClosed
+
+
+class Recorder:
+    """A ``run`` that records its batches; ``gate`` holds the first batch until released."""
+
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.batches: list[list[str]] = []
+        self.gate = threading.Event()
+        self.gate.set()
+        self.started = threading.Event()
+        self.fail_on = fail_on
+
+    def __call__(self, jobs):
+        self.started.set()
+        self.gate.wait(10)
+        names = [job.payload for job in jobs]
+        self.batches.append(names)
+        if self.fail_on in names:
+            raise RuntimeError(f"cannot decode {self.fail_on}")
+        return [name.upper() for name in names]
+
+
+def job(name: str, key="k", size: int = 1, cost: int = 10) -> Job:
+    return Job(key=key, size=size, cost=cost, payload=name)
+
+
+def blocked_worker(run: Recorder, **options) -> BatchingWorker:
+    """A worker busy with a first job, so that the next ones queue up behind it."""
+    settings = {"max_batch_tokens": 100, "max_wait": 0.0, "max_queue": 100, **options}
+    worker = BatchingWorker(run, **settings).start()
+    run.gate.clear()
+    worker.submit(job("first"))
+    assert run.started.wait(5)
+    return worker
+
+
+def test_waiting_jobs_with_the_same_key_share_a_batch_and_others_wait_their_turn():
+    run = Recorder()
+    worker = blocked_worker(run)
+    futures = [worker.submit(job(name, key)) for name, key in
+               [("a", "greedy"), ("b", "beam"), ("c", "greedy"), ("d", None), ("e", "greedy")]]
+    run.gate.set()
+    assert [f.result(5) for f in futures] == ["A", "B", "C", "D", "E"]
+    worker.close()
+    assert run.batches == [["first"], ["a", "c", "e"], ["b"], ["d"]]  # None: always alone
+
+
+def test_a_batch_stops_at_the_token_budget():
+    run = Recorder()
+    worker = blocked_worker(run, max_batch_tokens=25)
+    futures = [worker.submit(job(name, cost=10)) for name in "abcde"]
+    run.gate.set()
+    [f.result(5) for f in futures]
+    worker.close()
+    assert run.batches[1:] == [["a", "b"], ["c", "d"], ["e"]]
+
+
+def test_the_worker_waits_up_to_max_wait_for_company():
+    run = Recorder()
+    worker = BatchingWorker(run, max_batch_tokens=100, max_wait=0.5, max_queue=100).start()
+    first = worker.submit(job("a"))
+    time.sleep(0.05)
+    second = worker.submit(job("b"))
+    assert (first.result(5), second.result(5)) == ("A", "B")
+    worker.close()
+    assert run.batches == [["a", "b"]]
+
+
+def test_a_full_queue_refuses_at_once_but_a_lone_big_job_is_taken():
+    run = Recorder()
+    worker = blocked_worker(run, max_queue=3)
+    worker.submit(job("a", size=2))
+    with pytest.raises(QueueFull, match=r"2 sentences waiting, 2 more .*limit \(3\)"):
+        worker.submit(job("b", size=2))
+    assert worker.waiting == 2
+    run.gate.set()
+    worker.close()
+    alone = BatchingWorker(Recorder(), 100, 0.0, max_queue=3).start()
+    assert alone.submit(job("big", size=50)).result(5) == "BIG"
+    alone.close()
+
+
+def test_a_cancelled_job_is_skipped():
+    run = Recorder()
+    worker = blocked_worker(run)
+    gone, kept = worker.submit(job("gone")), worker.submit(job("kept"))
+    assert gone.cancel()
+    run.gate.set()
+    assert kept.result(5) == "KEPT"
+    worker.close()
+    assert ["gone"] not in run.batches and all("gone" not in b for b in run.batches)
+
+
+def test_a_failing_batch_fails_its_jobs_and_the_worker_goes_on():
+    run = Recorder(fail_on="bad")
+    worker = blocked_worker(run)
+    bad, also = worker.submit(job("bad")), worker.submit(job("also"))
+    run.gate.set()
+    with pytest.raises(RuntimeError, match="cannot decode bad"):
+        bad.result(5)
+    with pytest.raises(RuntimeError):
+        also.result(5)  # it shared the batch
+    assert worker.submit(job("later")).result(5) == "LATER"
+    assert worker.alive
+    worker.close()
+
+
+def test_close_finishes_queued_jobs_then_refuses_new_ones():
+    run = Recorder()
+    worker = blocked_worker(run)
+    queued = worker.submit(job("queued"))
+    closing = threading.Thread(target=worker.close)
+    closing.start()
+    run.gate.set()
+    closing.join(5)
+    assert queued.result(0) == "QUEUED"
+    assert not worker.alive
+    with pytest.raises(WorkerClosed):
+        worker.submit(job("late"))
