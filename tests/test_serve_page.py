@@ -1,0 +1,204 @@
+"""The web page of ``seq2seq serve`` (``seq2seq/serve/static/index.html``) in a real browser:
+Debian's headless Chromium driven by selenium, against servers of tiny untrained checkpoints
+(gibberish, but deterministic), each result checked against the server's own API.
+
+``SEQ2SEQ_SCREENSHOT=PATH`` saves the translate test's screenshot there (the README's
+``docs/serve.png``); ``SEQ2SEQ_SERVE_CHECKPOINT=CKPT`` serves that checkpoint in the translate
+test instead of the tiny one, so the picture shows a trained model::
+
+    SEQ2SEQ_SERVE_CHECKPOINT=runs/NAME/checkpoints/last.ckpt SEQ2SEQ_SCREENSHOT=docs/serve.png \\
+        python -m pytest tests/test_serve_page.py -q -k translate
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+BROWSER, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+if not (BROWSER and DRIVER):
+    pytest.skip("the page test needs Debian's chromium and chromium-driver (chromedriver) on "
+                "PATH", allow_module_level=True)  # fmt: skip
+webdriver = pytest.importorskip("selenium.webdriver", reason="the page test needs selenium")
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("fastapi")
+
+from selenium.webdriver.chrome.options import Options  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+SENTENCE = "I like to drink tea in the morning."
+SECOND = "Where is the station?"
+WAIT = 30.0  # seconds for an answer (the tiny models answer in well under one)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    options = Options()
+    options.binary_location = BROWSER
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu",
+                     "--window-size=1200,900", "--hide-scrollbars"):  # fmt: skip
+        options.add_argument(argument)
+    # An explicit driver path: selenium-manager never runs (it would try to download one).
+    driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def open_page(driver, url: str) -> None:
+    driver.get(url + "/")
+    wait_for(driver, "ready")
+
+
+def wait_for(driver, *states: str, timeout: float = WAIT) -> str:
+    """Wait until the status line's ``data-state`` is one of ``states``; returns it."""
+
+    def state(_) -> str | bool:
+        found = driver.find_element(By.ID, "status").get_attribute("data-state")
+        return found if found in states else False
+
+    return WebDriverWait(driver, timeout).until(state, f"the page never reached {states}")
+
+
+def text_of(driver, element_id: str) -> str:
+    """The element's text exactly as set (``.text`` would reflow the white space)."""
+    return driver.find_element(By.ID, element_id).get_property("textContent")
+
+
+def type_into(driver, element_id: str, text: str) -> None:
+    element = driver.find_element(By.ID, element_id)
+    element.clear()
+    element.send_keys(text)
+
+
+def translate_api(url: str, texts: list[str], beam: int) -> list[dict]:
+    body = {"text": texts, "beam_size": beam, "return_attention": True}
+    response = httpx.post(url + "/v1/translate", json=body, timeout=WAIT)
+    assert response.status_code == 200, response.text
+    return response.json()["translations"]
+
+
+def test_translate_page_matches_the_api(browser, request, tmp_path):
+    with ExitStack() as stack:
+        if checkpoint := os.environ.get("SEQ2SEQ_SERVE_CHECKPOINT"):
+            from serving import running_server
+
+            server = stack.enter_context(running_server(checkpoint))
+        else:
+            server = request.getfixturevalue("translation_server")
+        open_page(browser, server.url)
+        settings = httpx.get(server.url + "/frontend/settings").json()
+        assert text_of(browser, "meta") == (f"{settings['model']} · {settings['kind']} · "
+                                            f"{settings['engine']} engine")  # fmt: skip
+        assert browser.find_element(By.ID, "beam").get_attribute("value") == str(
+            settings["beamSize"]
+        )
+        assert not browser.find_element(By.ID, "api_key").is_displayed()  # no --api-keys
+        assert not browser.find_element(By.ID, "prompt").is_displayed()
+
+        # One sentence: the API's best translation, and its attention as the heatmap.
+        beam = settings["beamSize"]
+        type_into(browser, "source", SENTENCE)
+        browser.find_element(By.ID, "translate").click()
+        assert wait_for(browser, "done", "error") == "done", text_of(browser, "status")
+        (expected,) = translate_api(server.url, [SENTENCE], beam)
+        assert text_of(browser, "translation") == expected["text"]
+        attention = expected["attention"]
+        rows = browser.find_elements(By.CSS_SELECTOR, "#heatmap g.heat-row")
+        assert len(rows) == len(attention["target"])  # one per output token, eos included
+        for row in rows:
+            assert len(row.find_elements(By.TAG_NAME, "rect")) == len(attention["source"])
+        labels = browser.find_elements(By.CSS_SELECTOR, "#heatmap .heat-source text")
+        assert [label.get_property("textContent") for label in labels] == [
+            piece.replace("\u2581", "") or "\u2423" for piece in attention["source"]
+        ]
+
+        ActionChains(browser).move_to_element(browser.find_element(By.TAG_NAME, "h1")).perform()
+        path = Path(os.environ.get("SEQ2SEQ_SCREENSHOT") or tmp_path / "serve.png")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        assert browser.save_screenshot(str(path))
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert path.stat().st_size > 10_000
+
+        # Two lines (sent with Ctrl+Enter): each translated alone, shown one per line; the
+        # heatmap is the first line's.
+        type_into(browser, "source", f"{SECOND}\n{SENTENCE}")
+        browser.find_element(By.ID, "source").send_keys(Keys.CONTROL, Keys.ENTER)
+        assert wait_for(browser, "done", "error") == "done", text_of(browser, "status")
+        first, second = translate_api(server.url, [SECOND, SENTENCE], beam)
+        assert text_of(browser, "translation") == f"{first['text']}\n{second['text']}"
+        rows = browser.find_elements(By.CSS_SELECTOR, "#heatmap g.heat-row")
+        assert len(rows) == len(first["attention"]["target"])
+        assert text_of(browser, "heatmap-caption").startswith("Line 1 of 2")
+
+
+def test_page_shows_server_errors(browser, translation_server):
+    url = translation_server.url
+    open_page(browser, url)
+    type_into(browser, "source", SENTENCE)
+
+    # A beam of 0: the server's validation message, shown as it is.
+    type_into(browser, "beam", "0")
+    browser.find_element(By.ID, "translate").click()
+    assert wait_for(browser, "done", "error") == "error"
+    body = {"text": [SENTENCE], "beam_size": 0}
+    answer = httpx.post(url + "/v1/translate", json=body, timeout=WAIT)
+    assert answer.status_code == 400
+    assert text_of(browser, "status") == answer.json()["error"]
+    assert "beam_size" in text_of(browser, "status")
+    assert browser.find_element(By.ID, "translate").is_enabled()
+
+    # Over the character limit (set as a paste would: typing 30,000 keys is slow).
+    limit = httpx.get(url + "/frontend/settings").json()["charLimit"]
+    long_text = "tea " * (limit // 4 + 1)
+    type_into(browser, "beam", "2")
+    browser.execute_script("const source = document.getElementById('source');"
+                           "source.value = arguments[0];"
+                           "source.dispatchEvent(new Event('input'));", long_text)  # fmt: skip
+    assert "over" in browser.find_element(By.ID, "chars").get_attribute("class")
+    browser.find_element(By.ID, "translate").click()
+    assert wait_for(browser, "done", "error") == "error"
+    answer = httpx.post(url + "/v1/translate", json={"text": [long_text]}, timeout=WAIT)
+    assert answer.status_code == 400
+    assert text_of(browser, "status") == answer.json()["error"]
+    assert "exceeds text limit" in text_of(browser, "status")
+
+    # The page still works afterwards.
+    type_into(browser, "source", SENTENCE)
+    browser.find_element(By.ID, "translate").click()
+    assert wait_for(browser, "done", "error") == "done", text_of(browser, "status")
+    assert text_of(browser, "translation") == translate_api(url, [SENTENCE], 2)[0]["text"]
+
+
+def test_complete_page_streams_what_the_api_returns(browser, lm_server):
+    url = lm_server.url
+    open_page(browser, url)
+    assert not browser.find_element(By.ID, "source").is_displayed()
+    assert text_of(browser, "meta").startswith("tiny-lm · decoder-only language model")
+    assert [browser.find_element(By.ID, name).get_attribute("value")
+            for name in ("temperature", "top_p", "max_tokens")] == ["1.0", "0.9", "64"]  # fmt: skip
+
+    prompt = "The weather today"
+    type_into(browser, "prompt", prompt)
+    type_into(browser, "temperature", "0")  # greedy: the same text every time
+    type_into(browser, "max_tokens", "24")
+    browser.find_element(By.ID, "generate").click()
+    assert wait_for(browser, "done", "error", "stopped") == "done", text_of(browser, "status")
+    body = {"prompt": prompt, "max_tokens": 24, "temperature": 0.0, "top_p": 0.9}
+    answer = httpx.post(url + "/v1/completions", json=body, timeout=WAIT)
+    assert answer.status_code == 200, answer.text
+    expected = answer.json()["choices"][0]["text"]
+    assert expected
+    assert text_of(browser, "completion") == expected
+    assert text_of(browser, "completion-prompt") == prompt
+    assert browser.find_element(By.ID, "generate").is_enabled()
+    assert not browser.find_element(By.ID, "stop").is_enabled()
