@@ -451,6 +451,13 @@ def _add_page_routes(app: FastAPI, served: ServedModel, settings: ServerSettings
             return JSONResponse({"status": "stopped"}, status_code=503)
         return JSONResponse({"status": "ok"})
 
+    @app.get("/v1/stats")
+    async def stats() -> dict:
+        """The worker's counters: how well requests are being batched, and the queue."""
+        return {"batches": worker.batches, "jobs": worker.jobs, "cancelled": worker.cancelled,
+                "waiting_sentences": worker.waiting,
+                "decoding_sentences": worker.decoding}  # fmt: skip
+
     @app.get("/frontend/settings")
     async def frontend_settings() -> dict:
         """What the page (and LibreTranslate's own front end) needs to know."""

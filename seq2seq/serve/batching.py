@@ -72,7 +72,9 @@ class BatchingWorker:
         self._closed = False
         self._condition = threading.Condition()
         self._thread = threading.Thread(target=self._loop, name="seq2seq-model", daemon=True)
-        self.batches = 0  # decoded so far (for the log and the tests)
+        # Counters for GET /v1/stats: batches decoded, jobs decoded, jobs skipped (cancelled).
+        self.batches = self.jobs = self.cancelled = 0
+        self.decoding = 0  # sentences in the batch being decoded now
 
     def start(self) -> BatchingWorker:
         self._thread.start()
@@ -116,11 +118,14 @@ class BatchingWorker:
             batch = self._next_batch()
             if batch is None:
                 return
-            batch = [job for job in batch if job.future.set_running_or_notify_cancel()]
+            running = [job for job in batch if job.future.set_running_or_notify_cancel()]
+            self.cancelled += len(batch) - len(running)
+            batch = running
             if batch:
                 self._run(batch)
 
     def _run(self, batch: list[Job]) -> None:
+        self.decoding = sum(job.size for job in batch)
         try:
             results = self.run(batch)
         except Exception as error:  # the server answers 500 and keeps serving
@@ -128,7 +133,10 @@ class BatchingWorker:
             for job in batch:
                 job.future.set_exception(error)
             return
+        finally:
+            self.decoding = 0
         self.batches += 1
+        self.jobs += len(batch)
         for job, result in zip(batch, results, strict=True):
             job.future.set_result(result)
 

@@ -4,6 +4,7 @@ SIGTERM (stop accepting, finish the requests in flight and the queued work, exit
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 import time
 from pathlib import Path
@@ -63,8 +64,12 @@ def serve(
              served.name, served.kind, engine, device, beam_size, checkpoint, address,
              time.perf_counter() - start)  # fmt: skip
     config = uvicorn.Config(app, log_config=None, access_log=False, timeout_graceful_shutdown=60)
+    # uvicorn drains on SIGINT/SIGTERM, then raises the signal again for the handlers it found:
+    # no-op ones make a drained shutdown exit 0, as process managers expect.
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, lambda *_: None)
     uvicorn.Server(config).run(sockets=[listener])
-    log.info("stopped")
+    log.info("stopped: requests in flight answered, queued work finished")
     return 0
 
 
