@@ -1,0 +1,493 @@
+"""Throughput and latency of ``seq2seq serve`` under concurrent clients, against the one-file
+ceiling of ``seq2seq translate``.
+
+    python scripts/bench_serve.py --checkpoint runs/demo/checkpoints/last.ckpt
+    python scripts/bench_serve.py --clients 1,8,32 --beams 1,5 --duration 15 --json serve.json
+
+For each beam size, one server process (``python -m seq2seq serve --port 0 --beam-size B``,
+``--threads`` torch threads) serves every client count in turn. At each count, N clients run in
+this process as asyncio tasks sharing one ``httpx.AsyncClient`` (N connections): each one
+POSTs one test sentence per request to LibreTranslate's ``/translate``, waits for the answer
+and sends the next sentence, cycling through the sentences from its own starting offset. The
+first ``--warmup`` seconds are not counted; then a request counts if it completes within the
+next ``--duration`` seconds: requests/s, sentences/s (non-empty lines of ``q``; one per
+request for the test split) and latency percentiles (send to answer, as the client sees it).
+Every answer must be 200 with a ``translatedText``; the script exits 1 if any was not.
+
+The ceiling: after the server has stopped (nothing else of ours runs), this script re-invoked
+as a worker loads ``Translator.from_checkpoint`` with the same thread count, warms up on 50
+sentences, and times ``translate`` of all the sentences as one file with the same beam and
+batch budget (what ``seq2seq translate --input FILE`` does, without loading and writing).
+
+All ratios (x 1 client, % of the ceiling) are between numbers measured in the same run. The
+load generator shares the machine with the server: the CPU table shows the cores that the
+server, this process and everything else used during each measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import resource
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+# The checkout's seq2seq, also in this process (its children get it through thread_env).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.harness import busy_cpu_seconds, finish_worker, run_worker, thread_env
+
+ADDRESS = re.compile(r" at (http://127\.0\.0\.1:\d+)")
+CEILING_WARMUP = 50  # sentences decoded before the ceiling is timed
+
+
+def main() -> None:
+    args = parse_args()
+    if args.ceiling_worker:
+        finish_worker(lambda: measure_ceiling(args), args.result, args.threads)
+        return
+    sentences = load_sentences(args)
+    progress(f"{len(sentences)} sentences; {args.threads} torch threads; "
+             f"{os.cpu_count()} cores")  # fmt: skip
+    levels: list[Level] = []
+    ceilings: dict[int, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench_serve.") as scratch:
+        lines = Path(scratch) / "sentences.en"
+        lines.write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
+        for beam in args.beams:
+            levels += serve_levels(args, beam, sentences, Path(scratch))
+            ceilings[beam] = ceiling(args, beam, lines, Path(scratch))
+            progress(f"beam {beam}: one-file ceiling {ceilings[beam]['sentences_per_s']:.1f} "
+                     f"sentences/s ({ceilings[beam]['seconds']:.2f} s)")  # fmt: skip
+    report = build_report(args, levels, ceilings, len(sentences))
+    print_report(report)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2), encoding="utf-8")
+    errors = sum(level.errors for level in levels)
+    if errors:
+        raise SystemExit(f"bench_serve.py: {errors} request(s) failed; the numbers are not valid")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )  # fmt: skip
+    parser.add_argument(
+        "--checkpoint",
+        default="runs/demo/checkpoints/last.ckpt",
+        help="the model to serve (runs/demo/checkpoints/last.ckpt)",
+    )
+    parser.add_argument(
+        "--sentences",
+        default=None,
+        help="file of English lines to send (default: the checkpoint's test "
+        "split, which needs its data cache)",
+    )
+    parser.add_argument(
+        "--clients",
+        type=int_list,
+        default=[1, 8, 32],
+        help="concurrent client counts, comma-separated (1,8,32)",
+    )
+    parser.add_argument(
+        "--beams",
+        type=int_list,
+        default=[1, 5],
+        help="beam sizes, comma-separated; one server each (1,5)",
+    )
+    parser.add_argument(
+        "--duration", type=float, default=15.0, help="seconds measured per client count (15)"
+    )
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=2.0,
+        help="seconds of load before each measurement, not counted (2)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=2, help="torch threads of the server and of the ceiling (2)"
+    )
+    parser.add_argument(
+        "--max-wait-ms", type=float, default=5.0, help="the server's --max-wait-ms (its default, 5)"
+    )
+    parser.add_argument(
+        "--max-batch-tokens",
+        type=int,
+        default=4000,
+        help="the server's --max-batch-tokens and the ceiling's --max-tokens (their default, 4000)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds a client waits for one answer before it counts as failed (120)",
+    )
+    parser.add_argument("--json", default=None, help="also write the results to this file")
+    parser.add_argument(
+        "--server-log",
+        default=None,
+        help="keep the servers' logs: BEAM is replaced by the beam size "
+        "(default: a temporary file)",
+    )
+    # The ceiling worker: this script re-invoked by ``ceiling``.
+    parser.add_argument("--ceiling-worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--beam", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--result", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.duration <= 0 or args.warmup < 0 or min(args.clients + args.beams) < 1:
+        parser.error("--duration must be > 0, --warmup >= 0, clients and beams >= 1")
+    return args
+
+
+def int_list(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
+def progress(message: str) -> None:
+    print(f"[bench_serve] {message}", file=sys.stderr, flush=True)
+
+
+def load_sentences(args: argparse.Namespace) -> list[str]:
+    """``--sentences``' non-empty lines, or the distinct English sentences of the checkpoint's
+    test split."""
+    if args.sentences:
+        lines = Path(args.sentences).read_text(encoding="utf-8").splitlines()
+        sentences = [line for line in lines if line.strip()]
+    else:
+        from seq2seq.evaluation import held_out_split
+
+        sentences, _ = held_out_split(args.checkpoint, "test")
+    if not sentences:
+        raise SystemExit("bench_serve.py: no sentences to send")
+    return sentences
+
+
+# -- the server -----------------------------------------------------------------------------
+
+
+@contextmanager
+def running_server(args: argparse.Namespace, beam: int, log: Path, startup: float = 300.0):
+    """``seq2seq serve`` with ``beam`` on a free loopback port, its log in ``log``; yields
+    (base url, process) once /health answers ok; SIGTERM on exit."""
+    command = [sys.executable, "-m", "seq2seq", "serve", "--checkpoint", args.checkpoint,
+               "--host", "127.0.0.1", "--port", "0", "--beam-size", str(beam),
+               "--max-wait-ms", str(args.max_wait_ms),
+               "--max-batch-tokens", str(args.max_batch_tokens)]  # fmt: skip
+    with open(log, "w", encoding="utf-8") as stream:
+        process = subprocess.Popen(command, stdout=stream, stderr=stream,
+                                   env=thread_env(args.threads))  # fmt: skip
+    try:
+        url = wait_for_address(process, log, startup)
+        while httpx.get(url + "/health", trust_env=False).status_code != 200:
+            time.sleep(0.1)
+        yield url, process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def wait_for_address(process: subprocess.Popen, log: Path, startup: float) -> str:
+    """The server's base url, from the line it logs once its port is open."""
+    deadline = time.monotonic() + startup
+    while not (match := ADDRESS.search(log.read_text(encoding="utf-8", errors="replace"))):
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("bench_serve.py: the server did not start:\n" + log.read_text())
+        time.sleep(0.2)
+    return match.group(1)
+
+
+def serve_levels(args: argparse.Namespace, beam: int, sentences: list[str],
+                 scratch: Path) -> list[Level]:  # fmt: skip
+    """One server with ``beam``; every client count against it, in turn."""
+    log = Path(args.server_log.replace("BEAM", str(beam))) if args.server_log else \
+        scratch / f"server-beam{beam}.log"  # fmt: skip
+    progress(f"beam {beam}: starting the server (log: {log})")
+    levels = []
+    with running_server(args, beam, log) as (url, process):
+        progress(f"beam {beam}: serving at {url}")
+        for clients in args.clients:
+            level = asyncio.run(run_level(url, process.pid, sentences, beam, clients,
+                                          args.warmup, args.duration, args.timeout))  # fmt: skip
+            progress(f"beam {beam}, {clients} client(s): {level.requests} requests, "
+                     f"{level.requests_per_s:.1f}/s, p50 {level.p50_ms:.0f} ms, "
+                     f"p99 {level.p99_ms:.0f} ms, {level.errors} failed")  # fmt: skip
+            levels.append(level)
+            if process.poll() is not None:
+                raise SystemExit(f"bench_serve.py: the server exited; its log:\n"
+                                 f"{log.read_text()}")  # fmt: skip
+    return levels
+
+
+# -- the load -------------------------------------------------------------------------------
+
+
+@dataclass
+class Level:
+    """One client count's measurement."""
+
+    beam: int
+    clients: int
+    seconds: float
+    requests: int = 0
+    sentences: int = 0
+    errors: int = 0
+    first_error: str | None = None
+    latencies_ms: list[float] = field(default_factory=list, repr=False)
+    server_cores: float = 0.0  # CPU the server used during the measurement, in cores
+    client_cores: float = 0.0  # CPU this process (the load generator) used, in cores
+    other_cores: float = 0.0  # CPU everything else on the machine used, in cores
+
+    @property
+    def requests_per_s(self) -> float:
+        return self.requests / self.seconds
+
+    @property
+    def sentences_per_s(self) -> float:
+        return self.sentences / self.seconds
+
+    def percentile(self, p: int) -> float:
+        if len(self.latencies_ms) < 2:
+            return self.latencies_ms[0] if self.latencies_ms else float("nan")
+        return statistics.quantiles(self.latencies_ms, n=100, method="inclusive")[p - 1]
+
+    @property
+    def p50_ms(self) -> float:
+        return self.percentile(50)
+
+    @property
+    def p99_ms(self) -> float:
+        return self.percentile(99)
+
+    def summary(self) -> dict[str, Any]:
+        data = asdict(self)
+        del data["latencies_ms"]
+        data.update(requests_per_s=self.requests_per_s, sentences_per_s=self.sentences_per_s,
+                    p50_ms=self.p50_ms, p95_ms=self.percentile(95), p99_ms=self.p99_ms)  # fmt: skip
+        return data
+
+
+@dataclass
+class Window:
+    """When requests count: those that complete in [start, end]; none start after end."""
+
+    start: float
+    end: float
+
+
+async def run_level(url: str, server_pid: int, sentences: list[str], beam: int, clients: int,
+                    warmup: float, duration: float, timeout: float) -> Level:  # fmt: skip
+    """``clients`` concurrent clients for ``warmup + duration`` seconds; the measurement of the
+    last ``duration`` seconds (requests still in flight at its end are awaited, not counted)."""
+    level = Level(beam, clients, duration)
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=timeout,
+                                 trust_env=False) as client:  # fmt: skip
+        now = time.perf_counter()
+        window = Window(now + warmup, now + warmup + duration)
+        offsets = [i * len(sentences) // clients for i in range(clients)]
+        tasks = [client_loop(client, sentences, offset, window, level) for offset in offsets]
+        cpu = asyncio.create_task(measure_cpu(server_pid, window, level))
+        await asyncio.gather(*tasks, cpu)
+    return level
+
+
+async def client_loop(client: httpx.AsyncClient, sentences: list[str], offset: int,
+                      window: Window, level: Level) -> None:  # fmt: skip
+    """One client: the next sentence, POST /translate, wait for the answer, again."""
+    index = offset
+    while time.perf_counter() < window.end:
+        text = sentences[index % len(sentences)]
+        index += 1
+        sent = time.perf_counter()
+        error = await translate(client, text)
+        done = time.perf_counter()
+        if not window.start <= done <= window.end:
+            if error:  # a failure outside the window still invalidates the run
+                count_error(level, error)
+            continue
+        if error:
+            count_error(level, error)
+            await asyncio.sleep(0.05)  # no busy loop against a dead server
+            continue
+        level.requests += 1
+        level.sentences += sum(1 for line in text.splitlines() if line.strip())
+        level.latencies_ms.append(1000.0 * (done - sent))
+
+
+async def translate(client: httpx.AsyncClient, text: str) -> str | None:
+    """One LibreTranslate request; None if it was answered 200 with a translation, else what
+    went wrong."""
+    try:
+        response = await client.post("/translate", json={"q": text, "source": "en",
+                                                         "target": "zh"})  # fmt: skip
+    except httpx.HTTPError as error:
+        return f"{type(error).__name__}: {error}"
+    if response.status_code != 200:
+        return f"HTTP {response.status_code}: {response.text[:200]}"
+    if not isinstance(response.json().get("translatedText"), str):
+        return f"no translatedText in {response.text[:200]}"
+    return None
+
+
+def count_error(level: Level, error: str) -> None:
+    level.errors += 1
+    level.first_error = level.first_error or error
+
+
+async def measure_cpu(server_pid: int, window: Window, level: Level) -> None:
+    """The cores used during the window by the server, by this process and by the rest."""
+    await asyncio.sleep(max(0.0, window.start - time.perf_counter()))
+    before = (process_cpu_seconds(server_pid), own_cpu_seconds(), busy_cpu_seconds())
+    await asyncio.sleep(max(0.0, window.end - time.perf_counter()))
+    after = (process_cpu_seconds(server_pid), own_cpu_seconds(), busy_cpu_seconds())
+    server, client, busy = (b - a for a, b in zip(before, after, strict=True))
+    seconds = window.end - window.start
+    level.server_cores, level.client_cores = server / seconds, client / seconds
+    level.other_cores = max(0.0, busy - server - client) / seconds
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a running process (/proc/PID/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def own_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+# -- the one-file ceiling -------------------------------------------------------------------
+
+
+def ceiling(args: argparse.Namespace, beam: int, lines: Path, scratch: Path) -> dict[str, Any]:
+    """The ceiling worker's result: ``lines`` translated as one file with ``beam``."""
+    progress(f"beam {beam}: timing the one-file ceiling")
+    arguments = ["--ceiling-worker", "--checkpoint", args.checkpoint, "--sentences", str(lines),
+                 "--beam", str(beam), "--max-batch-tokens", str(args.max_batch_tokens),
+                 "--threads", str(args.threads)]  # fmt: skip
+    return run_worker(__file__, scratch / f"ceiling-beam{beam}.json", arguments, args.threads)
+
+
+def measure_ceiling(args: argparse.Namespace) -> dict[str, Any]:
+    """The worker's side: load, warm up, then time ``translate`` of all the sentences."""
+    from seq2seq.translator import Translator
+
+    sentences = load_sentences(args)
+    translator = Translator.from_checkpoint(args.checkpoint)
+    translator.translate(sentences[:CEILING_WARMUP], args.beam, args.max_batch_tokens)
+    start = time.perf_counter()
+    outputs = translator.translate(sentences, args.beam, args.max_batch_tokens)
+    seconds = time.perf_counter() - start
+    assert len(outputs) == len(sentences)
+    return {"beam": args.beam, "sentences": len(sentences), "seconds": seconds,
+            "sentences_per_s": len(sentences) / seconds}  # fmt: skip
+
+
+# -- the report -----------------------------------------------------------------------------
+
+
+def build_report(args: argparse.Namespace, levels: list[Level], ceilings: dict[int, dict],
+                 n_sentences: int) -> dict[str, Any]:  # fmt: skip
+    """Everything measured, with the ratios: to 1 client at the same beam (when measured) and
+    to the one-file ceiling at the same beam."""
+    rows = []
+    for level in levels:
+        row = level.summary()
+        single = next((o for o in levels if o.beam == level.beam and o.clients == 1), None)
+        row["x_one_client"] = (
+            level.sentences_per_s / single.sentences_per_s
+            if single and single.sentences_per_s
+            else None
+        )
+        row["of_ceiling"] = level.sentences_per_s / ceilings[level.beam]["sentences_per_s"]
+        rows.append(row)
+    return {"machine": machine(args.threads), "checkpoint": args.checkpoint,
+            "sentences": n_sentences,
+            "settings": {k: getattr(args, k) for k in ("duration", "warmup", "threads",
+                         "max_wait_ms", "max_batch_tokens")},
+            "levels": rows, "ceilings": {str(b): c for b, c in ceilings.items()}}  # fmt: skip
+
+
+def machine(threads: int) -> dict[str, Any]:
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            cpu = next(line.split(":", 1)[1].strip() for line in info
+                       if line.startswith("model name"))  # fmt: skip
+    except (OSError, StopIteration):
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "threads": threads,
+            "torch": torch.__version__, "python": platform.python_version()}  # fmt: skip
+
+
+def print_report(report: dict[str, Any]) -> None:
+    """The setting, the throughput table, the ceilings, the CPU table and any failures."""
+    m, s = report["machine"], report["settings"]
+    print(f"\n{m['cpu']}, {m['cores']} cores; server and ceiling: {m['threads']} torch threads; "
+          f"torch {m['torch']}; {report['sentences']} sentences; {s['warmup']:g} s warm-up + "
+          f"{s['duration']:g} s per level; --max-wait-ms {s['max_wait_ms']:g}, "
+          f"--max-batch-tokens {s['max_batch_tokens']}\n")  # fmt: skip
+    print_table(
+        ["beam", "clients", "requests/s", "sentences/s", "p50 ms", "p95 ms", "p99 ms",
+         "× 1 client", "% of one-file ceiling"],
+        [[r["beam"], r["clients"], f"{r['requests_per_s']:.1f}", f"{r['sentences_per_s']:.1f}",
+          f"{r['p50_ms']:.0f}", f"{r['p95_ms']:.0f}", f"{r['p99_ms']:.0f}",
+          "–" if r["x_one_client"] is None else f"{r['x_one_client']:.2f}",
+          f"{100 * r['of_ceiling']:.0f}%"] for r in report["levels"]],
+    )  # fmt: skip
+    for beam, c in report["ceilings"].items():
+        print(f"One-file ceiling, beam {beam}: {c['sentences_per_s']:.1f} sentences/s "
+              f"({c['sentences']} sentences in {c['seconds']:.2f} s, one process, "
+              f"{c['threads']} threads, peak RSS {c['peak_rss_mib']:.0f} MiB)")  # fmt: skip
+    print()
+    print_table(
+        ["beam", "clients", "server cores", "load generator cores", "other processes' cores",
+         "failed requests"],
+        [[r["beam"], r["clients"], f"{r['server_cores']:.2f}", f"{r['client_cores']:.2f}",
+          f"{r['other_cores']:.2f}", r["errors"]] for r in report["levels"]],
+    )  # fmt: skip
+    for r in report["levels"]:
+        if r["first_error"]:
+            print(f"beam {r['beam']}, {r['clients']} clients: {r['errors']} failed, the first "
+                  f"with {r['first_error']}")  # fmt: skip
+
+
+def print_table(header: list[str], rows: list[list[Any]]) -> None:
+    """A markdown table, numbers right-aligned, and a blank line."""
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---:|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(str(cell) for cell in row) + " |")
+    print()
+
+
+if __name__ == "__main__":
+    main()
