@@ -138,6 +138,12 @@ def parse_args() -> argparse.Namespace:
         default=120.0,
         help="seconds a client waits for one answer before it counts as failed (120)",
     )
+    parser.add_argument(
+        "--server-option",
+        action="append",
+        default=[],
+        help="one more 'seq2seq serve' option, repeatable (e.g. --server-option=--no-continuous)",
+    )
     parser.add_argument("--json", default=None, help="also write the results to this file")
     parser.add_argument(
         "--server-log",
@@ -188,7 +194,7 @@ def running_server(args: argparse.Namespace, beam: int, log: Path, startup: floa
     command = [sys.executable, "-m", "seq2seq", "serve", "--checkpoint", args.checkpoint,
                "--host", "127.0.0.1", "--port", "0", "--beam-size", str(beam),
                "--max-wait-ms", str(args.max_wait_ms),
-               "--max-batch-tokens", str(args.max_batch_tokens)]  # fmt: skip
+               "--max-batch-tokens", str(args.max_batch_tokens), *args.server_option]  # fmt: skip
     with open(log, "w", encoding="utf-8") as stream:
         process = subprocess.Popen(command, stdout=stream, stderr=stream,
                                    env=thread_env(args.threads))  # fmt: skip

@@ -211,21 +211,47 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=("torch", "ctranslate2"), default="torch",
                    help="decoding runtime (torch)")  # fmt: skip
     p.add_argument("--device", default="cpu", help="torch device, e.g. cuda (default cpu)")
-    p.add_argument("--model-name", default=None,
-                   help="name in /v1/models and the logs (default: the run's name)")
+    p.add_argument(
+        "--model-name",
+        default=None,
+        help="name in /v1/models and the logs (default: the run's name)",
+    )
     p.add_argument("--beam-size", type=int, default=5, help="beam width; 1 = greedy (5)")
-    p.add_argument("--max-batch-tokens", type=int, default=4000,
-                   help="a shared batch holds at most this many source tokens x beam (4000)")
-    p.add_argument("--max-wait-ms", type=float, default=5.0,
-                   help="how long a request waits for others to share its batch (5)")
-    p.add_argument("--max-queue", type=int, default=2000,
-                   help="sentences waiting beyond which requests get 429 at once (2000)")
-    p.add_argument("--char-limit", type=int, default=5000,
-                   help="characters per request, summed over q (5000)")
-    p.add_argument("--batch-limit", type=int, default=1000,
-                   help="strings per request when q is an array (1000)")
-    p.add_argument("--api-keys", default=None,
-                   help="file of accepted keys, one per line: others get 403 (default: open)")
+    p.add_argument(
+        "--max-batch-tokens",
+        type=int,
+        default=4000,
+        help="a shared batch holds at most this many source tokens x beam (4000)",
+    )
+    p.add_argument(
+        "--max-wait-ms",
+        type=float,
+        default=5.0,
+        help="how long a request waits for others to share its batch (5)",
+    )
+    p.add_argument(
+        "--max-queue",
+        type=int,
+        default=2000,
+        help="sentences waiting beyond which requests get 429 at once (2000)",
+    )
+    p.add_argument(
+        "--char-limit", type=int, default=5000, help="characters per request, summed over q (5000)"
+    )
+    p.add_argument(
+        "--batch-limit",
+        type=int,
+        default=1000,
+        help="strings per request when q is an array (1000)",
+    )
+    p.add_argument(
+        "--api-keys",
+        default=None,
+        help="file of accepted keys, one per line: others get 403 (default: open)",
+    )
+    p.add_argument("--no-continuous", dest="continuous", action="store_false",
+                   help="decode greedy requests in whole batches too, instead of letting "
+                   "sentences join and leave the batch between steps")  # fmt: skip
     p.set_defaults(run=run_serve)
 
 
@@ -239,7 +265,8 @@ def run_serve(args: argparse.Namespace) -> int:
 
     return serve(args.checkpoint, args.host, args.port, args.engine, args.device,
                  args.model_name, args.beam_size, args.max_batch_tokens, args.max_wait_ms,
-                 args.max_queue, args.char_limit, args.batch_limit, args.api_keys)  # fmt: skip
+                 args.max_queue, args.char_limit, args.batch_limit, args.api_keys,
+                 args.continuous)  # fmt: skip
 
 
 def _load_translator(args: argparse.Namespace):

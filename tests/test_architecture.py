@@ -3,7 +3,8 @@
 Layers, bottom to top (README, "What is inside"): errors and text lines; the paper (config,
 embedding, attention, layers, model, cache, loss); decoding (searches, scorers, CPU packing);
 data; inference (checkpoints, translator and generator, engines, evaluation); training
-(schedule, module, callbacks, Lightning CLI); tools (export, pictures); the command line.
+(schedule, module, callbacks, Lightning CLI); tools (export, pictures, the server); the command
+line.
 """
 
 import ast
@@ -16,11 +17,11 @@ PACKAGE = Path(__file__).parents[1] / "seq2seq"
 LAYERS = {
     "errors": 0, "textio": 0,
     "config": 1, "cache": 1, "embedding": 1, "attention": 1, "layers": 1, "model": 1, "loss": 1,
-    "search": 2, "scoring": 2, "packing": 2, "attention_maps": 2,
+    "search": 2, "scoring": 2, "packing": 2, "attention_maps": 2, "continuous": 2,
     "data": 3,
     "checkpoint": 4, "translator": 4, "generation": 4, "ctranslate2_engine": 4, "evaluation": 4,
     "schedule": 5, "training": 5, "callbacks": 5, "lightning_cli": 5,
-    "export": 6, "pictures": 6,
+    "export": 6, "pictures": 6, "serve": 6,
     "cli": 7, "__main__": 7, "__init__": 7,
 }  # fmt: skip
 # Deprecated names that seq2seq.search forwards, lazily, to their new home (PEP 562 hook).
@@ -33,7 +34,7 @@ def module_name(path: Path) -> str:
 
 
 def layer_of(module: str) -> int:
-    return LAYERS["data" if module.startswith("data") else module]
+    return LAYERS[module.split(".")[0]]  # data.x, serve.x: their package's layer
 
 
 def seq2seq_imports(path: Path, top_level_only: bool) -> set[str]:

@@ -45,7 +45,8 @@ def test_the_libretranslatepy_client_translates_and_lists_languages(translation_
         client.translate("Hello.", "en", "fr")
     assert caught.value.code == 400
     assert json.loads(caught.value.read()) == {
-        "error": "fr is not supported (target languages: zh, zh-Hans, zh-CN)"}
+        "error": "fr is not supported (target languages: zh, zh-Hans, zh-CN)"
+    }
 
 
 def test_json_form_and_query_arguments_give_the_same_answer(http, translator):
@@ -86,12 +87,21 @@ def test_multi_line_text_keeps_its_lines(http, translator):
         ({"json": {"q": 3, "source": "en", "target": "zh"}}, 400, "q must be a string"),
         ({"json": {"q": "a", "source": "en", "target": "de"}}, 400, "de is not supported"),
         ({"json": {"q": "a", "source": "en", "target": "zh", "format": "html"}}, 400, "html"),
-        ({"content": b'{"q": "a",', "headers": {"content-type": "application/json"}}, 400,
-         "malformed JSON body"),
-        ({"json": {"q": "x" * 30001, "source": "en", "target": "zh"}}, 400,
-         r"request (30001 characters) exceeds text limit (30000)"),
-        ({"json": {"q": ["a"] * 1001, "source": "en", "target": "zh"}}, 400,
-         r"request (1001 texts) exceeds batch limit (1000)"),
+        (
+            {"content": b'{"q": "a",', "headers": {"content-type": "application/json"}},
+            400,
+            "malformed JSON body",
+        ),
+        (
+            {"json": {"q": "x" * 30001, "source": "en", "target": "zh"}},
+            400,
+            r"request (30001 characters) exceeds text limit (30000)",
+        ),
+        (
+            {"json": {"q": ["a"] * 1001, "source": "en", "target": "zh"}},
+            400,
+            r"request (1001 texts) exceeds batch limit (1000)",
+        ),
     ],
 )
 def test_bad_requests_get_one_line_400s(http, request_args, status, message):
@@ -154,7 +164,10 @@ def test_health_languages_settings_and_page(http):
     assert [lang["code"] for lang in http.get("/languages").json()] == ["en", "zh"]
     settings = http.get("/frontend/settings").json()
     assert (settings["mode"], settings["charLimit"], settings["keyRequired"]) == (
-        "translate", 30000, False)
+        "translate",
+        30000,
+        False,
+    )
     assert http.get("/").headers["content-type"].startswith("text/html")
 
 
@@ -162,8 +175,10 @@ def test_requests_are_logged_one_line_each(http, translation_server):
     translate(http, q=["a b", "c", ""])
     lines = [line for line in translation_server.log if "POST /translate 200 2 sentences" in line]
     assert lines and lines[-1].rstrip().endswith("ms")
-    assert any("serving translator (encoder-decoder translator, torch engine" in line
-               for line in translation_server.log)
+    assert any(
+        "serving translator (encoder-decoder translator, torch engine" in line
+        for line in translation_server.log
+    )
 
 
 def test_api_keys_are_required_when_a_key_file_is_given(translation_checkpoint, tmp_path):
@@ -176,8 +191,10 @@ def test_api_keys_are_required_when_a_key_file_is_given(translation_checkpoint, 
     with running_server(translation_checkpoint, "--api-keys", str(keys)) as server:
         with httpx.Client(base_url=server.url, timeout=60) as http:
             missing = translate(http, q="Hello.")
-            assert (missing.status_code, missing.json()) == (403, {
-                "error": "Please provide an API key"})
+            assert (missing.status_code, missing.json()) == (
+                403,
+                {"error": "Please provide an API key"},
+            )
             wrong = translate(http, q="Hello.", api_key="guess")
             assert (wrong.status_code, wrong.json()) == (403, {"error": "Invalid API key"})
             assert translate(http, q="Hello.", api_key="secret-2").status_code == 200

@@ -48,8 +48,16 @@ def blocked_worker(run: Recorder, **options) -> BatchingWorker:
 def test_waiting_jobs_with_the_same_key_share_a_batch_and_others_wait_their_turn():
     run = Recorder()
     worker = blocked_worker(run)
-    futures = [worker.submit(job(name, key)) for name, key in
-               [("a", "greedy"), ("b", "beam"), ("c", "greedy"), ("d", None), ("e", "greedy")]]
+    futures = [
+        worker.submit(job(name, key))
+        for name, key in [
+            ("a", "greedy"),
+            ("b", "beam"),
+            ("c", "greedy"),
+            ("d", None),
+            ("e", "greedy"),
+        ]
+    ]
     run.gate.set()
     assert [f.result(5) for f in futures] == ["A", "B", "C", "D", "E"]
     worker.close()

@@ -28,10 +28,14 @@ def test_a_greedy_completion_is_the_generators(client, lm_checkpoint):
     answer = client.completions.create(model="tiny-lm", prompt="We will", max_tokens=12,
                                        temperature=0)  # fmt: skip
     [expected] = Generator.from_checkpoint(lm_checkpoint).complete(
-        ["We will"], 12, SamplingConfig(temperature=0.0))
+        ["We will"], 12, SamplingConfig(temperature=0.0)
+    )
     [choice] = answer.choices
     assert (choice.text, choice.finish_reason, choice.index) == (
-        expected.text, expected.finish_reason, 0)
+        expected.text,
+        expected.finish_reason,
+        0,
+    )
     assert answer.object == "text_completion" and answer.model == "tiny-lm"
     assert answer.usage.prompt_tokens == expected.prompt_tokens
     assert answer.usage.completion_tokens == expected.completion_tokens

@@ -55,11 +55,32 @@ def test_concurrent_requests_are_batched_and_every_answer_is_the_one_alone(trans
     assert jobs == 32 and batches < 32  # several requests shared a decode
 
 
+def test_greedy_requests_join_a_running_batch_and_get_their_greedy_answer(
+        translation_checkpoint):  # fmt: skip
+    """Continuous batching: sentences of concurrent greedy requests join and leave between
+    decoder steps; every answer is greedy search's for that request alone."""
+    from seq2seq.translator import Translator
+
+    translator = Translator.from_checkpoint(translation_checkpoint)
+    rng = random.Random(5)
+    requests = [rng.sample(SOURCES, rng.randrange(1, 4)) for _ in range(24)]
+    with running_server(translation_checkpoint, "--beam-size", "1") as server:
+        answers = asyncio.run(concurrently(server.url, [translate_body(q) for q in requests]))
+        stats = httpx.get(server.url + "/v1/stats").json()
+    assert [a.json()["translatedText"] for a in answers] == [
+        translator.translate(q, beam_size=1) for q in requests
+    ]
+    assert stats["jobs"] == 24 and stats["steps"] > 0 and stats["batches"] == 0
+
+
 def test_health_is_answered_while_a_batch_decodes(translation_server):
     url = translation_server.url
     with httpx.Client(base_url=url, timeout=120) as http:
-        busy = threading.Thread(target=http.post, args=("/translate",),
-                                kwargs={"json": translate_body([HEAVY] * 20, alternatives=4)})
+        busy = threading.Thread(
+            target=http.post,
+            args=("/translate",),
+            kwargs={"json": translate_body([HEAVY] * 20, alternatives=4)},
+        )
         busy.start()
         assert decoding(url, busy)
         health = httpx.get(url + "/health", timeout=5)
@@ -87,8 +108,11 @@ def test_clients_that_leave_while_queued_are_skipped(translation_checkpoint):
                         "--beam-size", "4") as server:  # fmt: skip
         url = server.url
         with httpx.Client(base_url=url, timeout=120) as http:
-            first = threading.Thread(target=http.post, args=("/translate",),
-                                     kwargs={"json": translate_body([HEAVY] * 40)})
+            first = threading.Thread(
+                target=http.post,
+                args=("/translate",),
+                kwargs={"json": translate_body([HEAVY] * 40)},
+            )
             first.start()
             assert decoding(url, first)
             for _ in range(3):  # queued behind the first, then gone
@@ -108,8 +132,11 @@ def test_sigterm_finishes_requests_in_flight_then_exits_0(translation_checkpoint
         expected = httpx.post(server.url + "/translate", json=translate_body([HEAVY] * 4),
                               timeout=120).json()  # fmt: skip
         answers: list[httpx.Response] = []
-        in_flight = threading.Thread(target=lambda: answers.append(httpx.post(
-            server.url + "/translate", json=translate_body([HEAVY] * 4), timeout=120)))
+        in_flight = threading.Thread(
+            target=lambda: answers.append(
+                httpx.post(server.url + "/translate", json=translate_body([HEAVY] * 4), timeout=120)
+            )
+        )
         in_flight.start()
         assert decoding(server.url, in_flight)
         assert in_flight.is_alive()
@@ -132,8 +159,10 @@ def test_soak_mixed_good_and_bad_traffic(translation_server):
         {"json": {"q": "a", "source": "en", "target": "xx"}},
         {"json": {"source": "en", "target": "zh"}},
         {"json": {"q": "x" * 30001, "source": "en", "target": "zh"}},
-        {"content": b"q=%FF%FE&source=en&target=zh",
-         "headers": {"content-type": "application/x-www-form-urlencoded"}},
+        {
+            "content": b"q=%FF%FE&source=en&target=zh",
+            "headers": {"content-type": "application/x-www-form-urlencoded"},
+        },
         {"json": translate_body(["", "🍎 \x00", "\n\n"])},
     ]
     statuses: dict[int, int] = {}

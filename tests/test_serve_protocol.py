@@ -22,7 +22,10 @@ def test_arguments_come_from_the_query_a_form_or_json():
     assert form == {"q": "Hello there", "source": "en", "target": "zh"}  # first q wins
     body = b'{"q": ["a", "b"], "alternatives": 2}'
     assert parse_body(body, "application/json; charset=utf-8", {"source": "en"}) == {
-        "q": ["a", "b"], "alternatives": 2, "source": "en"}
+        "q": ["a", "b"],
+        "alternatives": 2,
+        "source": "en",
+    }
 
 
 def test_form_line_endings_become_newlines_and_bad_utf8_is_replaced_not_refused():
@@ -68,7 +71,11 @@ def test_good_translate_arguments():
     checked = translate_args(good(q=["a", ""], source="auto", target="zh-Hans", alternatives="2"),
                              Limits())  # fmt: skip
     assert (checked.texts, checked.batch, checked.detect, checked.alternatives) == (
-        ["a", ""], True, True, 2)
+        ["a", ""],
+        True,
+        True,
+        2,
+    )
     assert translate_args(good(q="", target="zh-CN"), Limits()).texts == [""]
 
 

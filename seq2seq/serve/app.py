@@ -53,6 +53,7 @@ class ServerSettings:
     max_queue: int = 2000
     limits: Limits = Limits()
     api_keys: frozenset[str] | None = None
+    continuous: bool = True  # greedy requests join and leave the batch between steps
 
 
 # -- /v1 request bodies ---------------------------------------------------------------------
@@ -93,6 +94,7 @@ def create_app(served: ServedModel, settings: ServerSettings = ServerSettings())
         max_batch_tokens=settings.max_batch_tokens,
         max_wait=settings.max_wait_ms / 1000.0,
         max_queue=settings.max_queue,
+        continuous=served.continuous(settings.max_batch_tokens) if settings.continuous else None,
     ).start()
 
     from contextlib import asynccontextmanager
@@ -312,8 +314,10 @@ def _add_completion_routes(app: FastAPI, served: ServedModel, settings: ServerSe
                            worker: BatchingWorker) -> None:  # fmt: skip
     @app.get("/v1/models")
     async def models() -> dict:
-        return {"object": "list", "data": [
-            {"id": served.name, "object": "model", "created": 0, "owned_by": "seq2seq"}]}
+        return {
+            "object": "list",
+            "data": [{"id": served.name, "object": "model", "created": 0, "owned_by": "seq2seq"}],
+        }
 
     @app.post("/v1/completions", response_model=None)
     async def completions(body: CompletionRequest, request: Request):  # noqa: ANN202
@@ -348,8 +352,14 @@ def _add_completion_routes(app: FastAPI, served: ServedModel, settings: ServerSe
         choices, prompt_tokens, completion_tokens = [], 0, 0
         for index, completion in enumerate(results):
             text, stopped = cut_at_stop(completion.text, stops)
-            choices.append({"index": index, "text": text, "logprobs": None,
-                            "finish_reason": "stop" if stopped else completion.finish_reason})
+            choices.append(
+                {
+                    "index": index,
+                    "text": text,
+                    "logprobs": None,
+                    "finish_reason": "stop" if stopped else completion.finish_reason,
+                }
+            )
             if index % body.n == 0:
                 prompt_tokens += completion.prompt_tokens
             completion_tokens += completion.completion_tokens
@@ -454,7 +464,8 @@ def _add_page_routes(app: FastAPI, served: ServedModel, settings: ServerSettings
     @app.get("/v1/stats")
     async def stats() -> dict:
         """The worker's counters: how well requests are being batched, and the queue."""
-        return {"batches": worker.batches, "jobs": worker.jobs, "cancelled": worker.cancelled,
+        return {"batches": worker.batches, "steps": worker.steps, "jobs": worker.jobs,
+                "cancelled": worker.cancelled,
                 "waiting_sentences": worker.waiting,
                 "decoding_sentences": worker.decoding}  # fmt: skip
 
@@ -504,4 +515,3 @@ class RequestLog:
             ms = 1000.0 * (time.perf_counter() - start)
             log.info("%s %s %d %d sentences %.1f ms", scope["method"], scope["path"],
                      status[0], sentences, ms)  # fmt: skip
-

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 log = logging.getLogger("seq2seq.serve")
 
@@ -57,13 +57,41 @@ class Job:
 RunBatch = Callable[[Sequence[Job]], Sequence[Any]]
 
 
+class Continuous(Protocol):
+    """A decoder that jobs join and leave between steps (continuous batching)."""
+
+    active: int  # sentences being decoded
+
+    def accepts(self, job: Job) -> bool:
+        """Whether the job is for this decoder (e.g. greedy translation)."""
+        ...
+
+    def has_room(self, cost: int) -> bool:
+        """Whether jobs costing ``cost`` more fit the batch now."""
+        ...
+
+    def add(self, job: Job) -> list[tuple[Job, Any]]:
+        """Start the job's sentences; returns jobs already done (e.g. only empty lines)."""
+        ...
+
+    def step(self) -> list[tuple[Job, Any]]:
+        """One decoder step for every active sentence; returns the jobs it finished."""
+        ...
+
+    def abort(self) -> list[Job]:
+        """Drop every job in progress (after a failure); returns them."""
+        ...
+
+
 class BatchingWorker:
     """A thread decoding batches of jobs; ``submit`` is safe from any thread."""
 
-    def __init__(self, run: RunBatch, max_batch_tokens: int, max_wait: float, max_queue: int):
+    def __init__(self, run: RunBatch, max_batch_tokens: int, max_wait: float, max_queue: int,
+                 continuous: Continuous | None = None) -> None:  # fmt: skip
         if max_batch_tokens < 1 or max_wait < 0 or max_queue < 1:
             raise ValueError("max_batch_tokens and max_queue must be >= 1, max_wait >= 0")
         self.run = run
+        self.continuous = continuous
         self.max_batch_tokens = max_batch_tokens
         self.max_wait = max_wait
         self.max_queue = max_queue
@@ -73,7 +101,7 @@ class BatchingWorker:
         self._condition = threading.Condition()
         self._thread = threading.Thread(target=self._loop, name="seq2seq-model", daemon=True)
         # Counters for GET /v1/stats: batches decoded, jobs decoded, jobs skipped (cancelled).
-        self.batches = self.jobs = self.cancelled = 0
+        self.batches = self.jobs = self.cancelled = self.steps = 0
         self.decoding = 0  # sentences in the batch being decoded now
 
     def start(self) -> BatchingWorker:
@@ -115,14 +143,75 @@ class BatchingWorker:
 
     def _loop(self) -> None:
         while True:
+            if self.continuous is not None and self.continuous.active:
+                self._continuous_step()
+                continue
             batch = self._next_batch()
             if batch is None:
                 return
-            running = [job for job in batch if job.future.set_running_or_notify_cancel()]
-            self.cancelled += len(batch) - len(running)
-            batch = running
-            if batch:
+            batch = self._started(batch)
+            if self.continuous is not None and batch and self.continuous.accepts(batch[0]):
+                self._join(batch)
+            elif batch:
                 self._run(batch)
+
+    def _started(self, batch: list[Job]) -> list[Job]:
+        """The jobs whose clients still wait (marked running); cancelled ones are counted."""
+        running = [job for job in batch if job.future.set_running_or_notify_cancel()]
+        self.cancelled += len(batch) - len(running)
+        return running
+
+    def _continuous_step(self) -> None:
+        """Between two steps: let waiting jobs join (or first run the oldest waiting job if it
+        is for whole-batch decoding, so it never starves), then step once."""
+        assert self.continuous is not None
+        with self._condition:
+            joining: list[Job] = []
+            if self._pending and not self.continuous.accepts(self._pending[0]):
+                other, _ = self._compatible()
+                self._take(other)
+            else:
+                other, cost = [], 0
+                while (
+                    self._pending
+                    and self.continuous.accepts(self._pending[0])
+                    and self.continuous.has_room(cost + self._pending[0].cost)
+                ):
+                    cost += self._pending[0].cost
+                    joining.append(self._pending[0])
+                    self._take(joining[-1:])
+        if other and (other := self._started(other)):
+            self._run(other)
+        try:
+            self._join(self._started(joining))
+            self.decoding = self.continuous.active
+            self._deliver(self.continuous.step())
+            self.steps += 1
+        except Exception as error:  # fail the jobs in progress; the worker goes on
+            log.exception("a continuous decoding step failed")
+            for job in self.continuous.abort():
+                job.future.set_exception(error)
+        finally:
+            self.decoding = 0
+
+    def _join(self, jobs: list[Job]) -> None:
+        for job in jobs:
+            try:
+                self._deliver(self.continuous.add(job))  # type: ignore[union-attr]
+            except Exception as error:  # e.g. its encoder pass ran out of memory
+                log.exception("starting a job failed")
+                job.future.set_exception(error)
+
+    def _deliver(self, finished: list[tuple[Job, Any]]) -> None:
+        for job, result in finished:
+            self.jobs += 1
+            job.future.set_result(result)
+
+    def _take(self, jobs: list[Job]) -> None:
+        """Remove ``jobs`` from the queue (the condition's lock is held)."""
+        for job in jobs:
+            self._pending.remove(job)
+            self._waiting -= job.size
 
     def _run(self, batch: list[Job]) -> None:
         self.decoding = sum(job.size for job in batch)
@@ -156,9 +245,7 @@ class BatchingWorker:
                 if full or left <= 0 or self._closed:
                     break
                 self._condition.wait(left)
-            for job in batch:
-                self._pending.remove(job)
-                self._waiting -= job.size
+            self._take(batch)
             return batch
 
     def _compatible(self) -> tuple[list[Job], bool]:

@@ -12,7 +12,7 @@ import torch
 
 from seq2seq.attention_maps import cross_attention_maps, self_attention_maps
 from seq2seq.checkpoint import load_model
-from seq2seq.errors import CheckpointError
+from seq2seq.continuous import ContinuousGreedy
 from seq2seq.generation import Completion, Generator
 from seq2seq.packing import pack_for_cpu_inference
 from seq2seq.scoring import translation_prompt
@@ -110,6 +110,14 @@ class ServedModel:
     def _tokenizer(self):  # noqa: ANN202
         return (self.translator or self.generator).tokenizer  # type: ignore[union-attr]
 
+    def continuous(self, max_tokens: int) -> ContinuousJobs | None:
+        """Continuous batching for greedy requests, where the model allows it: our engine
+        and an encoder-decoder model (None otherwise: whole batches for everything)."""
+        engine = getattr(self.translator, "engine", None)
+        if not isinstance(engine, TorchEngine) or engine.model.config.decoder_only:
+            return None
+        return ContinuousJobs(ContinuousGreedy(engine.model, engine.search), max_tokens)
+
     # -- run in the worker thread --------------------------------------------------------
 
     def translate_jobs(
@@ -139,6 +147,7 @@ class ServedModel:
             return self.generator.complete(prompts, work.max_new_tokens, work.sampling)
         completions = []
         for index, prompt in enumerate(prompts):
+
             def on_text(piece: str, index: int = index) -> None:
                 if work.cancelled.is_set():
                     raise Cancelled
@@ -185,3 +194,50 @@ def model_name(path: str | Path) -> str:
         return path.parent.parent.name
     return path.stem if path.suffix == ".ckpt" else path.name
 
+
+class ContinuousJobs:
+    """Greedy translation jobs on a ``ContinuousGreedy`` decoder (``batching.Continuous``):
+    a job's sentences join together and the job is done when its last sentence is."""
+
+    def __init__(self, decoder: ContinuousGreedy, max_tokens: int) -> None:
+        self.decoder = decoder
+        self.max_tokens = max_tokens  # source tokens being decoded at once
+        self.results: dict[int, list[TranslatedSentence]] = {}
+        self.left: dict[int, int] = {}  # sentences still decoding, per job
+        self.jobs: dict[int, Job] = {}
+
+    @property
+    def active(self) -> int:
+        return self.decoder.active
+
+    def accepts(self, job: Job) -> bool:
+        return job.key == ("translate", 1, 1) and not job.payload.attention
+
+    def has_room(self, cost: int) -> bool:
+        return not self.decoder.active or self.decoder.source_tokens + cost <= self.max_tokens
+
+    def add(self, job: Job) -> list[tuple[Job, object]]:
+        work: TranslationWork = job.payload
+        rows = [i for i, ids in enumerate(work.encoded) if ids]
+        results = [TranslatedSentence([]) for _ in work.encoded]
+        if not rows:
+            return [(job, results)]
+        self.decoder.add([work.encoded[i] for i in rows], [(id(job), i) for i in rows])
+        self.jobs[id(job)], self.results[id(job)], self.left[id(job)] = job, results, len(rows)
+        return []
+
+    def step(self) -> list[tuple[Job, object]]:
+        done = []
+        for (job_id, row), hypothesis in self.decoder.step():
+            self.results[job_id][row] = TranslatedSentence([hypothesis])
+            self.left[job_id] -= 1
+            if not self.left[job_id]:
+                done.append((self.jobs.pop(job_id), self.results.pop(job_id)))
+                del self.left[job_id]
+        return done
+
+    def abort(self) -> list[Job]:
+        jobs = list(self.jobs.values())
+        self.jobs.clear(), self.results.clear(), self.left.clear()
+        self.decoder.reset()
+        return jobs

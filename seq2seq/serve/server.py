@@ -42,6 +42,7 @@ def serve(
     char_limit: int = 5000,
     batch_limit: int = 1000,
     api_keys: str | None = None,
+    continuous: bool = True,
 ) -> int:
     """Run ``seq2seq serve`` (the options are the command's; ``--help`` explains them)."""
     import uvicorn
@@ -53,7 +54,8 @@ def serve(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     settings = ServerSettings(beam_size, max_batch_tokens, max_wait_ms, max_queue,
                               Limits(char_limit, batch_limit),
-                              read_api_keys(api_keys) if api_keys else None)  # fmt: skip
+                              read_api_keys(api_keys) if api_keys else None,
+                              continuous)  # fmt: skip
     start = time.perf_counter()
     served = ServedModel.load(checkpoint, engine, device, name)
     warm_up(served)
