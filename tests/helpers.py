@@ -67,22 +67,30 @@ def synthetic_pairs():
     return pairs
 
 
-def tiny_checkpoint(path, seed: int = 0, saved_before_unk_id: bool = False, lm: bool = False):
+def tiny_checkpoint(
+    path, seed: int = 0, saved_before_unk_id: bool = False, lm: bool = False, joined: bool = False
+):
     """An untrained translation checkpoint laid out as ``seq2seq fit`` writes one: a
     SentencePiece model of the synthetic pairs and a tiny model of its vocabulary (seconds).
     ``saved_before_unk_id``: laid out as older versions wrote it: no ``unk_id`` or ``sep_id``
     in its model config, and the other special ids kept with the search settings.
-    ``lm``: a decoder-only language model instead (task "lm")."""
+    ``lm``: a decoder-only language model instead (task "lm"); ``joined``: a decoder-only
+    translator ([bos] source [sep] target [eos], as configs/lm_translate.yaml trains one)."""
     from dataclasses import asdict
 
     from seq2seq.checkpoint import CHECKPOINT_KEY
     from seq2seq.data.tokenizer import Tokenizer
     from seq2seq.search import SearchConfig
 
+    from seq2seq.data.tokenizer import SEP
+
     texts = [text for pair in synthetic_pairs() for text in pair]
-    tokenizer = Tokenizer.train(texts, 406)  # 150 + the 256 byte pieces
+    # 150 + the 256 byte pieces
+    tokenizer = Tokenizer.train(texts, 406, user_symbols=(SEP,) if joined else ())
     torch.manual_seed(seed)
-    overrides = {"decoder_only": True, "n_encoder_layers": 0} if lm else {}
+    overrides = {"decoder_only": True, "n_encoder_layers": 0} if lm or joined else {}
+    if joined:
+        overrides["sep_id"] = tokenizer.sep_id
     model = Transformer(tiny_config(vocab_size=tokenizer.vocab_size, **overrides))
     model_config, search = model.config.to_dict(), asdict(SearchConfig())
     if saved_before_unk_id:

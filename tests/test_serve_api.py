@@ -207,3 +207,24 @@ def test_api_keys_are_required_when_a_key_file_is_given(translation_checkpoint, 
 
 def test_without_a_key_file_a_key_is_accepted_and_ignored(http):
     assert translate(http, q="Hello.", api_key="anything").status_code == 200
+
+
+def test_a_decoder_only_translator_serves_translate_like_an_encoder_decoder(tmp_path):
+    from helpers import tiny_checkpoint
+    from serving import running_server
+
+    checkpoint = tiny_checkpoint(tmp_path / "joined.ckpt", joined=True)
+    translator = Translator.from_checkpoint(checkpoint)
+    with running_server(checkpoint, "--beam-size", "2") as server:
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            answer = translate(http, q=SENTENCES[:2]).json()
+            native = http.post("/v1/translate", json={"text": SENTENCES[0],
+                                                      "return_attention": True}).json()  # fmt: skip
+            settings = http.get("/frontend/settings").json()
+    assert answer["translatedText"] == translator.translate(SENTENCES[:2], beam_size=2)
+    assert settings["kind"] == "decoder-only translator" and settings["mode"] == "translate"
+    attention = native["translations"][0]["attention"]
+    source = translator.encode(SENTENCES[:1])[0]
+    assert len(attention["source"]) == len(source)
+    assert {len(row) for row in attention["weights"]} == {len(source)}
+    assert len(attention["weights"]) == len(attention["target"])
