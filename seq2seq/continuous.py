@@ -61,6 +61,8 @@ class ContinuousGreedy:
         self.log_probs = torch.zeros(0)  # (N,) float32 sums, as greedy_search keeps them
         self.limits = torch.zeros(0, dtype=torch.long)  # (N,) max length, eos included
         self.last = torch.zeros(0, dtype=torch.long)  # (N,) the token to feed next
+        self.source_lengths: list[int] = []  # (N,)
+        self._source_tokens = 0  # of the sentences decoding or waiting
 
     @property
     def active(self) -> int:
@@ -70,15 +72,14 @@ class ContinuousGreedy:
     @property
     def source_tokens(self) -> int:
         """Real source tokens of the active sentences (what a batch budget counts)."""
-        rows = [i for i, key in enumerate(self.keys) if key is not None]
-        decoding = int(self.cache.source_mask[rows].sum()) if rows and self.cache else 0  # type: ignore[index]
-        return decoding + sum(len(source) for source, _ in self.waiting)
+        return self._source_tokens
 
     def add(self, sources: Sequence[Sequence[int]], keys: Sequence[Hashable]) -> None:
         """Queue non-empty ``sources`` (ids) to join, each known by its key (not None)."""
         if any(len(source) < 1 for source in sources):
             raise ValueError("every source needs at least one token")
         self.waiting += [(list(source), key) for source, key in zip(sources, keys, strict=True)]
+        self._source_tokens += sum(map(len, sources))
 
     @torch.inference_mode()
     def step(self) -> list[tuple[Hashable, Hypothesis]]:
@@ -111,6 +112,7 @@ class ContinuousGreedy:
                 log_prob = float(self.log_probs[row])
                 finished.append((key, Hypothesis(self.tokens[row], log_prob, log_prob)))
                 self.keys[row] = None
+                self._source_tokens -= self.source_lengths[row]
             else:
                 self.tokens[row].append(token)
         return finished
@@ -150,6 +152,7 @@ class ContinuousGreedy:
         self.cache = cache
         self.keys = [self.keys[i] for i in live] + [key for _, key in self.waiting]
         self.tokens = [self.tokens[i] for i in live] + [[] for _ in sources]
+        self.source_lengths = [self.source_lengths[i] for i in live] + [len(s) for s in sources]
         self.log_probs = torch.cat([self.log_probs[live], torch.zeros(len(sources))])
         self.limits = limits
         bos = torch.full((len(sources),), self.specials.bos, dtype=torch.long)
