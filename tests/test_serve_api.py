@@ -228,3 +228,35 @@ def test_a_decoder_only_translator_serves_translate_like_an_encoder_decoder(tmp_
     assert len(attention["source"]) == len(source)
     assert {len(row) for row in attention["weights"]} == {len(source)}
     assert len(attention["weights"]) == len(attention["target"])
+
+
+def test_a_ctranslate2_export_is_served_with_the_same_api(translation_checkpoint, tmp_path):
+    pytest.importorskip("ctranslate2")
+    from seq2seq.export import export_ctranslate2
+    from serving import running_server
+
+    directory = export_ctranslate2(translation_checkpoint, tmp_path / "ct2")
+    expected = Translator.from_ctranslate2(directory).translate(SENTENCES, beam_size=5)
+    with running_server(directory, "--engine", "ctranslate2") as server:
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            assert translate(http, q=SENTENCES).json() == {"translatedText": expected}
+            refused = http.post("/v1/translate", json={"text": "a", "return_attention": True})
+            assert refused.status_code == 400 and "torch engine" in refused.json()["error"]
+            assert http.get("/frontend/settings").json()["attention"] is False
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--checkpoint", "missing.ckpt"], "missing.ckpt"),
+        (["--checkpoint", "x.ckpt", "--batch-limit", "50", "--max-queue", "10"],
+         "--batch-limit (50) must not exceed --max-queue (10)"),
+        (["--checkpoint", "x.ckpt", "--api-keys", "no-such-keys.txt"], "no-such-keys.txt"),
+    ],
+)
+def test_bad_server_options_are_one_line_errors(options, message, capsys):
+    from seq2seq.cli import main
+
+    assert main(["serve", *options]) == 2
+    error = capsys.readouterr().err
+    assert message in error and error.count("\n") == 1
