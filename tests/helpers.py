@@ -79,10 +79,8 @@ def tiny_checkpoint(
     from dataclasses import asdict
 
     from seq2seq.checkpoint import CHECKPOINT_KEY
-    from seq2seq.data.tokenizer import Tokenizer
+    from seq2seq.data.tokenizer import SEP, Tokenizer
     from seq2seq.search import SearchConfig
-
-    from seq2seq.data.tokenizer import SEP
 
     texts = [text for pair in synthetic_pairs() for text in pair]
     # 150 + the 256 byte pieces

@@ -249,8 +249,10 @@ def test_a_ctranslate2_export_is_served_with_the_same_api(translation_checkpoint
     ("options", "message"),
     [
         (["--checkpoint", "missing.ckpt"], "missing.ckpt"),
-        (["--checkpoint", "x.ckpt", "--batch-limit", "50", "--max-queue", "10"],
-         "--batch-limit (50) must not exceed --max-queue (10)"),
+        (
+            ["--checkpoint", "x.ckpt", "--batch-limit", "50", "--max-queue", "10"],
+            "--batch-limit (50) must not exceed --max-queue (10)",
+        ),
         (["--checkpoint", "x.ckpt", "--api-keys", "no-such-keys.txt"], "no-such-keys.txt"),
     ],
 )
