@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from seq2seq.serve.app import StopScanner, cut_at_stop
+from seq2seq.serve.completion_routes import StopScanner, cut_at_stop
 from seq2seq.serve.protocol import (
     ApiError,
     Limits,

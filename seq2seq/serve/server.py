@@ -47,7 +47,8 @@ def serve(
     """Run ``seq2seq serve`` (the options are the command's; ``--help`` explains them)."""
     import uvicorn
 
-    from seq2seq.serve.app import ServerSettings, create_app
+    from seq2seq.serve.app import create_app
+    from seq2seq.serve.handling import ServerSettings
     from seq2seq.serve.model import ServedModel
 
     _check(beam_size, max_batch_tokens, max_wait_ms, max_queue, char_limit, batch_limit)

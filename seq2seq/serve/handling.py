@@ -1,0 +1,71 @@
+"""What every route shares: the server's settings, API keys, and handing a job to the worker
+and waiting for it (or for the client to leave)."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Request
+
+from seq2seq.serve.batching import BatchingWorker, Job, QueueFull, WorkerClosed
+from seq2seq.serve.protocol import ApiError, Limits
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """The server's knobs (``seq2seq serve --help`` documents each)."""
+
+    beam_size: int = 5
+    max_batch_tokens: int = 4000
+    max_wait_ms: float = 5.0
+    max_queue: int = 2000
+    limits: Limits = Limits()
+    api_keys: frozenset[str] | None = None
+    continuous: bool = True  # greedy requests join and leave the batch between steps
+
+
+def authorize(settings: ServerSettings, key: Any, request: Request) -> None:
+    """With ``--api-keys``, a listed key in ``api_key`` or ``Authorization: Bearer``; without,
+    any key (or none) is accepted and ignored, as LibreTranslate does."""
+    if settings.api_keys is None:
+        return
+    bearer = request.headers.get("authorization", "")
+    if not key and bearer.lower().startswith("bearer "):
+        key = bearer[7:].strip()
+    if not isinstance(key, str) or key not in settings.api_keys:
+        raise ApiError(403, "Invalid API key" if key else "Please provide an API key", "api_key")
+
+
+def submit(worker: BatchingWorker, job: Job) -> Future:
+    try:
+        return worker.submit(job)
+    except QueueFull as error:
+        raise ApiError(429, str(error)) from None
+    except WorkerClosed as error:
+        raise ApiError(503, str(error)) from None
+
+
+async def wait_for(request: Request, future: Future) -> Any:
+    """The job's result; if the client goes away first, the job is cancelled (skipped if it
+    has not started) and the request ends without an answer."""
+    waiting = asyncio.wrap_future(future)
+    while True:
+        done, _ = await asyncio.wait({waiting}, timeout=0.5)
+        if done:
+            break
+        if await request.is_disconnected():
+            future.cancel()
+            raise ClientGone
+    try:
+        return waiting.result()
+    except ApiError:
+        raise
+    except Exception as error:
+        raise ApiError(500, f"translation failed: {type(error).__name__}: {error}") from None
+
+
+class ClientGone(Exception):
+    """The client disconnected before its answer was ready."""
