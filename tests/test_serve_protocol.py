@@ -56,6 +56,7 @@ def good(**changes):
         (good(source="de"), "de is not supported"),
         (good(format="html"), "format html is not supported"),
         (good(alternatives="two"), "alternatives must be an integer"),
+        (good(alternatives=True), "alternatives must be an integer"),
         (good(alternatives=99), r"alternatives must be in \[0, 10\]"),
         (good(q="x" * 11), r"request \(11 characters\) exceeds text limit \(10\)"),
         (good(q=["a"] * 4), r"request \(4 texts\) exceeds batch limit \(3\)"),
@@ -77,6 +78,7 @@ def test_good_translate_arguments():
         2,
     )
     assert translate_args(good(q="", target="zh-CN"), Limits()).texts == [""]
+    assert translate_args(good(alternatives=None), Limits()).alternatives == 0  # JSON null
 
 
 def test_lines_and_detection():

@@ -238,6 +238,8 @@ class ContinuousJobs:
 
     def abort(self) -> list[Job]:
         jobs = list(self.jobs.values())
-        self.jobs.clear(), self.results.clear(), self.left.clear()
+        self.jobs.clear()
+        self.results.clear()
+        self.left.clear()
         self.decoder.reset()
         return jobs

@@ -101,16 +101,17 @@ def translate_args(args: dict[str, Any], limits: Limits) -> TranslateArgs:
     if text_format != "text":
         raise ApiError(400, f"format {text_format} is not supported; send plain text "
                             "(format: text)", "format")  # fmt: skip
-    alternatives = integer(args.get("alternatives", 0), "alternatives", 0, MAX_ALTERNATIVES)
+    given = args.get("alternatives")
+    alternatives = 0 if given in (None, "") else integer(given, "alternatives", 0, MAX_ALTERNATIVES)
     limits.check(texts)
     return TranslateArgs(texts, batch, source == "auto", alternatives)
 
 
 def integer(value: Any, name: str, low: int, high: int) -> int:
     """An int argument (JSON number or form string) within [low, high], or a 400."""
-    if isinstance(value, bool) or value is None:
-        value = "" if value is None else value
     try:
+        if isinstance(value, bool):  # JSON true is not the integer 1
+            raise TypeError
         number = int(value)
     except (TypeError, ValueError):
         raise ApiError(400, f"Invalid request: {name} must be an integer", name) from None
