@@ -250,8 +250,8 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
         help="file of accepted keys, one per line: others get 403 (default: open)",
     )
     p.add_argument("--no-continuous", dest="continuous", action="store_false",
-                   help="decode greedy requests in whole batches too, instead of letting "
-                   "sentences join and leave the batch between steps")  # fmt: skip
+                   help="decode every request in whole batches, instead of letting sentences "
+                   "join and leave the batch between decoder steps")  # fmt: skip
     p.set_defaults(run=run_serve)
 
 

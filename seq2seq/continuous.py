@@ -1,21 +1,22 @@
-"""Continuous batching for greedy translation: sentences join and leave the batch between
-decoder steps (Orca's iteration-level scheduling; vLLM and TGI serve LMs this way).
+"""Continuous batching for translation: sentences join and leave the batch between decoder
+steps (Orca's iteration-level scheduling; vLLM and TGI serve LMs this way).
 
 A server decoding whole batches makes every request wait for the longest sentence of its batch,
 and new requests wait for the whole batch. Here a finished sentence's answer goes out at once
 and new sentences join a few steps later, so the decoder keeps computing rows that matter.
 
-A sentence joining at cache step t is a row whose first t self-attention slots are left
+A sentence joining at cache step t gets rows whose first t self-attention slots are left
 padding (``KVCache.pad_left``): they are never attended to, and its positions count from its
 own first token, exactly as for a prompt of a decoder-only batch. Its source joins the
-cross-attention keys/values (padded to the longest source, masked). So each sentence follows
-greedy search's rules (``search.restrict_next_tokens_``, per row) and gets what
-``translate_ids(beam_size=1)`` gives it alone, whatever else is in the batch.
+cross-attention keys/values (padded to the longest source, masked). Each sentence then follows
+the search's rules at its own step (the helpers of ``seq2seq.search`` take one step per
+sentence) and gets what ``translate_ids`` gives it alone, whatever else is in the batch:
+``ContinuousGreedy`` is greedy search, ``ContinuousBeam`` beam search (k rows a sentence).
 
-Joining costs an encoder pass and a copy of the cache, so it is batched too: finished rows
-stay (ignored) and newcomers wait until they and the finished rows make up half of the
-batch (or the batch is empty); then one rebuild drops the finished rows, appends the
-newcomers and drops the cache slots no row reads any more.
+Joining costs an encoder pass and a copy of the cache, so it is batched too: finished
+sentences stay (ignored) and newcomers wait until they and the finished sentences make up half
+of the batch (or the batch is empty); then one rebuild drops the finished sentences, appends
+the newcomers and drops the cache slots no row reads any more.
 """
 
 from __future__ import annotations
@@ -29,19 +30,33 @@ from seq2seq.attention import padding_mask
 from seq2seq.cache import KVCache
 from seq2seq.model import Transformer
 from seq2seq.scoring import special_tokens
-from seq2seq.search import NEG_INF, Hypothesis, SearchConfig, top_k_by_blocks
+from seq2seq.search import (
+    NEG_INF,
+    Hypothesis,
+    SearchConfig,
+    best_continuations,
+    collect_finished,
+    restrict_next_tokens_,
+    select_open,
+    sentences_done,
+    top_k_by_blocks,
+)
 
-REBUILD_SHARE = 2  # rebuild when waiting + finished rows >= rows / REBUILD_SHARE
+REBUILD_SHARE = 2  # rebuild when waiting + finished sentences >= sentences / REBUILD_SHARE
 
 
-class ContinuousGreedy:
-    """Greedy decoding of an encoder-decoder model over a batch that changes between steps.
+class ContinuousBatch:
+    """What both searches share: sentences waiting, the cache and its rebuilds. A sentence
+    holds ``rows`` consecutive cache rows (its beams). Subclasses keep their own per-sentence
+    state (``_carry``) and choose tokens (``_choose``).
 
     Example:
         >>> decoder = ContinuousGreedy(model, SearchConfig())
         >>> decoder.add([[5, 6, 7]], keys=["a"])
-        >>> while decoder.active: finished = decoder.step()   # [(key, Hypothesis), ...]
+        >>> while decoder.active: finished = decoder.step()   # [(key, result), ...]
     """
+
+    rows = 1
 
     def __init__(self, model: Transformer, search: SearchConfig) -> None:
         if model.config.decoder_only:
@@ -55,14 +70,11 @@ class ContinuousGreedy:
         """Forget every sentence, decoding or waiting."""
         self.cache: KVCache | None = None
         self.waiting: list[tuple[list[int], Hashable]] = []  # (source, key) not yet joined
-        # One entry per cache row: its key (None once finished), tokens so far, limit.
-        self.keys: list[Hashable | None] = []
-        self.tokens: list[list[int]] = []
-        self.log_probs = torch.zeros(0)  # (N,) float32 sums, as greedy_search keeps them
-        self.limits = torch.zeros(0, dtype=torch.long)  # (N,) max length, eos included
-        self.last = torch.zeros(0, dtype=torch.long)  # (N,) the token to feed next
-        self.source_lengths: list[int] = []  # (N,)
+        self.keys: list[Hashable | None] = []  # per sentence in the cache; None = finished
+        self.limits = torch.zeros(0, dtype=torch.long)  # (n,) max length, eos included
+        self.source_lengths: list[int] = []  # (n,)
         self._source_tokens = 0  # of the sentences decoding or waiting
+        self._carry([], 0)
 
     @property
     def active(self) -> int:
@@ -82,81 +94,77 @@ class ContinuousGreedy:
         self._source_tokens += sum(map(len, sources))
 
     @torch.inference_mode()
-    def step(self) -> list[tuple[Hashable, Hypothesis]]:
+    def step(self) -> list[tuple[Hashable, object]]:
         """One decoder step for every row (rebuilding the batch first when it pays); returns
-        the sentences that finished."""
-        finished_rows = sum(key is None for key in self.keys)
-        if self.waiting or finished_rows:
-            if finished_rows == len(self.keys) or (
-                REBUILD_SHARE * (len(self.waiting) + finished_rows) >= len(self.keys)
+        the sentences that finished with their results."""
+        finished_sentences = sum(key is None for key in self.keys)
+        if self.waiting or finished_sentences:
+            if finished_sentences == len(self.keys) or (
+                REBUILD_SHARE * (len(self.waiting) + finished_sentences) >= len(self.keys)
             ):
                 self._rebuild()
         if self.cache is None:
             return []
         cache = self.cache
         assert cache.pad_left is not None
-        scores = self.model.decode(self.last.to(self.device)[:, None], cache=cache)[:, -1]
-        log_probs = scores.float().log_softmax(dim=-1).cpu()  # (N, V)
-        steps = cache.length - 1 - cache.pad_left.cpu()  # (N,) index of the token chosen now
-        self._restrict(log_probs, steps)
-        best_log_prob, best = top_k_by_blocks(log_probs, 1)
-        best, best_log_prob = best[:, 0], best_log_prob[:, 0]
-        self.log_probs += best_log_prob
-        self.last = best
-        finished = []
-        for row, token in enumerate(best.tolist()):
-            key = self.keys[row]
-            if key is None:
-                continue  # finished earlier; its row goes at the next rebuild
-            if token == self.specials.eos:
-                log_prob = float(self.log_probs[row])
-                finished.append((key, Hypothesis(self.tokens[row], log_prob, log_prob)))
-                self.keys[row] = None
-                self._source_tokens -= self.source_lengths[row]
-            else:
-                self.tokens[row].append(token)
-        return finished
+        logits = self.model.decode(self._last().to(self.device)[:, None], cache=cache)[:, -1]
+        # Each sentence's step: the index of the token chosen now.
+        steps = cache.length - 1 - cache.pad_left[:: self.rows].cpu()  # (n,)
+        finished = self._choose(logits.float().cpu(), steps)
+        for index, _ in finished:
+            self._source_tokens -= self.source_lengths[index]
+        results = [(self.keys[index], result) for index, result in finished]
+        for index, _ in finished:
+            self.keys[index] = None
+        return results
 
-    def _restrict(self, log_probs: Tensor, steps: Tensor) -> None:
-        """``search.restrict_next_tokens_`` with each row at its own step, in place."""
-        specials = self.specials
-        log_probs[:, list(specials.never_generated)] = NEG_INF
-        at_limit = steps >= self.limits - 1
-        log_probs[(steps == 0) & ~at_limit, specials.eos] = NEG_INF  # no empty output
-        if bool(at_limit.any()):
-            eos_column = log_probs[at_limit, specials.eos].clone()
-            log_probs[at_limit] = NEG_INF
-            log_probs[at_limit, specials.eos] = eos_column
+    # -- what a search adds --------------------------------------------------------------
+
+    def _last(self) -> Tensor:
+        """(N,) the tokens to feed next, one per row."""
+        raise NotImplementedError
+
+    def _choose(self, logits: Tensor, steps: Tensor) -> list[tuple[int, object]]:
+        """Pick the next tokens from (N, V) logits; the sentences (indices) that ended now."""
+        raise NotImplementedError
+
+    def _carry(self, live: list[int], joining: int) -> None:
+        """Keep the per-sentence state of sentences ``live`` and start ``joining`` new ones."""
+        raise NotImplementedError
+
+    # -- rebuilding the cache ------------------------------------------------------------
 
     def _rebuild(self) -> None:
-        """One new cache: the unfinished rows (their filled slots shifted left past the slots
-        no row reads) followed by the waiting sentences, encoded together."""
+        """One new cache: the unfinished sentences' rows (their filled slots shifted left past
+        the slots no row reads) followed by the waiting sentences, encoded together."""
         live = [i for i, key in enumerate(self.keys) if key is not None]
         sources = [source for source, _ in self.waiting]
         if not live and not sources:
             self.reset()
             return
-        old = self.cache
-        shift = int(old.pad_left[live].min()) if old is not None and live else 0  # type: ignore[index]
-        length = old.length - shift if old is not None and live else 0
+        k, old = self.rows, self.cache
+        live_rows = [i * k + j for i in live for j in range(k)]
+        kept = old is not None and bool(live)
+        shift = int(old.pad_left[live_rows].min()) if kept else 0  # type: ignore[union-attr,index]
+        length = old.length - shift if kept else 0  # type: ignore[union-attr]
         new = self._encoded(sources) if sources else None
         limits = torch.cat([self.limits[live], new[1] if new is not None else self.limits[:0]])
         pad_left = torch.cat([
-            old.pad_left[live].cpu() - shift if old is not None and live else limits[:0],
-            torch.full((len(sources),), length, dtype=torch.long),
+            old.pad_left[live_rows].cpu() - shift if kept else limits[:0],  # type: ignore[union-attr,index]
+            torch.full((len(sources) * k,), length, dtype=torch.long),
         ])  # fmt: skip
-        capacity = int((pad_left + limits).max())  # the last slot any row can write, + 1
-        cache = self._empty(len(live) + len(sources), capacity, old or new[0])  # type: ignore[index]
-        self._fill(cache, old, live, shift, length, new[0] if new is not None else None)
-        cache.pad_left, cache.length = pad_left.to(self.device), length
+        # The last slot any row can write, + 1.
+        capacity = int((pad_left + limits.repeat_interleave(k)).max())
+        like = old if old is not None else new[0]  # type: ignore[index]
+        cache = self._empty(len(pad_left), capacity, like)
+        self._fill(cache, old if kept else None, live, live_rows, shift, length,
+                   new[0] if new is not None else None)  # fmt: skip
+        cache.pad_left, cache.length, cache.rows_per_source = pad_left.to(self.device), length, k
         self.cache = cache
         self.keys = [self.keys[i] for i in live] + [key for _, key in self.waiting]
-        self.tokens = [self.tokens[i] for i in live] + [[] for _ in sources]
         self.source_lengths = [self.source_lengths[i] for i in live] + [len(s) for s in sources]
-        self.log_probs = torch.cat([self.log_probs[live], torch.zeros(len(sources))])
         self.limits = limits
-        bos = torch.full((len(sources),), self.specials.bos, dtype=torch.long)
-        self.last = torch.cat([self.last[live], bos])
+        self._carry(live, len(sources))
         self.waiting = []
 
     def _encoded(self, sources: list[list[int]]) -> tuple[KVCache, Tensor]:
@@ -166,40 +174,133 @@ class ContinuousGreedy:
         source_mask = padding_mask(src, pad)  # (n, S)
         limits = self.search.max_lengths(source_mask.sum(dim=1),
                                          cap=self.model.config.max_positions)  # fmt: skip
-        return self.model.init_cache(len(sources), 1, self.model.encode(src), source_mask), \
-            limits.cpu()  # fmt: skip
+        cache = self.model.init_cache(len(sources), 1, self.model.encode(src), source_mask)
+        return cache, limits.cpu()
 
     def _empty(self, rows: int, capacity: int, like: KVCache) -> KVCache:
         layers, _, heads, _, head_dim = like.self_k.shape
         return KVCache.empty(layers, rows, heads, head_dim, capacity, dtype=like.self_k.dtype,
                              device=self.device)  # fmt: skip
 
-    def _fill(self, cache: KVCache, old: KVCache | None, live: list[int], shift: int,
-              length: int, new: KVCache | None) -> None:  # fmt: skip
+    def _fill(self, cache: KVCache, old: KVCache | None, live: list[int], live_rows: list[int],
+              shift: int, length: int, new: KVCache | None) -> None:  # fmt: skip
         """Copy the kept rows' filled slots and both groups' sources into ``cache``."""
-        parts = ([old] if old is not None and live else []) + ([new] if new is not None else [])
-        width = max(part.cross_k.shape[3] for part in parts)  # type: ignore[union-attr]
+        parts = [(old, live), (new, None)]
+        parts = [(part, index) for part, index in parts if part is not None]
+        width = max(part.cross_k.shape[3] for part, _ in parts)  # type: ignore[union-attr]
         layers, _, heads, _, head_dim = cache.self_k.shape
-        cache.cross_k = cache.self_k.new_zeros(layers, cache.n_rows, heads, width, head_dim)
+        sentences = len(live) + (new.source_mask.shape[0] if new is not None else 0)  # type: ignore[union-attr]
+        cache.cross_k = cache.self_k.new_zeros(layers, sentences, heads, width, head_dim)
         cache.cross_v = torch.zeros_like(cache.cross_k)
-        cache.source_mask = torch.zeros(cache.n_rows, width, dtype=torch.bool, device=self.device)
-        rows = 0
-        if old is not None and live:
-            index = torch.tensor(live, device=self.device)
-            kept = slice(0, len(live))
+        cache.source_mask = torch.zeros(sentences, width, dtype=torch.bool, device=self.device)
+        if old is not None:
+            rows = torch.tensor(live_rows, device=self.device)
             filled = slice(shift, shift + length)
-            cache.self_k[:, kept, :, :length] = old.self_k[:, index, :, filled]
-            cache.self_v[:, kept, :, :length] = old.self_v[:, index, :, filled]
-            rows = len(live)
-        for part, index in ((old, live), (new, None)):
-            if part is None or (part is old and not live):
-                continue
-            picked = torch.tensor(index, device=self.device) if index is not None else None
+            cache.self_k[:, : len(live_rows), :, :length] = old.self_k[:, rows, :, filled]
+            cache.self_v[:, : len(live_rows), :, :length] = old.self_v[:, rows, :, filled]
+        start = 0
+        for part, index in parts:
             k, v, mask = part.cross_k, part.cross_v, part.source_mask
-            if picked is not None:
+            if index is not None:
+                picked = torch.tensor(index, device=self.device)
                 k, v, mask = k[:, picked], v[:, picked], mask[picked]  # type: ignore[index]
             n, s = mask.shape  # type: ignore[union-attr]
-            start = 0 if part is old else rows
             cache.cross_k[:, start : start + n, :, :s] = k
             cache.cross_v[:, start : start + n, :, :s] = v
             cache.source_mask[start : start + n, :s] = mask
+            start += n
+
+
+class ContinuousGreedy(ContinuousBatch):
+    """Greedy search (``search.greedy_search``'s choices) over a changing batch; each
+    finished sentence's result is its ``Hypothesis``."""
+
+    def _carry(self, live: list[int], joining: int) -> None:
+        if not hasattr(self, "tokens"):
+            self.tokens: list[list[int]] = []
+            self.log_probs = torch.zeros(0)  # (n,) float32 sums, as greedy_search keeps them
+            self.last = torch.zeros(0, dtype=torch.long)
+        self.tokens = [self.tokens[i] for i in live] + [[] for _ in range(joining)]
+        self.log_probs = torch.cat([self.log_probs[live], torch.zeros(joining)])
+        bos = torch.full((joining,), self.specials.bos, dtype=torch.long)
+        self.last = torch.cat([self.last[live], bos])
+
+    def _last(self) -> Tensor:
+        return self.last
+
+    def _choose(self, logits: Tensor, steps: Tensor) -> list[tuple[int, object]]:
+        log_probs = logits.log_softmax(dim=-1)[:, None]  # (n, 1, V)
+        log_probs = restrict_next_tokens_(log_probs, steps, self.limits, self.specials)[:, 0]
+        best_log_prob, best = top_k_by_blocks(log_probs, 1)
+        best, best_log_prob = best[:, 0], best_log_prob[:, 0]
+        self.log_probs += best_log_prob
+        self.last = best
+        finished: list[tuple[int, object]] = []
+        for index, token in enumerate(best.tolist()):
+            if self.keys[index] is None:
+                continue  # finished earlier; it goes at the next rebuild
+            if token == self.specials.eos:
+                log_prob = float(self.log_probs[index])
+                finished.append((index, Hypothesis(self.tokens[index], log_prob, log_prob)))
+            else:
+                self.tokens[index].append(token)
+        return finished
+
+
+class ContinuousBeam(ContinuousBatch):
+    """Beam search (``search.beam_search``'s choices) over a changing batch, ``beam_size``
+    rows a sentence; each finished sentence's result is its ``n_best`` hypotheses."""
+
+    def __init__(self, model: Transformer, search: SearchConfig, beam_size: int,
+                 n_best: int = 1) -> None:  # fmt: skip
+        if not 1 <= n_best <= beam_size:
+            raise ValueError(f"n_best must be in [1, beam_size={beam_size}], got {n_best}")
+        self.rows, self.n_best = beam_size, n_best
+        super().__init__(model, search)
+
+    def _carry(self, live: list[int], joining: int) -> None:
+        k = self.rows
+        if not hasattr(self, "scores"):
+            self.scores = torch.zeros(0, k)  # (n, k) log-probabilities of the open beams
+            self.history = torch.zeros(0, k, 1, dtype=torch.long)  # (n, k, longest limit)
+            self.found: list[list[Hypothesis]] = []  # finished hypotheses per sentence
+            self.done = torch.zeros(0, dtype=torch.bool)
+            self.last = torch.zeros(0, k, dtype=torch.long)
+        width = max(int(self.limits.max()) if len(self.limits) else 1, 1)
+        history = torch.full((len(live) + joining, k, width), self.specials.pad, dtype=torch.long)
+        kept = self.history[live][:, :, :width]
+        history[: len(live), :, : kept.shape[2]] = kept
+        self.history = history
+        # Only beam 0 is alive at the start: the k copies would otherwise propose k identical sets.
+        fresh = torch.full((joining, k), NEG_INF)
+        fresh[:, 0] = 0.0
+        self.scores = torch.cat([self.scores[live], fresh])
+        self.found = [self.found[i] for i in live] + [[] for _ in range(joining)]
+        self.done = torch.cat([self.done[live], torch.zeros(joining, dtype=torch.bool)])
+        self.last = torch.cat([self.last[live], torch.full((joining, k), self.specials.bos)])
+
+    def _last(self) -> Tensor:
+        return self.last.reshape(-1)
+
+    def _choose(self, logits: Tensor, steps: Tensor) -> list[tuple[int, object]]:
+        """One step of ``search.beam_search`` with each sentence at its own step."""
+        k, n = self.rows, len(self.keys)
+        top = best_continuations(logits.view(n, k, -1), self.scores, steps, self.limits,
+                                  self.specials)  # fmt: skip
+        collect_finished(self.found, self.done, self.history, steps, top, k, self.specials.eos,
+                          self.search)  # fmt: skip
+        self.scores, chosen_beam, chosen_token = select_open(*top, k, self.specials.eos)
+        was_done = self.done.clone()
+        self.done |= sentences_done(self.found, self.scores, steps, self.limits, k, self.search)
+        # Finished sentences keep their rows in place: nothing to copy for them.
+        in_place = torch.arange(k)[None, :].expand(n, k)
+        chosen_beam = torch.where(self.done[:, None], in_place, chosen_beam)
+        self.history = self.history.gather(1, chosen_beam[:, :, None].expand_as(self.history))
+        at = steps.clamp(max=self.history.shape[2] - 1)  # finished sentences may run past
+        self.history[torch.arange(n)[:, None], torch.arange(k)[None, :], at[:, None]] = chosen_token
+        self.last = chosen_token
+        rows = chosen_beam + torch.arange(n)[:, None] * k  # (n, k)
+        self.cache.reorder(rows.reshape(-1).to(self.device), cross=False)  # type: ignore[union-attr]
+        ended = (self.done & ~was_done).nonzero()[:, 0].tolist()
+        return [(i, sorted(self.found[i], key=lambda h: -h.score)[: self.n_best])
+                for i in ended if self.keys[i] is not None]  # fmt: skip

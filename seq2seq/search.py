@@ -102,21 +102,23 @@ class Hypothesis:
 
 
 def restrict_next_tokens_(
-    logits: Tensor, step: int, max_lens: Tensor, specials: SpecialTokens
+    logits: Tensor, step: int | Tensor, max_lens: Tensor, specials: SpecialTokens
 ) -> Tensor:
     """Ban pad/unk/bos everywhere and eos as the first token, and force eos on rows at their
     length limit, in place (see ``SpecialTokens``: a limit of 1 still ends at once).
 
     Args:
         logits: (B, R, V) next-token scores of R rows per sentence.
-        step: 0-based index of the token being chosen.
+        step: 0-based index of the token being chosen: one for all, or (B,) one per sentence
+            (continuous batching, where sentences join at different steps).
         max_lens: (B,) maximum lengths, eos included.
     """
     for token in specials.never_generated:
         logits[..., token] = NEG_INF
     at_limit = step >= max_lens - 1  # (B,)
-    if step == 0:  # no empty output: fairseq's min_len = 1
-        logits[..., specials.eos].masked_fill_(~at_limit[:, None], NEG_INF)
+    first = step == 0  # no empty output: fairseq's min_len = 1
+    if isinstance(first, Tensor) or first:
+        logits[..., specials.eos].masked_fill_((first & ~at_limit)[:, None], NEG_INF)
     if bool(at_limit.any()):
         eos_column = logits[at_limit, :, specials.eos].clone()
         logits[at_limit] = NEG_INF
@@ -219,15 +221,15 @@ def beam_search(
     done = torch.zeros(batch, dtype=torch.bool, device=device)
     keep_in_place = torch.arange(k, device=device)[None, :]  # (1, k)
     for step in range(history.shape[2]):
-        top_scores, top_beam, top_token = _best_continuations(
+        top_scores, top_beam, top_token = best_continuations(
             scorer(last).view(len(active), k, -1), scores, step, max_lens, specials
         )
         candidates = (top_scores, top_beam, top_token)
-        _collect_finished(found, done, history, step, candidates, k, specials.eos, config)
-        scores, chosen_beam, chosen_token = _select_open(
+        collect_finished(found, done, history, step, candidates, k, specials.eos, config)
+        scores, chosen_beam, chosen_token = select_open(
             top_scores, top_beam, top_token, k, specials.eos
         )
-        done |= _sentences_done(found, scores, step, max_lens, k, config)
+        done |= sentences_done(found, scores, step, max_lens, k, config)
         if bool(done.all()):
             break
         # Finished sentences keep their rows in place: nothing to copy for them.
@@ -247,8 +249,8 @@ def beam_search(
     return [sorted(hyps, key=lambda h: -h.score)[:n_best] for hyps in finished]
 
 
-def _best_continuations(
-    logits: Tensor, scores: Tensor, step: int, max_lens: Tensor, specials: SpecialTokens
+def best_continuations(
+    logits: Tensor, scores: Tensor, step: int | Tensor, max_lens: Tensor, specials: SpecialTokens
 ) -> tuple[Tensor, Tensor, Tensor]:
     """The 2k best (beam, token) continuations of each sentence: scores, beam, token (n, 2k).
 
@@ -290,11 +292,11 @@ def top_k_by_blocks(x: Tensor, k: int, block: int = 64) -> tuple[Tensor, Tensor]
     return values, columns.gather(1, picked)
 
 
-def _collect_finished(
+def collect_finished(
     finished: list[list[Hypothesis]],
     done: Tensor,
     history: Tensor,
-    step: int,
+    step: int | Tensor,
     candidates: tuple[Tensor, Tensor, Tensor],
     k: int,
     eos: int,
@@ -309,14 +311,20 @@ def _collect_finished(
     ends = (top_token[:, :k] == eos) & top_scores[:, :k].isfinite() & ~done[:, None]
     if not bool(ends.any()):
         return
-    norm = config.length_norm(step + 1)  # the eos counts towards |Y|
     for b, rank in ends.nonzero().tolist():
+        at = _step_of(step, b)
         raw = float(top_scores[b, rank])
-        tokens = history[b, int(top_beam[b, rank]), :step].tolist()
+        tokens = history[b, int(top_beam[b, rank]), :at].tolist()
+        norm = config.length_norm(at + 1)  # the eos counts towards |Y|
         finished[b].append(Hypothesis(tokens, raw / norm, raw))
 
 
-def _select_open(
+def _step_of(step: int | Tensor, sentence: int) -> int:
+    """Sentence ``sentence``'s step, when ``step`` is one for all or one per sentence."""
+    return int(step[sentence]) if isinstance(step, Tensor) else step
+
+
+def select_open(
     top_scores: Tensor, top_beam: Tensor, top_token: Tensor, k: int, eos_id: int
 ) -> tuple[Tensor, Tensor, Tensor]:
     """The k best candidates that do not end in eos: scores, source beam, token; each (B, k)."""
@@ -326,10 +334,10 @@ def _select_open(
     return scores, top_beam.gather(1, order), top_token.gather(1, order)
 
 
-def _sentences_done(
+def sentences_done(
     finished: list[list[Hypothesis]],
     open_scores: Tensor,
-    step: int,
+    step: int | Tensor,
     max_lens: Tensor,
     k: int,
     config: SearchConfig,
@@ -346,7 +354,8 @@ def _sentences_done(
             continue
         # Log-probs only fall as a beam grows, but the penalty divisor grows too; the exact
         # bound assumes the beam could end at the longest allowed length.
-        length = int(max_lens[b]) if config.exact_stop and best_open[b] < 0 else step + 1
+        at = _step_of(step, b)
+        length = int(max_lens[b]) if config.exact_stop and best_open[b] < 0 else at + 1
         done[b] = best_open[b] / config.length_norm(length) <= kth_best
     return done
 

@@ -1,5 +1,5 @@
 """Continuous batching (sentences joining and leaving between steps) gives every sentence
-exactly what greedy search gives it alone."""
+exactly what greedy or beam search gives it alone."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from helpers import tiny_model
-from seq2seq.continuous import ContinuousGreedy
+from seq2seq.continuous import ContinuousBeam, ContinuousGreedy
 from seq2seq.scoring import translate_ids
 from seq2seq.search import SearchConfig
 
@@ -53,6 +53,19 @@ def test_sentences_joining_at_any_step_get_their_greedy_translation(model, arriv
     assert [results[i].tokens for i in range(len(sources))] == [h.tokens for h in expected]
     for i, hypothesis in enumerate(expected):
         assert results[i].log_prob == pytest.approx(hypothesis.log_prob, abs=1e-4)
+
+
+@pytest.mark.parametrize("exact_stop", [False, True])
+@pytest.mark.parametrize("arrivals", [[1], [0, 3, 1, 0, 0, 5], [40]])
+def test_sentences_joining_at_any_step_get_their_beam_search_n_best(model, arrivals, exact_stop):
+    search = SearchConfig(max_len_a=1.5, max_len_b=5, exact_stop=exact_stop)
+    sources = random_sources(40, seed=len(arrivals) + 10)
+    expected = [translate_ids(model, torch.tensor([s]), 4, search, n_best=2)[0] for s in sources]
+    results = decode(ContinuousBeam(model, search, beam_size=4, n_best=2), sources, arrivals)
+    for i, hypotheses in enumerate(expected):
+        assert [h.tokens for h in results[i]] == [h.tokens for h in hypotheses]
+        assert [h.score for h in results[i]] == pytest.approx([h.score for h in hypotheses],
+                                                              abs=1e-4)  # fmt: skip
 
 
 def test_under_steady_load_the_cache_stays_bounded_and_finished_rows_leave(model):

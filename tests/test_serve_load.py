@@ -43,16 +43,25 @@ async def concurrently(url: str, bodies: list[dict], timeout: float = 120) -> li
         return await asyncio.gather(*(client.post("/translate", json=b) for b in bodies))
 
 
-def test_concurrent_requests_are_batched_and_every_answer_is_the_one_alone(translation_server):
+@pytest.mark.parametrize("alternatives", [0, 1])
+def test_concurrent_requests_are_batched_and_every_answer_is_the_one_alone(
+    translation_server, alternatives
+):
+    """Best translations at the server's beam join its continuous batch; n-best requests
+    (alternatives) share whole batches. Either way each answer is the one given alone."""
     url = translation_server.url
-    alone = {s: httpx.post(url + "/translate", json=translate_body(s), timeout=60).json()
-             for s in SOURCES[:32]}  # fmt: skip
+    bodies = [translate_body(s, alternatives=alternatives) for s in SOURCES[:32]]
+    alone = [httpx.post(url + "/translate", json=body, timeout=60).json() for body in bodies]
     before = httpx.get(url + "/v1/stats").json()
-    answers = asyncio.run(concurrently(url, [translate_body(s) for s in SOURCES[:32]]))
+    answers = asyncio.run(concurrently(url, bodies))
     after = httpx.get(url + "/v1/stats").json()
-    assert [a.json() for a in answers] == [alone[s] for s in SOURCES[:32]]
-    jobs, batches = after["jobs"] - before["jobs"], after["batches"] - before["batches"]
-    assert jobs == 32 and batches < 32  # several requests shared a decode
+    assert [a.json() for a in answers] == alone
+    change = {name: after[name] - before[name] for name in ("jobs", "batches", "steps")}
+    assert change["jobs"] == 32
+    if alternatives:
+        assert 0 < change["batches"] < 32 and change["steps"] == 0  # requests shared a decode
+    else:
+        assert change["batches"] == 0 and change["steps"] > 0  # continuous batching
 
 
 def test_greedy_requests_join_a_running_batch_and_get_their_greedy_answer(
@@ -90,7 +99,8 @@ def test_health_is_answered_while_a_batch_decodes(translation_server):
 
 
 def test_a_full_queue_answers_429_at_once_and_the_rest_are_served(translation_checkpoint):
-    options = ("--max-queue", "4", "--batch-limit", "4", "--max-wait-ms", "0", "--beam-size", "4")
+    options = ("--max-queue", "4", "--batch-limit", "4", "--max-wait-ms", "0", "--beam-size", "4",
+               "--no-continuous")  # fmt: skip
     with running_server(translation_checkpoint, *options) as server:
         expected = httpx.post(server.url + "/translate", json=translate_body([HEAVY] * 4),
                               timeout=120).json()  # fmt: skip
@@ -104,8 +114,9 @@ def test_a_full_queue_answers_429_at_once_and_the_rest_are_served(translation_ch
 
 
 def test_clients_that_leave_while_queued_are_skipped(translation_checkpoint):
+    # Whole batches: a job that joined a continuous batch is decoded even if its client left.
     with running_server(translation_checkpoint, "--max-wait-ms", "0", "--char-limit", "30000",
-                        "--beam-size", "4") as server:  # fmt: skip
+                        "--beam-size", "4", "--no-continuous") as server:  # fmt: skip
         url = server.url
         with httpx.Client(base_url=url, timeout=120) as http:
             first = threading.Thread(

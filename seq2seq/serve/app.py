@@ -41,7 +41,11 @@ def create_app(served: ServedModel, settings: ServerSettings = ServerSettings())
         max_batch_tokens=settings.max_batch_tokens,
         max_wait=settings.max_wait_ms / 1000.0,
         max_queue=settings.max_queue,
-        continuous=served.continuous(settings.max_batch_tokens) if settings.continuous else None,
+        continuous=(
+            served.continuous(settings.max_batch_tokens, settings.beam_size)
+            if settings.continuous
+            else None
+        ),
     ).start()
 
     from contextlib import asynccontextmanager

@@ -24,7 +24,7 @@ class ServerSettings:
     max_queue: int = 2000
     limits: Limits = Limits()
     api_keys: frozenset[str] | None = None
-    continuous: bool = True  # greedy requests join and leave the batch between steps
+    continuous: bool = True  # sentences join and leave the batch between decoder steps
 
 
 def authorize(settings: ServerSettings, key: Any, request: Request) -> None:

@@ -12,7 +12,7 @@ import torch
 
 from seq2seq.attention_maps import cross_attention_maps, self_attention_maps
 from seq2seq.checkpoint import load_model
-from seq2seq.continuous import ContinuousGreedy
+from seq2seq.continuous import ContinuousBatch, ContinuousBeam, ContinuousGreedy
 from seq2seq.generation import Completion, Generator
 from seq2seq.packing import pack_for_cpu_inference
 from seq2seq.scoring import translation_prompt
@@ -110,13 +110,17 @@ class ServedModel:
     def _tokenizer(self):  # noqa: ANN202
         return (self.translator or self.generator).tokenizer  # type: ignore[union-attr]
 
-    def continuous(self, max_tokens: int) -> ContinuousJobs | None:
-        """Continuous batching for greedy requests, where the model allows it: our engine
-        and an encoder-decoder model (None otherwise: whole batches for everything)."""
+    def continuous(self, max_tokens: int, beam_size: int) -> ContinuousJobs | None:
+        """Continuous batching for requests at the server's beam size, where the model allows
+        it: our engine and an encoder-decoder model (None otherwise: whole batches)."""
         engine = getattr(self.translator, "engine", None)
         if not isinstance(engine, TorchEngine) or engine.model.config.decoder_only:
             return None
-        return ContinuousJobs(ContinuousGreedy(engine.model, engine.search), max_tokens)
+        if beam_size == 1:
+            decoder: ContinuousBatch = ContinuousGreedy(engine.model, engine.search)
+        else:
+            decoder = ContinuousBeam(engine.model, engine.search, beam_size)
+        return ContinuousJobs(decoder, beam_size, max_tokens)
 
     # -- run in the worker thread --------------------------------------------------------
 
@@ -196,12 +200,12 @@ def model_name(path: str | Path) -> str:
 
 
 class ContinuousJobs:
-    """Greedy translation jobs on a ``ContinuousGreedy`` decoder (``batching.Continuous``):
+    """Translation jobs at one beam size on a continuous decoder (``batching.Continuous``):
     a job's sentences join together and the job is done when its last sentence is."""
 
-    def __init__(self, decoder: ContinuousGreedy, max_tokens: int) -> None:
-        self.decoder = decoder
-        self.max_tokens = max_tokens  # source tokens being decoded at once
+    def __init__(self, decoder: ContinuousBatch, beam_size: int, max_tokens: int) -> None:
+        self.decoder, self.beam_size = decoder, beam_size
+        self.max_tokens = max_tokens  # source tokens x beam being decoded at once
         self.results: dict[int, list[TranslatedSentence]] = {}
         self.left: dict[int, int] = {}  # sentences still decoding, per job
         self.jobs: dict[int, Job] = {}
@@ -211,10 +215,13 @@ class ContinuousJobs:
         return self.decoder.active
 
     def accepts(self, job: Job) -> bool:
-        return job.key == ("translate", 1, 1) and not job.payload.attention
+        """Best translations at the server's beam size (n-best lists and attention are
+        decoded in whole batches)."""
+        return job.key == ("translate", self.beam_size, 1) and not job.payload.attention
 
     def has_room(self, cost: int) -> bool:
-        return not self.decoder.active or self.decoder.source_tokens + cost <= self.max_tokens
+        decoding = self.decoder.source_tokens * self.beam_size
+        return not self.decoder.active or decoding + cost <= self.max_tokens
 
     def add(self, job: Job) -> list[tuple[Job, object]]:
         work: TranslationWork = job.payload
@@ -228,8 +235,9 @@ class ContinuousJobs:
 
     def step(self) -> list[tuple[Job, object]]:
         done = []
-        for (job_id, row), hypothesis in self.decoder.step():
-            self.results[job_id][row] = TranslatedSentence([hypothesis])
+        for (job_id, row), found in self.decoder.step():
+            hypotheses = found if isinstance(found, list) else [found]  # beam: n-best list
+            self.results[job_id][row] = TranslatedSentence(hypotheses)
             self.left[job_id] -= 1
             if not self.left[job_id]:
                 done.append((self.jobs.pop(job_id), self.results.pop(job_id)))
