@@ -200,7 +200,10 @@ class _TextStream:
             return
         self.ids.append(token)
         text = self.tokenizer.decode(self.ids)
-        # A piece can change how the text before it decodes (rarely); wait until it settles.
+        # A piece can change how the text before it decodes (rarely), and a byte piece that
+        # does not complete a character decodes as U+FFFD: wait until the text settles.
+        if text.endswith("\ufffd"):
+            return
         if text.startswith(self.shown) and len(text) > len(self.shown):
             self.on_text(text[len(self.shown) :])
             self.shown = text

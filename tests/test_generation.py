@@ -25,3 +25,24 @@ def test_generator_seeds_each_prompt_by_its_index_in_the_input_not_in_its_batch(
     # Batches put the longest prompt first: "ab" is row 1 of its batch, or in a batch alone.
     assert generator.generate(["ab", "cdefg"], 8, sample)[0] == alone
     assert generator.generate(["ab", "cdefg"], 8, sample, max_tokens=20)[0] == alone
+
+
+def test_streamed_text_waits_for_whole_characters(tmp_path):
+    """A rare character spelled in byte pieces decodes as U+FFFD until its last byte: the
+    stream shows it only once whole, and shows exactly the final text."""
+    import torch
+
+    from helpers import tiny_checkpoint
+    from seq2seq.checkpoint import load_model
+    from seq2seq.generation import _TextStream
+
+    tokenizer = load_model(tiny_checkpoint(tmp_path / "lm.ckpt", lm=True)).tokenizer
+    prompt, text = tokenizer.encode("我"), "龘你好"
+    new = tokenizer.encode(text)
+    assert len(new) > len(text)  # 龘 is spelled in bytes
+    shown: list[str] = []
+    stream = _TextStream(tokenizer, prompt, eos=-1, on_text=shown.append)
+    for token in new:
+        stream.push(torch.tensor([token]))
+    assert "\ufffd" not in "".join(shown)
+    assert tokenizer.decode(prompt) + "".join(shown) == tokenizer.decode(prompt + new)

@@ -121,6 +121,22 @@ def test_odd_input_is_answered_never_a_500(http):
     answer = translate(http, q=odd)
     assert answer.status_code == 200
     assert [("\n" in t) for t in answer.json()["translatedText"]] == [False] * 4
+    lone = b'{"q": "a\\ud800b", "source": "en", "target": "zh"}'
+    surrogate = http.post("/translate", content=lone, headers={"content-type": "application/json"})
+    assert surrogate.status_code == 200  # a lone surrogate (valid JSON, not Unicode): U+FFFD
+    native = http.post("/v1/translate", content=b'{"text": "\\udc00"}',
+                       headers={"content-type": "application/json"})  # fmt: skip
+    assert native.status_code == 200
+    infinite = http.post(
+        "/translate",
+        content=b'{"q": "a", "source": "en", "target": "zh", "alternatives": Infinity}',
+        headers={"content-type": "application/json"},
+    )
+    assert infinite.status_code == 400 and "alternatives" in infinite.json()["error"]
+    wrong_method = http.delete("/translate")
+    assert wrong_method.status_code == 405 and wrong_method.json() == {
+        "error": "Method Not Allowed"
+    }
     empty = translate(http, q=[""] * 1000).json()
     assert empty == {"translatedText": [""] * 1000}
     assert translate(http, q="").json() == {"translatedText": ""}
@@ -262,3 +278,20 @@ def test_bad_server_options_are_one_line_errors(options, message, capsys):
     assert main(["serve", *options]) == 2
     error = capsys.readouterr().err
     assert message in error and error.count("\n") == 1
+
+
+def test_attention_requests_get_attention_whatever_they_are_batched_with(http):
+    """An attention request arriving with plain ones must not be decoded without attention."""
+    import asyncio
+
+    async def together():
+        async with httpx.AsyncClient(base_url=str(http.base_url), timeout=60) as client:
+            plain = [client.post("/translate", json={"q": s, "source": "en", "target": "zh"})
+                     for s in SENTENCES * 3]  # fmt: skip
+            native = client.post("/v1/translate", json={"text": SENTENCES[1],
+                                                         "return_attention": True})  # fmt: skip
+            return await asyncio.gather(*plain[:4], native, *plain[4:])
+
+    answers = asyncio.run(together())
+    attention = answers[4].json()["translations"][0]["attention"]
+    assert attention is not None and len(attention["weights"]) == len(attention["target"])

@@ -136,3 +136,70 @@ def test_close_finishes_queued_jobs_then_refuses_new_ones():
     assert not worker.alive
     with pytest.raises(WorkerClosed):
         worker.submit(job("late"))
+
+
+class FakeContinuous:
+    """A continuous decoder for jobs keyed "c": each job takes ``payload`` steps; a job named
+    "boom" makes the step it is in fail."""
+
+    def __init__(self) -> None:
+        self.left: dict[int, list] = {}
+        self.steps = 0
+
+    @property
+    def active(self) -> int:
+        return len(self.left)
+
+    def accepts(self, job) -> bool:
+        return job.key == "c"
+
+    def has_room(self, cost: int) -> bool:
+        return True
+
+    def add(self, job):
+        self.left[id(job)] = [job, len(job.payload)]
+        return []
+
+    def step(self):
+        self.steps += 1
+        if any(job.payload == "boom" for job, _ in self.left.values()):
+            raise RuntimeError("step failed")
+        done = []
+        for key, entry in list(self.left.items()):
+            entry[1] -= 1
+            if entry[1] == 0:
+                done.append((entry[0], entry[0].payload.upper()))
+                del self.left[key]
+        return done
+
+    def abort(self):
+        jobs = [job for job, _ in self.left.values()]
+        self.left.clear()
+        return jobs
+
+
+def test_continuous_jobs_step_while_other_jobs_run_between_steps():
+    run, continuous = Recorder(), FakeContinuous()
+    worker = BatchingWorker(run, 100, 0.0, 100, continuous=continuous).start()
+    long = worker.submit(job("aaaaaaaaaaaaaaaaaaaa", key="c"))  # 20 steps
+    short = worker.submit(job("bb", key="c"))
+    whole = worker.submit(job("w", key="k"))  # not for the continuous decoder
+    assert (short.result(5), whole.result(5), long.result(5)) == ("BB", "W", "A" * 20)
+    assert run.batches == [["w"]] and continuous.steps >= 20
+    failing = worker.submit(job("boom", key="c"))
+    with pytest.raises(RuntimeError, match="step failed"):
+        failing.result(5)
+    assert worker.submit(job("ok", key="c")).result(5) == "OK" and worker.alive
+    worker.close()
+
+
+def test_a_full_queue_first_drops_the_jobs_whose_clients_left():
+    run = Recorder()
+    worker = blocked_worker(run, max_queue=3)
+    gone = worker.submit(job("gone", size=2))
+    gone.cancel()
+    kept = worker.submit(job("kept", size=2))  # fits once the cancelled job is dropped
+    run.gate.set()
+    assert kept.result(5) == "KEPT"
+    worker.close()
+    assert worker.cancelled == 1 and all("gone" not in b for b in run.batches)

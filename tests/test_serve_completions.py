@@ -81,6 +81,12 @@ def test_stop_strings_end_a_completion(client):
     assert "".join(chunk.choices[0].text for chunk in streamed) == full[:start]
 
 
+def test_an_empty_stop_string_stops_nothing(client):
+    options = dict(model="tiny-lm", prompt="He", max_tokens=8, seed=3)
+    full = client.completions.create(**options).choices[0].text
+    assert client.completions.create(stop="", **options).choices[0].text == full
+
+
 def test_errors_are_openai_shaped(client, lm_server, translation_server):
     with pytest.raises(openai.NotFoundError, match="does not exist"):
         client.completions.create(model="gpt-4", prompt="a")
@@ -96,3 +102,5 @@ def test_errors_are_openai_shaped(client, lm_server, translation_server):
                                                              "target": "zh"})  # fmt: skip
     assert answer.status_code == 400 and "language model" in answer.json()["error"]
     assert httpx.get(lm_server.url + "/languages").json() == []
+    wrong = httpx.get(lm_server.url + "/v1/completions")
+    assert wrong.status_code == 405 and wrong.json()["error"]["message"] == "Method Not Allowed"

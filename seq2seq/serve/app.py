@@ -19,6 +19,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seq2seq.serve.batching import BatchingWorker, Job
 from seq2seq.serve.completion_routes import add_completion_routes
@@ -71,7 +72,7 @@ def _run(served: ServedModel, settings: ServerSettings, jobs: list[Job]) -> list
     """What the worker thread runs for a batch of jobs sharing a key."""
     if jobs[0].key is None:
         return [served.complete_job(jobs[0].payload)]
-    _, beam_size, n_best = jobs[0].key
+    _, beam_size, n_best, _ = jobs[0].key
     return served.translate_jobs(jobs, beam_size, n_best, settings.max_batch_tokens)
 
 
@@ -89,6 +90,11 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(request: Request, error: ApiError) -> JSONResponse:
         return _error_response(request, error)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        """Starlette's own answers (405, 404, an unreadable body) in our error shapes."""
+        return _error_response(request, ApiError(error.status_code, str(error.detail)))
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:

@@ -122,6 +122,10 @@ class BatchingWorker:
         with self._condition:
             if self._closed:
                 raise WorkerClosed("the server is shutting down")
+            if self._waiting + job.size > self.max_queue:  # jobs whose clients left go first
+                gone = [waiting for waiting in self._pending if waiting.future.cancelled()]
+                self._take(gone)
+                self.cancelled += len(gone)
             # A job alone in the queue always fits, so a request of any allowed size can run.
             if self._waiting and self._waiting + job.size > self.max_queue:
                 raise QueueFull(
@@ -198,7 +202,7 @@ class BatchingWorker:
         for job in jobs:
             try:
                 self._deliver(self.continuous.add(job))  # type: ignore[union-attr]
-            except Exception as error:  # e.g. its encoder pass ran out of memory
+            except Exception as error:  # a job the decoder refuses fails alone
                 log.exception("starting a job failed")
                 job.future.set_exception(error)
 

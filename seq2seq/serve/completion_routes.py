@@ -16,7 +16,7 @@ from seq2seq.search import SamplingConfig
 from seq2seq.serve.batching import BatchingWorker, Job
 from seq2seq.serve.handling import ServerSettings, authorize, submit, wait_for
 from seq2seq.serve.model import CompletionWork, ServedModel
-from seq2seq.serve.protocol import ApiError, openai_error
+from seq2seq.serve.protocol import ApiError, openai_error, valid_text
 
 
 class CompletionRequest(BaseModel):
@@ -60,7 +60,9 @@ def add_completion_routes(app: FastAPI, served: ServedModel, settings: ServerSet
             raise ApiError(400, "Invalid request: prompt must be a string or an array of "
                                 "strings", "prompt")  # fmt: skip
         settings.limits.check(prompts)
-        stops = [body.stop] if isinstance(body.stop, str) else [s for s in body.stop or [] if s]
+        prompts = [valid_text(prompt) for prompt in prompts]
+        stops = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
+        stops = [stop for stop in stops if stop]  # an empty stop string stops nothing
         sampling = SamplingConfig(body.temperature, body.top_k, body.top_p, body.seed)
         work = CompletionWork(prompts, body.n, body.max_tokens, sampling)
         request.state.sentences = len(prompts) * body.n
@@ -123,7 +125,10 @@ def _stream(worker: BatchingWorker, job: Job, work: CompletionWork, stops: list[
             else:
                 for index, completion in enumerate(future.result()):
                     scanner = scanners.setdefault(index, StopScanner(stops))
-                    rest = scanner.flush()
+                    rest = ""
+                    if completion.text.startswith(scanner.text):  # text held back to the end
+                        rest = scanner.feed(completion.text[len(scanner.text) :])
+                    rest += scanner.flush()
                     reason = "stop" if scanner.stopped else completion.finish_reason
                     yield _sse(chunk(index, rest, reason))
             yield "data: [DONE]\n\n"

@@ -61,10 +61,8 @@ async def wait_for(request: Request, future: Future) -> Any:
             raise ClientGone
     try:
         return waiting.result()
-    except ApiError:
-        raise
     except Exception as error:
-        raise ApiError(500, f"translation failed: {type(error).__name__}: {error}") from None
+        raise ApiError(500, f"decoding failed: {type(error).__name__}: {error}") from None
 
 
 class ClientGone(Exception):

@@ -157,8 +157,12 @@ class ServedModel:
                     raise Cancelled
                 work.on_text(index, piece)  # type: ignore[misc]
 
-            completions += self.generator.complete([prompt], work.max_new_tokens, work.sampling,
-                                                   indices=[index], on_text=on_text)  # fmt: skip
+            try:
+                completions += self.generator.complete([prompt], work.max_new_tokens,
+                                                       work.sampling, indices=[index],
+                                                       on_text=on_text)  # fmt: skip
+            except Cancelled:  # the client went away: nobody reads the rest
+                return completions
         return completions
 
     def _attention(self, source: list[int], hyps: list[Hypothesis]) -> dict | None:
@@ -215,9 +219,10 @@ class ContinuousJobs:
         return self.decoder.active
 
     def accepts(self, job: Job) -> bool:
-        """Best translations at the server's beam size (n-best lists and attention are
-        decoded in whole batches)."""
-        return job.key == ("translate", self.beam_size, 1) and not job.payload.attention
+        """Best translations at the server's beam size. n-best lists, attention and requests
+        over the token budget go to whole batches, which split them by the budget and retry
+        a batch that runs out of memory in halves."""
+        return job.key == ("translate", self.beam_size, 1, False) and job.cost <= self.max_tokens
 
     def has_room(self, cost: int) -> bool:
         decoding = self.decoder.source_tokens * self.beam_size

@@ -6,6 +6,7 @@ the README's "Serving" section list the shapes)."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
@@ -14,6 +15,7 @@ SOURCE_LANGUAGES = {"en": "English"}
 TARGET_ALIASES = {"zh": "zh", "zh-hans": "zh", "zh-cn": "zh", "zh_cn": "zh", "zh-sg": "zh",
                   "zh_hans": "zh", "cmn": "zh", "cmn-hans": "zh"}  # fmt: skip
 MAX_ALTERNATIVES = 10
+SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_BEAM = 32
 
 
@@ -113,16 +115,22 @@ def integer(value: Any, name: str, low: int, high: int) -> int:
         if isinstance(value, bool):  # JSON true is not the integer 1
             raise TypeError
         number = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ApiError(400, f"Invalid request: {name} must be an integer", name) from None
     if not low <= number <= high:
         raise ApiError(400, f"Invalid request: {name} must be in [{low}, {high}]", name)
     return number
 
 
+def valid_text(text: str) -> str:
+    """``text`` with lone surrogates (JSON allows ``"\\ud800"``, Unicode does not) replaced
+    by U+FFFD, so that the tokenizer never sees a string it cannot encode."""
+    return SURROGATE.sub("\ufffd", text)
+
+
 def split_lines(text: str) -> list[str]:
     """A q string's lines: each is translated alone and they are joined again with ``\\n``."""
-    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return valid_text(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def detected_language(text: str) -> dict[str, Any]:

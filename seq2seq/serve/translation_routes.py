@@ -20,6 +20,7 @@ from seq2seq.serve.protocol import (
     parse_body,
     split_lines,
     translate_args,
+    valid_text,
 )
 
 
@@ -49,7 +50,7 @@ def add_translation_routes(app: FastAPI, served: ServedModel, settings: ServerSe
         request.state.sentences = len(nonempty)
         if not any(encoded):
             return [TranslatedSentence([]) for _ in lines]
-        job = Job(key=("translate", beam_size, n_best), size=len(nonempty),
+        job = Job(key=("translate", beam_size, n_best, attention), size=len(nonempty),
                   cost=sum(map(len, encoded)) * beam_size,
                   payload=TranslationWork(encoded, attention))  # fmt: skip
         return await wait_for(request, submit(worker, job))
@@ -107,7 +108,7 @@ def add_translation_routes(app: FastAPI, served: ServedModel, settings: ServerSe
         if body.return_attention and not served.attention:
             raise ApiError(400, "return_attention needs a torch engine (not CTranslate2)")
         beam = max(body.beam_size or settings.beam_size, body.n_best)
-        lines = [" ".join(text.split()) for text in texts]
+        lines = [" ".join(valid_text(text).split()) for text in texts]
         found = await translate(request, lines, beam, body.n_best, body.return_attention)
         out = []
         for sentence in found:
