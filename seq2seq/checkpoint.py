@@ -66,6 +66,13 @@ class LoadedModel:
     search: SearchConfig
     task: str
 
+    @property
+    def is_language_model(self) -> bool:
+        """Whether it continues text rather than translates: trained as an LM, or a
+        decoder-only model without the separator a decoder-only translator needs."""
+        config = self.model.config
+        return self.task == "lm" or (config.decoder_only and config.sep_id is None)
+
 
 def load_model(path: str | Path, device: str = "cpu") -> LoadedModel:
     """Model, tokenizer and search settings of a ``.ckpt`` written by ``seq2seq fit``."""

@@ -74,7 +74,7 @@ class ContinuousBatch:
         self.limits = torch.zeros(0, dtype=torch.long)  # (n,) max length, eos included
         self.source_lengths: list[int] = []  # (n,)
         self._source_tokens = 0  # of the sentences decoding or waiting
-        self._carry([], 0)
+        self._clear()
 
     @property
     def active(self) -> int:
@@ -126,6 +126,10 @@ class ContinuousBatch:
 
     def _choose(self, logits: Tensor, steps: Tensor) -> list[tuple[int, object]]:
         """Pick the next tokens from (N, V) logits; the sentences (indices) that ended now."""
+        raise NotImplementedError
+
+    def _clear(self) -> None:
+        """Empty per-sentence state (no sentence yet)."""
         raise NotImplementedError
 
     def _carry(self, live: list[int], joining: int) -> None:
@@ -215,11 +219,12 @@ class ContinuousGreedy(ContinuousBatch):
     """Greedy search (``search.greedy_search``'s choices) over a changing batch; each
     finished sentence's result is its ``Hypothesis``."""
 
+    def _clear(self) -> None:
+        self.tokens: list[list[int]] = []  # per sentence, so far
+        self.log_probs = torch.zeros(0)  # (n,) float32 sums, as greedy_search keeps them
+        self.last = torch.zeros(0, dtype=torch.long)  # (n,) the tokens to feed next
+
     def _carry(self, live: list[int], joining: int) -> None:
-        if not hasattr(self, "tokens"):
-            self.tokens: list[list[int]] = []
-            self.log_probs = torch.zeros(0)  # (n,) float32 sums, as greedy_search keeps them
-            self.last = torch.zeros(0, dtype=torch.long)
         self.tokens = [self.tokens[i] for i in live] + [[] for _ in range(joining)]
         self.log_probs = torch.cat([self.log_probs[live], torch.zeros(joining)])
         bos = torch.full((joining,), self.specials.bos, dtype=torch.long)
@@ -258,14 +263,16 @@ class ContinuousBeam(ContinuousBatch):
         self.rows, self.n_best = beam_size, n_best
         super().__init__(model, search)
 
+    def _clear(self) -> None:
+        k = self.rows
+        self.scores = torch.zeros(0, k)  # (n, k) log-probabilities of the open beams
+        self.history = torch.zeros(0, k, 1, dtype=torch.long)  # (n, k, longest limit)
+        self.found: list[list[Hypothesis]] = []  # finished hypotheses per sentence
+        self.done = torch.zeros(0, dtype=torch.bool)
+        self.last = torch.zeros(0, k, dtype=torch.long)  # (n, k) the tokens to feed next
+
     def _carry(self, live: list[int], joining: int) -> None:
         k = self.rows
-        if not hasattr(self, "scores"):
-            self.scores = torch.zeros(0, k)  # (n, k) log-probabilities of the open beams
-            self.history = torch.zeros(0, k, 1, dtype=torch.long)  # (n, k, longest limit)
-            self.found: list[list[Hypothesis]] = []  # finished hypotheses per sentence
-            self.done = torch.zeros(0, dtype=torch.bool)
-            self.last = torch.zeros(0, k, dtype=torch.long)
         width = max(int(self.limits.max()) if len(self.limits) else 1, 1)
         history = torch.full((len(live) + joining, k, width), self.specials.pad, dtype=torch.long)
         kept = self.history[live][:, :, :width]

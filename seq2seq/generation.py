@@ -86,28 +86,10 @@ class Generator:
             on_batch: called with the number of prompts finished after each batch (progress).
         """
         check_sampling(sampling, beam_size, max_new_tokens)
-        encoded = [self.prompt_ids(prompt) for prompt in prompts]
-        self._truncate(encoded, max_new_tokens)
-        outputs = [""] * len(prompts)
-        for batch in token_batches(encoded, max_tokens, extra=max_new_tokens):
-            stream = _TextStream(self.tokenizer, encoded[batch[0]], self.model.config.eos_id,
-                                 on_text)  # fmt: skip
-            streaming = on_text is not None and len(prompts) == 1 and beam_size == 1
-            new = generate_ids(
-                self.model,
-                [encoded[i] for i in batch],
-                max_new_tokens,
-                sampling,
-                beam_size,
-                self.search,
-                on_token=stream.push if streaming else None,
-                indices=batch,  # a prompt's random stream follows its index in `prompts`
-            )
-            for index, tokens in zip(batch, new, strict=True):
-                outputs[index] = prompts[index] + self._continuation(encoded[index], tokens)
-            if on_batch is not None:
-                on_batch(len(batch))
-        return [one_line(text) for text in outputs]
+        found = self._continue(prompts, max_new_tokens, sampling, beam_size, max_tokens,
+                               range(len(prompts)), on_text, on_batch)  # fmt: skip
+        return [one_line(prompt + self._continuation(ids, new))
+                for prompt, (ids, new) in zip(prompts, found, strict=True)]  # fmt: skip
 
     def complete(
         self,
@@ -126,28 +108,51 @@ class Generator:
             on_text: with a single prompt, called with each new piece of text (streaming).
         """
         check_sampling(sampling, 1, max_new_tokens)
+        indices = range(len(prompts)) if indices is None else indices
+        found = self._continue(prompts, max_new_tokens, sampling, 1, max_tokens, indices, on_text)
+        positions = self.model.config.max_positions
+        completions = []
+        for ids, new in found:
+            limit = min(max_new_tokens, positions - len(ids))
+            reason = "length" if len(new) >= limit else "stop"
+            completions.append(Completion(self._continuation(ids, new), len(ids), len(new), reason))
+        return completions
+
+    def _continue(
+        self,
+        prompts: Sequence[str],
+        max_new_tokens: int,
+        sampling: SamplingConfig,
+        beam_size: int,
+        max_tokens: int,
+        indices: Sequence[int],
+        on_text: Callable[[str], None] | None = None,
+        on_batch: Callable[[int], None] | None = None,
+    ) -> list[tuple[list[int], list[int]]]:
+        """Each prompt's ids as the model read them (cut when over-long) and its new tokens,
+        in batches of ``max_tokens`` positions; a prompt's random stream is ``indices[i]``."""
         encoded = [self.prompt_ids(prompt) for prompt in prompts]
         self._truncate(encoded, max_new_tokens)
-        indices = list(range(len(prompts)) if indices is None else indices)
-        positions, eos = self.model.config.max_positions, self.model.config.eos_id
-        completions: list[Completion | None] = [None] * len(prompts)
+        found: list[tuple[list[int], list[int]]] = [([], [])] * len(prompts)
+        streaming = on_text is not None and len(prompts) == 1 and beam_size == 1
         for batch in token_batches(encoded, max_tokens, extra=max_new_tokens):
-            stream = _TextStream(self.tokenizer, encoded[batch[0]], eos, on_text)
+            stream = _TextStream(self.tokenizer, encoded[batch[0]], self.model.config.eos_id,
+                                 on_text)  # fmt: skip
             new = generate_ids(
                 self.model,
                 [encoded[i] for i in batch],
                 max_new_tokens,
                 sampling,
-                config=self.search,
-                on_token=stream.push if on_text is not None and len(prompts) == 1 else None,
+                beam_size,
+                self.search,
+                on_token=stream.push if streaming else None,
                 indices=[indices[i] for i in batch],
             )
             for index, tokens in zip(batch, new, strict=True):
-                limit = min(max_new_tokens, positions - len(encoded[index]))
-                reason = "length" if len(tokens) >= limit else "stop"
-                text = self._continuation(encoded[index], tokens)
-                completions[index] = Completion(text, len(encoded[index]), len(tokens), reason)
-        return completions  # type: ignore[return-value]  (every prompt has >= 1 token: bos)
+                found[index] = (encoded[index], tokens)
+            if on_batch is not None:
+                on_batch(len(batch))
+        return found
 
     def _continuation(self, prompt: list[int], new: list[int]) -> str:
         """The text the new tokens add (decoding them with the prompt keeps word spacing)."""

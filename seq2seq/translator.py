@@ -109,8 +109,7 @@ class Translator:
         model, or a decoder-only one trained on joined pairs (``configs/lm_translate.yaml``).
         On the CPU in float32 its weights are packed for inference (``seq2seq.packing``)."""
         loaded = load_model(path, device)
-        config = loaded.model.config
-        if loaded.task == "lm" or (config.decoder_only and config.sep_id is None):
+        if loaded.is_language_model:
             raise CheckpointError(
                 f"{path}: a language model, not a translation model; use 'seq2seq generate'"
             )

@@ -77,8 +77,7 @@ class ServedModel:
             return cls(name, translator=Translator.from_ctranslate2(path, device), engine=engine)
         loaded = load_model(path, device)
         model = pack_for_cpu_inference(loaded.model)
-        config = model.config
-        if loaded.task == "lm" or (config.decoder_only and config.sep_id is None):
+        if loaded.is_language_model:
             return cls(name, generator=Generator(model, loaded.tokenizer, loaded.search))
         translator = Translator(TorchEngine(model, loaded.search), loaded.tokenizer)
         return cls(name, translator=translator)
