@@ -7,7 +7,8 @@ makes it self-contained:
 
     model_config   ModelConfig.to_dict(): the shape, and the special token ids
     search         SearchConfig as a dict: the decoding defaults
-    tokenizer      the SentencePiece model's bytes
+    tokenizer      the SentencePiece model's bytes (an imported Marian model's
+                   PairedTokenizer: seq2seq.data.paired_tokenizer)
     task           "translation" (pairs) or "lm" (monolingual text)
 """
 
@@ -76,18 +77,18 @@ class LoadedModel:
 
 def load_model(path: str | Path, device: str = "cpu") -> LoadedModel:
     """Model, tokenizer and search settings of a ``.ckpt`` written by ``seq2seq fit``."""
-    from seq2seq.data.tokenizer import Tokenizer
+    from seq2seq.data.tokenizer import tokenizer_from_bytes
 
     checkpoint = read_checkpoint(path)
     section = checkpoint[CHECKPOINT_KEY]
     config = _model_config(path, section)
     if section.get("tokenizer") is None:
         raise CheckpointError(f"{path}: checkpoint holds no SentencePiece model")
-    tokenizer = Tokenizer.from_bytes(section["tokenizer"])
+    tokenizer = tokenizer_from_bytes(section["tokenizer"])
     if tokenizer.vocab_size != config.vocab_size:
         raise CheckpointError(
-            f"{path}: vocab_size {config.vocab_size} disagrees with the SentencePiece "
-            f"model ({tokenizer.vocab_size} pieces)"
+            f"{path}: vocab_size {config.vocab_size} disagrees with the tokenizer "
+            f"({tokenizer.vocab_size} ids)"
         )
     model = Transformer(config)
     try:

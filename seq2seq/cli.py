@@ -17,6 +17,7 @@ COMMANDS = {
     "generate": "continue text with a decoder-only model (--prompt, or stdin lines)",
     "average": "average the parameters of several checkpoints",
     "export": "export a checkpoint to Hugging Face (MarianMTModel) or CTranslate2",
+    "import": "import a Hugging Face MarianMTModel (OPUS-MT) as a checkpoint",
     "attention": "draw a model's attention for one sentence as heatmaps (PNG)",
     "plot": "draw a run's training curves: loss, validation BLEU, learning rate (PNG)",
     "serve": "serve a model over HTTP: LibreTranslate and OpenAI APIs, a web page",
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_generate(sub.add_parser("generate", help=COMMANDS["generate"]))
     _add_average(sub.add_parser("average", help=COMMANDS["average"]))
     _add_export(sub.add_parser("export", help=COMMANDS["export"]))
+    _add_import(sub.add_parser("import", help=COMMANDS["import"]))
     _add_attention(sub.add_parser("attention", help=COMMANDS["attention"]))
     _add_plot(sub.add_parser("plot", help=COMMANDS["plot"]))
     _add_serve(sub.add_parser("serve", help=COMMANDS["serve"]))
@@ -172,6 +174,20 @@ def _add_export(p: argparse.ArgumentParser) -> None:
         help="ctranslate2 only: weight type, e.g. int8 (default: float32)",
     )
     p.set_defaults(run=run_export)
+
+
+def _add_import(p: argparse.ArgumentParser) -> None:
+    p.description = ("Turn a MarianMTModel (e.g. OPUS-MT's Helsinki-NLP/opus-mt-en-zh) into a "
+                     "checkpoint that translate, evaluate, serve, attention, export and fit "
+                     "(--model.init_from) take like any other.")  # fmt: skip
+    p.add_argument("--hf", required=True, metavar="DIR_OR_NAME",
+                   help="a save_pretrained directory, or a hub name (downloads it)")  # fmt: skip
+    p.add_argument("--output", required=True, help="the .ckpt to write")
+    p.add_argument("--target-token", default=None, metavar="TOKEN",
+                   help="target-language token prefixed to every source, for models with "
+                        "several target languages, e.g. '>>cmn_Hans<<' (stored in the "
+                        "checkpoint)")  # fmt: skip
+    p.set_defaults(run=run_import)
 
 
 def _add_attention(p: argparse.ArgumentParser) -> None:
@@ -387,6 +403,18 @@ def run_export(args: argparse.Namespace) -> int:
         out = export.export_ctranslate2(args.checkpoint, args.output, args.eval_json,
                                         args.quantization)  # fmt: skip
     print(f"exported {args.checkpoint} as {args.format} to {out}")
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from seq2seq.checkpoint import load_model
+    from seq2seq.pretrained import import_marian
+
+    out = import_marian(args.hf, args.output, args.target_token)
+    config = load_model(out).model.config
+    print(f"imported {args.hf} to {out}: d_model {config.d_model}, {config.n_encoder_layers}+"
+          f"{config.n_decoder_layers} layers, vocabulary {config.vocab_size}, "
+          f"activation {config.activation}")  # fmt: skip
     return 0
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from seq2seq.errors import ConfigError
 
-ACTIVATIONS = ("relu", "gelu", "swiglu")
+ACTIVATIONS = ("relu", "gelu", "swish", "swiglu")
 NORMS = ("layernorm", "rmsnorm")
 POSITIONS = ("sinusoidal", "learned", "rope")
 
@@ -27,14 +27,17 @@ class ModelConfig:
         attention_dropout: dropout on attention weights; 0 as in the paper.
         activation_dropout: dropout on the feed-forward hidden layer; 0 as in the paper, which
             drops out only sub-layer outputs and the embedding sums (§5.4).
-        activation: feed-forward non-linearity: ``relu`` (paper), ``gelu`` (GPT-2) or
-            ``swiglu`` (Llama: ``W2(silu(x W1) * x W3)``, a third d_model x d_ff matrix).
+        activation: feed-forward non-linearity: ``relu`` (paper), ``gelu`` (GPT-2),
+            ``swish`` (SiLU, ``x * sigmoid(x)``: OPUS-MT/Marian models) or ``swiglu`` (Llama:
+            ``W2(silu(x W1) * x W3)``, a third d_model x d_ff matrix).
         norm: ``layernorm`` (paper) or ``rmsnorm`` (Llama: rescale by the root mean square, no
             centring, no bias).
         positions: ``sinusoidal`` (paper, fixed), ``learned`` (GPT-2, a trained table) or
             ``rope`` (rotary: queries and keys of self-attention are rotated by their position,
             so attention scores depend on relative position; nothing is added to the input).
         bias: biases in every linear layer and LayerNorm (paper); False as in Llama.
+        output_bias: a bias vector added to the tied pre-softmax projection (Marian's
+            ``final_logits_bias``); False as in the paper. Imported OPUS-MT models set it.
         max_positions: longest sequence the position table covers.
         pad_id: padding token; never attended to as a key, never predicted.
         unk_id: the unknown piece SentencePiece gives text outside the vocabulary; never
@@ -67,6 +70,7 @@ class ModelConfig:
     norm: str = "layernorm"
     positions: str = "sinusoidal"
     bias: bool = True
+    output_bias: bool = False
     max_positions: int = 1024
     pad_id: int = 0
     unk_id: int = 1

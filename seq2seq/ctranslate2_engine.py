@@ -34,12 +34,12 @@ class CTranslate2Engine:
     def __init__(self, model_dir: str | Path, device: str = "cpu", compute_type: str = "default"):
         import ctranslate2
 
-        from seq2seq.data.tokenizer import Tokenizer
+        from seq2seq.data.tokenizer import load_tokenizer
 
         directory = Path(model_dir)
         if not (directory / "model.bin").is_file() or not (directory / SPM_FILE).is_file():
             raise CheckpointError(f"{directory}: not a CTranslate2 export of seq2seq")
-        self.tokenizer = Tokenizer.load(directory / SPM_FILE)
+        self.tokenizer = load_tokenizer(directory / SPM_FILE)
         self.search, self.config = read_settings(directory / SETTINGS_FILE, self.tokenizer)
         self.device = device
         self.translator = ctranslate2.Translator(

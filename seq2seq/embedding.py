@@ -18,12 +18,16 @@ class SharedEmbedding(nn.Module):
     """The ONE token embedding matrix of the model.
 
     It embeds source and target tokens (multiplied by sqrt(d_model), §3.4) and, transposed,
-    is the pre-softmax projection: ``project`` uses this very ``weight``.
+    is the pre-softmax projection: ``project`` uses this very ``weight``, plus an optional bias
+    per vocabulary entry (``output_bias``: Marian's ``final_logits_bias``; none in the paper).
     """
 
-    def __init__(self, vocab_size: int, d_model: int, pad_id: int) -> None:
+    def __init__(
+        self, vocab_size: int, d_model: int, pad_id: int, output_bias: bool = False
+    ) -> None:
         super().__init__()
         self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
+        self.bias = nn.Parameter(torch.zeros(vocab_size)) if output_bias else None
         self.pad_id = pad_id
         self.scale = math.sqrt(d_model)
         self.reset_parameters()
@@ -41,7 +45,7 @@ class SharedEmbedding(nn.Module):
 
     def project(self, hidden: Tensor) -> Tensor:
         """(B, T, d_model) -> (B, T, vocab) logits through the tied weight."""
-        return F.linear(hidden, self.weight)
+        return F.linear(hidden, self.weight, self.bias)
 
 
 def sinusoid_table(n_positions: int, d_model: int) -> Tensor:

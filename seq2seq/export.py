@@ -35,6 +35,7 @@ from torch import Tensor
 from seq2seq.checkpoint import load_model, read_checkpoint
 from seq2seq.config import ModelConfig
 from seq2seq.ctranslate2_engine import SETTINGS_FILE, SPM_FILE
+from seq2seq.data.paired_tokenizer import PairedTokenizer
 from seq2seq.errors import CheckpointError
 from seq2seq.model import Transformer
 
@@ -54,17 +55,33 @@ def check_exportable(config: ModelConfig) -> None:
                 f"MarianMTModel has no equivalent of {field}={getattr(config, field)!r} "
                 f"(export needs {field}={value!r})"
             )
-    if config.activation not in ("relu", "gelu") or config.d_model % 2:
-        raise ValueError("MarianMTModel export needs a relu/gelu model with an even d_model")
+    if config.activation not in ("relu", "gelu", "swish") or config.d_model % 2:
+        raise ValueError("MarianMTModel export needs a relu/gelu/swish model with an even d_model")
 
 
-def marian_config(config: ModelConfig, **overrides: Any):  # noqa: ANN201 (transformers type)
-    """The ``MarianConfig`` of the same model: post-LN, tied and scaled embeddings."""
+def marian_rows(config: ModelConfig, tokenizer: Any) -> tuple[int, int]:
+    """Marian's vocabulary size and padding id for our model.
+
+    An imported OPUS-MT model (:mod:`seq2seq.pretrained`) has a padding id appended after its
+    vocabulary and Marian's ``<pad>`` as its start token; Marian pads with that start token,
+    so the export drops the appended row. Our own models keep every row and their pad."""
+    if getattr(tokenizer, "appended_pad", False):
+        return config.vocab_size - 1, config.bos_id
+    return config.vocab_size, config.pad_id
+
+
+def marian_config(  # noqa: ANN201 (transformers type)
+    config: ModelConfig, rows: int | None = None, pad_id: int | None = None, **overrides: Any
+):
+    """The ``MarianConfig`` of the same model: post-LN, tied and scaled embeddings; ``rows``
+    and ``pad_id`` as :func:`marian_rows` gives them (default: ours)."""
     from transformers import MarianConfig
 
+    rows = config.vocab_size if rows is None else rows
+    pad_id = config.pad_id if pad_id is None else pad_id
     values = dict(
-        vocab_size=config.vocab_size,
-        decoder_vocab_size=config.vocab_size,
+        vocab_size=rows,
+        decoder_vocab_size=rows,
         d_model=config.d_model,
         encoder_layers=config.n_encoder_layers,
         decoder_layers=config.n_decoder_layers,
@@ -80,7 +97,7 @@ def marian_config(config: ModelConfig, **overrides: Any):  # noqa: ANN201 (trans
         scale_embedding=True,
         share_encoder_decoder_embeddings=True,
         tie_word_embeddings=True,
-        pad_token_id=config.pad_id,
+        pad_token_id=pad_id,
         bos_token_id=config.bos_id,
         eos_token_id=config.eos_id,
         decoder_start_token_id=config.bos_id,
@@ -90,9 +107,11 @@ def marian_config(config: ModelConfig, **overrides: Any):  # noqa: ANN201 (trans
     return MarianConfig(**values)
 
 
-def marian_state_dict(model: Transformer) -> dict[str, Tensor]:
-    """Our weights under Marian's names, in Marian's coordinate order (see module docstring)."""
+def marian_state_dict(model: Transformer, rows: int | None = None) -> dict[str, Tensor]:
+    """Our weights under Marian's names, in Marian's coordinate order (see module docstring);
+    the first ``rows`` rows of the embedding (default all, see :func:`marian_rows`)."""
     perm = interleaved_to_halves(model.config.d_model)
+    rows = model.config.vocab_size if rows is None else rows
     weights: dict[str, Tensor] = {}
 
     def reads(w: Tensor) -> Tensor:  # a Linear whose input is the residual stream
@@ -120,7 +139,9 @@ def marian_state_dict(model: Transformer) -> dict[str, Tensor]:
         weights[f"{prefix}.fc2.weight"] = writes(ff.linear2.weight)
         weights[f"{prefix}.fc2.bias"] = writes(ff.linear2.bias)
 
-    weights["model.shared.weight"] = model.embedding.weight[:, perm]
+    weights["model.shared.weight"] = model.embedding.weight[:rows, perm]
+    if model.embedding.bias is not None:
+        weights["final_logits_bias"] = model.embedding.bias[None, :rows]
     for i, layer in enumerate(model.encoder.layers):
         p = f"model.encoder.layers.{i}"
         attn = layer.self_attn
@@ -147,15 +168,16 @@ def marian_state_dict(model: Transformer) -> dict[str, Tensor]:
     return {name: w.detach().clone().contiguous() for name, w in weights.items()}
 
 
-def to_marian(model: Transformer):  # noqa: ANN201 (transformers type)
+def to_marian(model: Transformer, tokenizer: Any = None):  # noqa: ANN201 (transformers type)
     """A ``MarianMTModel`` (eval mode) computing the same function as ``model``."""
     from transformers import MarianMTModel
 
     check_exportable(model.config)
-    marian = MarianMTModel(marian_config(model.config)).eval()
-    missing, unexpected = marian.load_state_dict(marian_state_dict(model), strict=False)
+    rows, pad_id = marian_rows(model.config, tokenizer)
+    marian = MarianMTModel(marian_config(model.config, rows, pad_id)).eval()
+    missing, unexpected = marian.load_state_dict(marian_state_dict(model, rows), strict=False)
     # Left to Marian: its own sinusoid tables, the tied encoder/decoder/output embeddings (the
-    # same tensor as model.shared) and the zero final_logits_bias.
+    # same tensor as model.shared) and, without an output bias, the zero final_logits_bias.
     left = [n for n in missing if not n.endswith(("embed_positions.weight", "embed_tokens.weight"))]
     left = [n for n in left if n not in ("lm_head.weight", "final_logits_bias")]
     if left or unexpected:
@@ -163,18 +185,20 @@ def to_marian(model: Transformer):  # noqa: ANN201 (transformers type)
     return marian
 
 
-def generation_config(config: ModelConfig):  # noqa: ANN201 (transformers type)
+def generation_config(config: ModelConfig, pad_id: int | None = None):  # noqa: ANN201
     """``generate``'s defaults for the export, with our search's rules: start from bos; never
     emit pad, unk or bos (``bad_words_ids``, as Marian's own exports ban pad); at least one
     token before the eos (``min_new_tokens``; at ``max_length=2`` the forced eos still ends the
     output at once, as our length limit of 1 does); beam 5."""
     from transformers import GenerationConfig
 
+    pad_id = config.pad_id if pad_id is None else pad_id
+    banned = sorted({pad_id, config.unk_id, config.bos_id})
     return GenerationConfig(
         decoder_start_token_id=config.bos_id, eos_token_id=config.eos_id,
-        pad_token_id=config.pad_id, bos_token_id=config.bos_id,
+        pad_token_id=pad_id, bos_token_id=config.bos_id,
         forced_eos_token_id=config.eos_id, max_length=config.max_positions, num_beams=5,
-        bad_words_ids=[[config.pad_id], [config.unk_id], [config.bos_id]], min_new_tokens=1,
+        bad_words_ids=[[token] for token in banned], min_new_tokens=1,
     )  # fmt: skip
 
 
@@ -187,24 +211,31 @@ def export_hf(checkpoint: str | Path, output: str | Path, eval_json: str | None 
     check_exportable(loaded.model.config)
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
-    marian = to_marian(loaded.model)
+    marian = to_marian(loaded.model, loaded.tokenizer)
     mc, search = loaded.model.config, loaded.search
-    marian.generation_config = generation_config(mc)
+    marian.generation_config = generation_config(mc, marian_rows(mc, loaded.tokenizer)[1])
     marian.save_pretrained(out)
     write_marian_tokenizer(loaded.tokenizer, loaded.model.config, out)
-    (out / "README.md").write_text(model_card(checkpoint, mc, search, eval_json), "utf-8")
+    card = model_card(checkpoint, mc, search, eval_json, loaded.tokenizer)
+    (out / "README.md").write_text(card, "utf-8")
     return out
 
 
 def write_marian_tokenizer(tokenizer, config: ModelConfig, out: Path) -> None:
     """``MarianTokenizer`` files: the one joint SentencePiece model for both sides, its
     vocabulary and the special tokens. (MarianTokenizer appends ``</s>`` to every source; our
-    models were trained without it, so feed our ids, or strip it, for exact parity.)"""
-    tokenizer.save(out / "source.spm")
-    shutil.copy(out / "source.spm", out / "target.spm")
-    vocab = {tokenizer.id_to_piece(i): i for i in range(tokenizer.vocab_size)}
-    (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
-    names = {"pad_token": tokenizer.id_to_piece(config.pad_id),
+    models were trained without it, so feed our ids, or strip it, for exact parity.) An
+    imported model writes back the files it came with."""
+    if isinstance(tokenizer, PairedTokenizer):
+        tokenizer.save_marian_files(out)
+        pad_id = marian_rows(config, tokenizer)[1]
+    else:
+        tokenizer.save(out / "source.spm")
+        shutil.copy(out / "source.spm", out / "target.spm")
+        vocab = {tokenizer.id_to_piece(i): i for i in range(tokenizer.vocab_size)}
+        (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+        pad_id = config.pad_id
+    names = {"pad_token": tokenizer.id_to_piece(pad_id),
              "unk_token": tokenizer.id_to_piece(config.unk_id),
              "eos_token": tokenizer.id_to_piece(config.eos_id)}  # fmt: skip
     settings = {"tokenizer_class": "MarianTokenizer", "source_lang": "en", "target_lang": "zh",
@@ -213,7 +244,9 @@ def write_marian_tokenizer(tokenizer, config: ModelConfig, out: Path) -> None:
     (out / "special_tokens_map.json").write_text(json.dumps(names, indent=2), encoding="utf-8")
 
 
-def model_card(checkpoint, config: ModelConfig, search, eval_json: str | None) -> str:
+def model_card(
+    checkpoint, config: ModelConfig, search, eval_json: str | None, tokenizer: Any = None
+) -> str:
     """README.md of an export: what was trained on what, how it scored, how to use it."""
     raw = read_checkpoint(checkpoint)
     data = raw.get("datamodule_hyper_parameters", {})
@@ -253,12 +286,20 @@ def model_card(checkpoint, config: ModelConfig, search, eval_json: str | None) -
         'tokenizer = MarianTokenizer.from_pretrained("DIR")',
         "```",
         "",
-        "The model was trained without an eos at the end of the source; MarianTokenizer adds",
-        "one, so drop it from `input_ids` for outputs identical to `seq2seq translate`.",
+        *_source_note(tokenizer),
         f"Decoding defaults of the original: beam 5, GNMT length penalty {search.length_penalty}.",
         "",
     ]
     return "\n".join(lines)
+
+
+def _source_note(tokenizer: Any) -> list[str]:
+    if isinstance(tokenizer, PairedTokenizer):
+        token = tokenizer.target_token
+        return [f"Prefix every source with `{token} ` (the target-language token)." if token
+                else "Sources are fed as MarianTokenizer cuts them (with their eos)."]  # fmt: skip
+    return ["The model was trained without an eos at the end of the source; MarianTokenizer adds",
+            "one, so drop it from `input_ids` for outputs identical to `seq2seq translate`."]  # fmt: skip
 
 
 def _evaluation_lines(raw: dict, eval_json: str | None) -> list[str]:
@@ -341,9 +382,9 @@ def export_ctranslate2(
     with tempfile.TemporaryDirectory() as tmp:
         hf_dir = export_hf(checkpoint, Path(tmp) / "hf", eval_json)
         convert(hf_dir, out, quantization)
-        shutil.copy(hf_dir / "source.spm", out / SPM_FILE)
         shutil.copy(hf_dir / "README.md", out / "README.md")
     loaded = load_model(checkpoint)
+    loaded.tokenizer.save(out / SPM_FILE)  # the SentencePiece model, or a PairedTokenizer
     settings = {"search": asdict(loaded.search), "model_config": loaded.model.config.to_dict()}
     (out / SETTINGS_FILE).write_text(json.dumps(settings, indent=2), encoding="utf-8")
     return out

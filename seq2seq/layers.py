@@ -2,7 +2,8 @@
 
 Post-LN, as in the paper: ``x = LayerNorm(x + Dropout(Sublayer(x)))``.
 Pre-LN (``norm_first=True``): ``x = x + Dropout(Sublayer(LayerNorm(x)))``.
-The norm is LayerNorm or RMSNorm, the feed-forward ReLU, GELU or SwiGLU (``ModelConfig``).
+The norm is LayerNorm or RMSNorm, the feed-forward ReLU, GELU, swish or SwiGLU
+(``ModelConfig``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from seq2seq.config import ModelConfig
 
 # ReLU overwrites the fresh (B, T, d_ff) output of the first matmul instead of allocating a
 # second one (its backward needs only its own output); SiLU's backward needs its input.
-_ACTIVATIONS = {"relu": partial(F.relu, inplace=True), "gelu": F.gelu, "swiglu": F.silu}
+_ACTIVATIONS = {"relu": partial(F.relu, inplace=True), "gelu": F.gelu, "swish": F.silu,
+                "swiglu": F.silu}  # fmt: skip
 
 
 class RMSNorm(nn.Module):

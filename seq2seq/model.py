@@ -88,7 +88,9 @@ class Transformer(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.config = config
-        self.embedding = SharedEmbedding(config.vocab_size, config.d_model, config.pad_id)
+        self.embedding = SharedEmbedding(
+            config.vocab_size, config.d_model, config.pad_id, config.output_bias
+        )
         # Absolute positions are added to the input; rotary ones turn queries and keys instead.
         self.positions: nn.Module | None = None
         self.rotary: RotaryPositions | None = None

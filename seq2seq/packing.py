@@ -150,10 +150,10 @@ class PackedEmbedding(_Packed, SharedEmbedding):
         for name, value in vars(embedding).items():
             if not name.startswith("_") and name != "training":
                 setattr(self, name, value)
-        self.weight = embedding.weight
+        self.weight, self.bias = embedding.weight, embedding.bias
         self.packed = pack_weight(self.weight)
         self.training = False
 
     def project(self, hidden: Tensor) -> Tensor:
         """(B, T, d_model) -> (B, T, vocab) logits through the tied weight, packed."""
-        return packed_linear(hidden, self.packed, None)
+        return packed_linear(hidden, self.packed, self.bias)

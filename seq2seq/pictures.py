@@ -165,7 +165,7 @@ def attention_picture(
         title = f"self-attention: {tokenizer.decode(sequence)}"
         return draw_self_attention(sequence, title)
     limit = search.source_limit(config.max_positions) if config.decoder_only else None
-    source = tokenizer.encode(normalize_en(text))[: limit or config.max_positions]
+    source = tokenizer.encode_source(normalize_en(text))[: limit or config.max_positions]
     if not source:
         raise ValueError("--text has no tokens to attend to")
     best = translate_ids(model, torch.tensor([source]), beam_size, search)[0][0].tokens

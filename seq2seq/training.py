@@ -328,9 +328,9 @@ class TranslationModule(L.LightningModule):
         if self.tokenizer_bytes is None:
             return None
         if getattr(self, "_tokenizer_cache", None) is None:
-            from seq2seq.data.tokenizer import Tokenizer
+            from seq2seq.data.tokenizer import tokenizer_from_bytes
 
-            self._tokenizer_cache = Tokenizer.from_bytes(self.tokenizer_bytes)
+            self._tokenizer_cache = tokenizer_from_bytes(self.tokenizer_bytes)
         return self._tokenizer_cache
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:

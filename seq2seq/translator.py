@@ -198,7 +198,7 @@ class Translator:
         naming the lines cut)."""
         from seq2seq.data.clean import normalize_en
 
-        encoded = [self.tokenizer.encode(normalize_en(line)) for line in lines]
+        encoded = [self.tokenizer.encode_source(normalize_en(line)) for line in lines]
         limit = self.engine.source_limit()
         cut = [i + 1 for i, ids in enumerate(encoded) if len(ids) > limit]
         for i in cut:

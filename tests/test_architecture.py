@@ -21,7 +21,7 @@ LAYERS = {
     "data": 3,
     "checkpoint": 4, "translator": 4, "generation": 4, "ctranslate2_engine": 4, "evaluation": 4,
     "schedule": 5, "training": 5, "callbacks": 5, "lightning_cli": 5,
-    "export": 6, "pictures": 6, "serve": 6,
+    "export": 6, "pictures": 6, "serve": 6, "pretrained": 6,
     "cli": 7, "__main__": 7, "__init__": 7,
 }  # fmt: skip
 # Deprecated names that seq2seq.search forwards, lazily, to their new home (PEP 562 hook).

@@ -246,14 +246,17 @@ def _pad(seqs: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
     return out
 
 
-def collate(examples: Sequence[Example], pad_id: int = PAD_ID) -> Batch:
-    """Pads ``(src_ids, tgt_ids)`` examples (no specials) into a :class:`Batch`."""
+def collate(
+    examples: Sequence[Example], pad_id: int = PAD_ID, bos_id: int = BOS_ID, eos_id: int = EOS_ID
+) -> Batch:
+    """Pads ``(src_ids, tgt_ids)`` examples (target without specials) into a :class:`Batch`;
+    the ids are the tokenizer's (an imported Marian model has its own)."""
     srcs = [list(src) for src, _ in examples]
     tgts = [list(tgt) for _, tgt in examples]
     return Batch(
         src=_pad(srcs, pad_id),
-        tgt_in=_pad([[BOS_ID, *t] for t in tgts], pad_id),
-        tgt_out=_pad([[*t, EOS_ID] for t in tgts], pad_id),
+        tgt_in=_pad([[bos_id, *t] for t in tgts], pad_id),
+        tgt_out=_pad([[*t, eos_id] for t in tgts], pad_id),
         n_src_tokens=sum(map(len, srcs)),
         n_tgt_tokens=sum(len(t) + 1 for t in tgts),
     )

@@ -28,7 +28,12 @@ from seq2seq.data.layouts import Dataset, choose_layout
 from seq2seq.data.prepare import PrepareSettings, build_atomically, is_prepared, read_report
 from seq2seq.data.sources import CorpusSpec
 from seq2seq.data.split import SPLITS
-from seq2seq.data.tokenizer import PAD_ID, Tokenizer
+from seq2seq.data.tokenizer import (
+    PairedTokenizer,
+    Tokenizer,
+    checkpoint_tokenizer_bytes,
+    load_tokenizer,
+)
 
 
 class TranslationDataModule(LightningDataModule):
@@ -46,7 +51,8 @@ class TranslationDataModule(LightningDataModule):
         tgt_lang: Target key in JSONL objects and HF ``translation`` dicts.
         src_field: Source column of a TSV file (0-based).
         tgt_field: Target column of a TSV file (0-based).
-        vocab_size: Exact size of the joint SentencePiece vocabulary, specials included.
+        vocab_size: Exact size of the joint SentencePiece vocabulary, specials included
+            (ignored with ``tokenizer_from``).
         spm_model_type: SentencePiece model type, ``unigram`` or ``bpe``.
         max_tokens: Padded-token budget of a batch (batch size × longest example).
         max_len: Drop train/dev pairs with a side longer than this many tokens (test keeps
@@ -65,6 +71,9 @@ class TranslationDataModule(LightningDataModule):
             side of a parallel corpus to read.
         text_field: ``lm`` from JSONL or ``datasets``: the key / column holding the text.
         block_size: ``lm``: tokens per training sequence.
+        tokenizer_from: a checkpoint (ours, or one ``seq2seq import`` wrote) whose tokenizer
+            cuts the data instead of a SentencePiece model trained on it: fine-tuning must
+            see the ids the model was trained with. Set from ``model.init_from`` by the CLI.
     """
 
     def __init__(
@@ -93,6 +102,7 @@ class TranslationDataModule(LightningDataModule):
         lm_side: str = "zh",
         text_field: str | None = None,
         block_size: int = 128,
+        tokenizer_from: str | None = None,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -113,8 +123,10 @@ class TranslationDataModule(LightningDataModule):
         self.cache_dir = Path(cache_dir)
         self.num_workers = num_workers
         self.seed = seed
+        self.tokenizer_from = tokenizer_from
+        self._given_tokenizer: bytes | None = None
         self.layout.check_budget(max_tokens, self._settings())
-        self._tokenizer: Tokenizer | None = None
+        self._tokenizer: Tokenizer | PairedTokenizer | None = None
         self._data: dict[str, Dataset] = {}
         self._reported = False
 
@@ -124,8 +136,14 @@ class TranslationDataModule(LightningDataModule):
             spec=self.spec, vocab_size=self.vocab_size, spm_model_type=self.spm_model_type,
             seed=self.seed, max_len_chars=self.max_len_chars, max_ratio=self.max_ratio,
             max_len=self.max_len, lm_side=self.lm_side, text_field=self.text_field,
-            block_size=self.block_size,
+            block_size=self.block_size, tokenizer=self._given_tokenizer_bytes(),
         )  # fmt: skip
+
+    def _given_tokenizer_bytes(self) -> bytes | None:
+        """The ``tokenizer_from`` checkpoint's tokenizer, read once."""
+        if self.tokenizer_from is not None and self._given_tokenizer is None:
+            self._given_tokenizer = checkpoint_tokenizer_bytes(self.tokenizer_from)
+        return self._given_tokenizer
 
     # ----------------------------------------------------------------------------- cache
     @property
@@ -149,7 +167,7 @@ class TranslationDataModule(LightningDataModule):
         """Loads tokenizer and token ids from the cache (on every rank)."""
         if not self.is_prepared():
             self.prepare_data()  # used outside a Trainer, or the cache was removed
-        self._tokenizer = Tokenizer.load(self.cache_path / "spm.model")
+        self._tokenizer = load_tokenizer(self.cache_path / "spm.model")
         for name in SPLITS:
             self._data[name] = self.layout.load(self.cache_path / f"{name}.npz")
         self._log_report_once()
@@ -172,8 +190,8 @@ class TranslationDataModule(LightningDataModule):
         return read_report(self.cache_path)
 
     @property
-    def tokenizer(self) -> Tokenizer:
-        """The joint tokenizer (after :meth:`setup`)."""
+    def tokenizer(self) -> Tokenizer | PairedTokenizer:
+        """The tokenizer (after :meth:`setup`)."""
         if self._tokenizer is None:
             # AttributeError, so getattr(dm, "tokenizer", None) and hasattr() work before setup.
             raise AttributeError("tokenizer is available after setup()")
@@ -209,7 +227,11 @@ class TranslationDataModule(LightningDataModule):
         )
         collate_fn = self.layout.collate(self.tokenizer)
         return TokenBatchLoader(
-            data, sampler, pad_id=PAD_ID, num_workers=self.num_workers, collate_fn=collate_fn
+            data,
+            sampler,
+            pad_id=self.tokenizer.pad_id,
+            num_workers=self.num_workers,
+            collate_fn=collate_fn,
         )
 
     def train_dataloader(self) -> TokenBatchLoader:

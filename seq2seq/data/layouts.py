@@ -29,6 +29,7 @@ import numpy as np
 from seq2seq.config import ConfigError
 from seq2seq.data.batching import (
     Batch,
+    collate,
     collate_blocks,
     collate_joined,
     example_length,
@@ -44,7 +45,7 @@ from seq2seq.data.prepare import (
     prepare_pairs,
     read_split_texts,
 )
-from seq2seq.data.tokenizer import PAD_ID, SEP, Tokenizer
+from seq2seq.data.tokenizer import SEP, Tokenizer
 
 TASKS = ("translation", "lm")
 
@@ -124,7 +125,8 @@ class PairLayout(Layout):
         return data.lengths()
 
     def collate(self, tokenizer: Tokenizer) -> Collate | None:
-        return None
+        return partial(collate, pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id,
+                       eos_id=tokenizer.eos_id)  # fmt: skip
 
     def summary(self, report: dict[str, Any], settings: PrepareSettings) -> str:
         return (
@@ -159,7 +161,7 @@ class JoinedPairLayout(PairLayout):
         return (src + tgt + joined_length(0, 0)).tolist()
 
     def collate(self, tokenizer: Tokenizer) -> Collate:
-        return partial(collate_joined, sep_id=tokenizer.sep_id, pad_id=PAD_ID)
+        return partial(collate_joined, sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id)
 
 
 class BlockLayout(Layout):
@@ -191,7 +193,7 @@ class BlockLayout(Layout):
         return data.lengths()
 
     def collate(self, tokenizer: Tokenizer) -> Collate:
-        return partial(collate_blocks, pad_id=PAD_ID)
+        return partial(collate_blocks, pad_id=tokenizer.pad_id)
 
     def summary(self, report: dict[str, Any], settings: PrepareSettings) -> str:
         return (

@@ -4,7 +4,7 @@ The slow work runs once; later runs (and other ranks) only read the cache direct
 ``cache_dir/<prefix><corpus kind>-<hash>/`` (:func:`cache_name`: the hash covers every setting
 that changes what is written). A translation cache holds::
 
-    spm.model                       joint SentencePiece model
+    spm.model                       joint SentencePiece model (or the given tokenizer's bytes)
     train.npz dev.npz test.npz      token ids, :class:`TokenizedPairs` (flat int32 ids + offsets)
     {train,dev,test}.{en,zh}        cleaned text, one sentence per line (BLEU references)
     report.json                     counts: raw, cleaning drops, split sizes, too-long drops
@@ -37,7 +37,7 @@ from seq2seq.data.clean import clean_pairs
 from seq2seq.data.lm import TokenBlocks, clean_documents, pack_blocks, split_documents
 from seq2seq.data.sources import CorpusSpec, load_corpus, load_texts
 from seq2seq.data.split import split_pairs
-from seq2seq.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
+from seq2seq.data.tokenizer import PairedTokenizer, Tokenizer, tokenizer_from_bytes
 from seq2seq.errors import DataError
 from seq2seq.textio import write_lines
 
@@ -64,9 +64,13 @@ class PrepareSettings:
     lm_side: str
     text_field: str | None
     block_size: int
+    tokenizer: bytes | None = None
 
     def tokenizer_key(self) -> list[Any]:
-        """The settings that change the trained SentencePiece model."""
+        """The settings that change the tokenizer: a given one's bytes (fine-tuning a
+        checkpoint), or those of the SentencePiece model trained otherwise."""
+        if self.tokenizer is not None:
+            return ["given", hashlib.sha256(self.tokenizer).hexdigest()]
         return [self.vocab_size, self.spm_model_type, self.seed]
 
 
@@ -189,8 +193,11 @@ def _write_report(out: Path, report: dict[str, Any]) -> None:
 
 def _train_tokenizer(
     texts: list[str], settings: PrepareSettings, user_symbols: Sequence[str] = ()
-) -> tuple[Tokenizer, float]:
-    """The joint tokenizer trained on ``texts``, and the seconds it took."""
+) -> tuple[Tokenizer | PairedTokenizer, float]:
+    """The joint tokenizer trained on ``texts``, and the seconds it took; the given one
+    (``settings.tokenizer``, when fine-tuning a checkpoint) as it is."""
+    if settings.tokenizer is not None:
+        return tokenizer_from_bytes(settings.tokenizer), 0.0
     start = time.perf_counter()
     tokenizer = Tokenizer.train(
         texts,
@@ -240,11 +247,14 @@ def prepare_pairs(out: Path, settings: PrepareSettings, user_symbols: Sequence[s
 
 
 def tokenize_pairs(
-    tokenizer: Tokenizer, pairs: list[tuple[str, str]], max_len: int, keep_long: bool
+    tokenizer: Tokenizer | PairedTokenizer,
+    pairs: list[tuple[str, str]],
+    max_len: int,
+    keep_long: bool,
 ) -> tuple[TokenizedPairs, int]:
     """Token ids of ``pairs`` and how many pairs were dropped for a side over ``max_len``."""
-    src = tokenizer.encode_batch([en for en, _ in pairs])
-    tgt = tokenizer.encode_batch([zh for _, zh in pairs])
+    src = tokenizer.encode_sources([en for en, _ in pairs])
+    tgt = tokenizer.encode_targets([zh for _, zh in pairs])
     keep = [keep_long or max(len(s), len(t)) <= max_len for s, t in zip(src, tgt, strict=True)]
     kept = [i for i, k in enumerate(keep) if k]
     dropped = len(pairs) - len(kept)
@@ -273,8 +283,10 @@ def prepare_blocks(out: Path, settings: PrepareSettings) -> None:
     for name, split in splits.items():
         write_lines(split, out / f"{name}.txt")
         ids = tokenizer.encode_batch(split)
-        blocks = pack_blocks(ids, settings.block_size, BOS_ID, EOS_ID, PAD_ID)
+        blocks = pack_blocks(
+            ids, settings.block_size, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id
+        )
         report["blocks"][name] = len(blocks)
-        report["tokens"][name] = TokenBlocks(blocks).n_tokens(PAD_ID)
+        report["tokens"][name] = TokenBlocks(blocks).n_tokens(tokenizer.pad_id)
         np.savez(out / f"{name}.npz", blocks=blocks)
     _write_report(out, report)

@@ -18,6 +18,10 @@ from pathlib import Path
 
 import sentencepiece as spm
 
+from seq2seq.data.paired_tokenizer import MAGIC as PAIRED_MAGIC
+from seq2seq.data.paired_tokenizer import PairedTokenizer
+from seq2seq.errors import DataError
+
 PAD_ID = 0
 UNK_ID = 1
 BOS_ID = 2
@@ -26,7 +30,14 @@ SEP = "<sep>"  # between source and target of a decoder-only translation model
 
 
 class Tokenizer:
-    """Wraps a SentencePiece model; ``encode`` adds no specials, ``decode`` strips them."""
+    """Wraps a SentencePiece model; ``encode`` adds no specials, ``decode`` strips them.
+
+    Source and target share the model: ``encode_source`` and ``encode_target`` are ``encode``
+    (an imported Marian model's :class:`~seq2seq.data.paired_tokenizer.PairedTokenizer` cuts
+    each side with its own model).
+    """
+
+    pad_id, unk_id, bos_id, eos_id = PAD_ID, UNK_ID, BOS_ID, EOS_ID
 
     def __init__(self, model_proto: bytes) -> None:
         """Loads a serialized SentencePiece ``ModelProto`` (see :meth:`to_bytes`)."""
@@ -107,6 +118,22 @@ class Tokenizer:
         """Token ids of each text, without bos/eos."""
         return self._sp.encode(list(texts))
 
+    def encode_source(self, text: str) -> list[int]:
+        """What the encoder reads: the ids of ``text`` (no bos/eos)."""
+        return self._sp.encode(text)
+
+    def encode_target(self, text: str) -> list[int]:
+        """Target ids of ``text`` (no bos/eos)."""
+        return self._sp.encode(text)
+
+    def encode_sources(self, texts: Sequence[str]) -> list[list[int]]:
+        """:meth:`encode_source` of each text."""
+        return self.encode_batch(texts)
+
+    def encode_targets(self, texts: Sequence[str]) -> list[list[int]]:
+        """:meth:`encode_target` of each text."""
+        return self.encode_batch(texts)
+
     def decode(self, ids: Sequence[int]) -> str:
         """Text of ``ids``: stops at the first eos and ignores pad and bos.
 
@@ -143,3 +170,35 @@ class Tokenizer:
     def load(cls, path: str | Path) -> Tokenizer:
         """Reads a model file written by :meth:`save` or ``spm_train``."""
         return cls(Path(path).read_bytes())
+
+
+def tokenizer_from_bytes(data: bytes) -> Tokenizer | PairedTokenizer:
+    """The tokenizer a checkpoint or data cache stores: a SentencePiece model (ours), or an
+    imported Marian model's :class:`PairedTokenizer`."""
+    if data.startswith(PAIRED_MAGIC):
+        return PairedTokenizer.from_bytes(data)
+    return Tokenizer.from_bytes(data)
+
+
+def load_tokenizer(path: str | Path) -> Tokenizer | PairedTokenizer:
+    """:func:`tokenizer_from_bytes` of a file."""
+    return tokenizer_from_bytes(Path(path).read_bytes())
+
+
+def checkpoint_tokenizer_bytes(path: str | Path) -> bytes:
+    """The tokenizer a seq2seq checkpoint holds (in its ``seq2seq`` section, see
+    :mod:`seq2seq.checkpoint`), read without building its model.
+
+    Raises:
+        DataError: the file is missing, unreadable, or holds no tokenizer.
+    """
+    import torch
+
+    try:  # mmap: the weights are never read into memory
+        checkpoint = torch.load(path, map_location="cpu", weights_only=False, mmap=True)
+    except Exception as error:  # missing, truncated, not a torch file
+        raise DataError.at(path, None, f"cannot read checkpoint ({str(error)[:200]})") from None
+    section = checkpoint.get("seq2seq") if isinstance(checkpoint, dict) else None
+    if not isinstance(section, dict) or not section.get("tokenizer"):
+        raise DataError.at(path, None, "not a seq2seq checkpoint with a tokenizer")
+    return section["tokenizer"]
