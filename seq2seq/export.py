@@ -298,8 +298,10 @@ def _source_note(tokenizer: Any) -> list[str]:
         token = tokenizer.target_token
         return [f"Prefix every source with `{token} ` (the target-language token)." if token
                 else "Sources are fed as MarianTokenizer cuts them (with their eos)."]  # fmt: skip
-    return ["The model was trained without an eos at the end of the source; MarianTokenizer adds",
-            "one, so drop it from `input_ids` for outputs identical to `seq2seq translate`."]  # fmt: skip
+    return [
+        "The model was trained without an eos at the end of the source; MarianTokenizer adds",
+        "one, so drop it from `input_ids` for outputs identical to `seq2seq translate`.",
+    ]
 
 
 def _evaluation_lines(raw: dict, eval_json: str | None) -> list[str]:

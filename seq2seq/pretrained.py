@@ -127,10 +127,11 @@ def check_importable(source: str, marian: Any, tokenizer: Any) -> None:
         refuse("encoder and decoder differ in heads or feed-forward width")
     if c.d_model % 2:
         refuse(f"odd d_model {c.d_model}")
-    shared = marian.model.shared.weight
-    for name, weight in (("the output projection", marian.lm_head.weight),
-                         ("the encoder embedding", marian.model.encoder.embed_tokens.weight),
-                         ("the decoder embedding", marian.model.decoder.embed_tokens.weight)):  # fmt: skip
+    shared, inner = marian.model.shared.weight, marian.model
+    tied = {"the output projection": marian.lm_head.weight,
+            "the encoder embedding": inner.encoder.embed_tokens.weight,
+            "the decoder embedding": inner.decoder.embed_tokens.weight}  # fmt: skip
+    for name, weight in tied.items():
         if not torch.equal(weight, shared):
             refuse(f"{name} is not tied to the shared embedding")
 

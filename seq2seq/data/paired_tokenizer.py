@@ -65,8 +65,10 @@ class PairedTokenizer:
         self.pad_id, self.unk_id = specials["pad"], specials["unk"]
         self.bos_id, self.eos_id = specials["bos"], specials["eos"]
         if target_token is not None and target_token not in self.vocab:
-            raise ValueError(f"target-language token {target_token!r} is not in the vocabulary "
-                             f"(it has: {', '.join(self.language_tokens()[:12]) or 'none'})")  # fmt: skip
+            known = ", ".join(self.language_tokens()[:12]) or "none"
+            raise ValueError(
+                f"target-language token {target_token!r} is not in the vocabulary (it has: {known})"
+            )
         self.target_token = target_token
 
     def language_tokens(self) -> list[str]:
