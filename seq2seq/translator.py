@@ -198,7 +198,10 @@ class Translator:
         naming the lines cut)."""
         from seq2seq.data.clean import normalize_en
 
-        encoded = [self.tokenizer.encode_source(normalize_en(line)) for line in lines]
+        # A blank line stays blank (a Marian model's tokenizer would give it a language token
+        # and an eos to translate).
+        texts = [normalize_en(line) for line in lines]
+        encoded = [self.tokenizer.encode_source(text) if text.strip() else [] for text in texts]
         limit = self.engine.source_limit()
         cut = [i + 1 for i, ids in enumerate(encoded) if len(ids) > limit]
         for i in cut:

@@ -10,6 +10,7 @@ one on its Chinese (no byte fallback, so rare characters are ``<unk>``, as in OP
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 from pathlib import Path
@@ -52,14 +53,21 @@ def marian_vocab(source: bytes, target: bytes) -> dict[str, int]:
     return {piece: i for i, piece in enumerate(kept)}
 
 
+@functools.cache
+def spm_models() -> tuple[bytes, bytes]:
+    """Source (English) and target (Chinese) SentencePiece models of the HSK sentences."""
+    pairs = hsk_pairs()
+    return train_spm([en for en, _ in pairs], 400, 1.0), train_spm(
+        [zh for _, zh in pairs], 1600, 0.98
+    )
+
+
 def build_opus_mt_like(directory: Path, seed: int = 0, **overrides) -> Path:
     """Write a small OPUS-MT-shaped model with its tokenizer files into ``directory``."""
     from transformers import MarianConfig, MarianMTModel, MarianTokenizer
 
     directory.mkdir(parents=True, exist_ok=True)
-    pairs = hsk_pairs()
-    source = train_spm([en for en, _ in pairs], 400, 1.0)
-    target = train_spm([zh for _, zh in pairs], 1600, 0.98)
+    source, target = spm_models()
     vocab = marian_vocab(source, target)
     (directory / "source.spm").write_bytes(source)
     (directory / "target.spm").write_bytes(target)
