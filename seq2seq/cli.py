@@ -123,6 +123,9 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
         default=None,
         help="score the held-out split the checkpoint was trained with (default test)",
     )
+    p.add_argument("--data-from", metavar="CKPT",
+                   help="--split of the data this other checkpoint was trained on (e.g. to score "
+                        "an imported model on your test set)")  # fmt: skip
     p.add_argument("--src", help="English source file (instead of --split)")
     p.add_argument("--ref", action="append", help="Chinese reference file; repeat for more")
     p.add_argument("--hyps", help="where to write the hypotheses (default: next to the ckpt)")
@@ -333,8 +336,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from seq2seq.textio import write_lines
 
     translator = _load_translator(args)
-    sources, references, name = load_eval_set(args.checkpoint, args.split, args.src, args.ref,
-                                              args.engine)  # fmt: skip
+    sources, references, name = load_eval_set(args.data_from or args.checkpoint, args.split,
+                                              args.src, args.ref, args.engine)  # fmt: skip
     hypotheses = _translate_with_progress(translator, sources, args, show=True)
     result = score_translations(hypotheses, references)
     hyps_path = Path(args.hyps or Path(args.checkpoint).with_suffix(f".{name}.hyp.zh"))

@@ -83,7 +83,7 @@ class CTranslate2Engine:
             max_decoding_length=max(1, longest),
             min_decoding_length=min(1, longest),
             disable_unk=True,
-            suppress_sequences=[[sp.id_to_piece(config.pad_id)], [sp.id_to_piece(config.bos_id)]],
+            suppress_sequences=[[sp.id_to_piece(token)] for token in self._never_generated()],
         )
         return [
             [
@@ -92,6 +92,12 @@ class CTranslate2Engine:
             ]
             for result, limit in zip(results, limits, strict=True)
         ]
+
+    def _never_generated(self) -> list[int]:
+        """pad and bos; an imported model's appended pad is no row of the export at all."""
+        config = self.config
+        appended = getattr(self.tokenizer, "appended_pad", False)
+        return [config.bos_id] if appended else [config.pad_id, config.bos_id]
 
 
 def read_settings(path: Path, tokenizer) -> tuple[SearchConfig, ModelConfig]:

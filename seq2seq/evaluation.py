@@ -104,7 +104,8 @@ def held_out_split(checkpoint_path: str | Path, split: str) -> tuple[list[str], 
     hparams = checkpoint.get("datamodule_hyper_parameters")
     if not hparams:
         raise CheckpointError(
-            f"{checkpoint_path}: no data settings stored; evaluate with --src and --ref"
+            f"{checkpoint_path}: no data settings stored; evaluate with --src and --ref, or "
+            "--data-from a checkpoint trained on the data"
         )
     # Lightning adds bookkeeping entries (e.g. '_instantiator'); keep the constructor's own.
     accepted = inspect.signature(TranslationDataModule).parameters

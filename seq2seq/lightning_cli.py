@@ -28,6 +28,8 @@ class Seq2SeqCLI(LightningCLI):
         parser.link_arguments("data.vocab_size", "model.config.vocab_size")
         # One flag switches the data layout too: pairs joined into one sequence, or LM blocks.
         parser.link_arguments("model.config.decoder_only", "data.decoder_only")
+        # Fine-tuning: the data is cut by the tokenizer of the checkpoint the model starts from.
+        parser.link_arguments("model.init_from", "data.tokenizer_from")
         parser.add_lightning_class_args(BestAndLastCheckpoint, "checkpoint")
         parser.set_defaults(
             {

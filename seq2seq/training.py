@@ -58,6 +58,14 @@ class TranslationModule(L.LightningModule):
             parameter (Lightning's step counter and the schedule still advance); counted in the
             ``skipped_steps`` metric. After this many in a row, training stops with
             ``TrainingStopped``.
+        init_from: fine-tune: start from this checkpoint's weights (ours, or one
+            ``seq2seq import`` wrote). Its model config is used (a ``config`` field set to
+            another value than both the default and the checkpoint's is an error; the run may
+            change the three dropouts), the CLI makes the data module cut the data with
+            its tokenizer (``data.tokenizer_from``), and the optimizer starts fresh.
+        peak_lr: the learning rate at the end of the warmup; sets ``lr_scale`` so that the
+            inverse-sqrt schedule peaks there (None: ``lr_scale`` as given). Fine-tuning wants
+            a peak far below training's (configs/finetune.yaml).
     """
 
     def __init__(
@@ -74,11 +82,17 @@ class TranslationModule(L.LightningModule):
         val_beam_size: int = 1,
         search: SearchConfig = SearchConfig(),  # noqa: B008 (frozen, so sharing is safe)
         max_nonfinite_steps: int = 10,
+        init_from: str | None = None,
+        peak_lr: float | None = None,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
+        self._init_tokenizer: bytes | None = None  # the tokenizer of init_from
+        if init_from is not None:
+            config, self.model, self._init_tokenizer = pretrained_model(init_from, config)
+        else:
+            self.model = Transformer(config)
         self.config = config
-        self.model = Transformer(config)
         self.search = search
         self.tokenizer_bytes: bytes | None = None  # set from the data module in setup()
         self.task = "translation"  # or "lm": what the data module trains (set in setup())
@@ -97,7 +111,7 @@ class TranslationModule(L.LightningModule):
             self.parameters(),
             self.config.d_model,
             hp.warmup_steps,
-            hp.lr_scale,
+            self.lr_scale(),
             hp.cooldown_steps,
             total_steps=self.trainer.max_steps if self._trainer is not None else -1,
             adam_betas=hp.adam_betas,
@@ -109,6 +123,14 @@ class TranslationModule(L.LightningModule):
             "optimizer": optimizer,
             "lr_scheduler": {"scheduler": scheduler, "interval": "step"},
         }
+
+    def lr_scale(self) -> float:
+        """The schedule's multiplier: ``lr_scale``, or the one that makes it peak at ``peak_lr``."""
+        hp = self.hparams
+        if hp.get("peak_lr") is None:
+            return hp.lr_scale
+        return hp.peak_lr / inverse_sqrt_schedule(hp.warmup_steps, self.config.d_model,
+                                                  hp.warmup_steps, 1.0)  # fmt: skip
 
     def training_progress(self, step: int, total_steps: int) -> float:
         """The share of the training budget used after ``step`` updates: the larger of
@@ -212,7 +234,7 @@ class TranslationModule(L.LightningModule):
         rate = self.trainer.optimizers[0].param_groups[0]["lr"]
         hp = self.hparams
         peak = inverse_sqrt_schedule(hp.warmup_steps, self.config.d_model, hp.warmup_steps,
-                                     hp.lr_scale)  # fmt: skip
+                                     self.lr_scale())  # fmt: skip
         annealed = (
             f"schedule annealed to {rate:.2g} (peak {peak:.2g})"
             if self.hparams.cooldown_steps > 0
@@ -295,6 +317,7 @@ class TranslationModule(L.LightningModule):
         if tokenizer is not None:
             self.tokenizer_bytes = tokenizer.to_bytes()
             self._check_vocab(tokenizer.vocab_size)
+            self._check_tokenizer(tokenizer, datamodule)
             self.task = getattr(datamodule, "task", "translation")
             if self.config.decoder_only and tokenizer.sep_id is not None:
                 self.config.sep_id = tokenizer.sep_id  # joined pairs: [bos] src [sep] tgt
@@ -316,6 +339,21 @@ class TranslationModule(L.LightningModule):
                 f"{what} make {longest}-token sequences but model.config.max_positions is "
                 f"{self.config.max_positions}: raise it or shorten the data"
             )
+
+    def _check_tokenizer(self, tokenizer, datamodule) -> None:
+        """The data's special ids and layout must be the model's; a fine-tuned model must see
+        its own tokenizer's ids."""
+        config = self.config
+        ids = (tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id)
+        if ids != (config.pad_id, config.bos_id, config.eos_id):
+            raise ConfigError(f"the tokenizer's pad/bos/eos ids {ids} are not the model's "
+                              f"{(config.pad_id, config.bos_id, config.eos_id)}")  # fmt: skip
+        if getattr(datamodule, "decoder_only", config.decoder_only) != config.decoder_only:
+            raise ConfigError(f"data.decoder_only disagrees with the model's decoder_only="
+                              f"{config.decoder_only}")  # fmt: skip
+        if self._init_tokenizer is not None and self.tokenizer_bytes != self._init_tokenizer:
+            raise ConfigError(f"the data is not cut by the tokenizer of {self.hparams.init_from}: "
+                              "set data.tokenizer_from to it (seq2seq fit links it)")  # fmt: skip
 
     def _check_vocab(self, vocab_size: int) -> None:
         if vocab_size != self.config.vocab_size:
@@ -342,6 +380,39 @@ class TranslationModule(L.LightningModule):
         section = checkpoint.get(CHECKPOINT_KEY, {})
         self.tokenizer_bytes = section.get("tokenizer", self.tokenizer_bytes)
         self.task = section.get("task", self.task)
+
+
+TRAINING_KNOBS = ("dropout", "attention_dropout", "activation_dropout")  # the run's to choose
+
+
+def pretrained_model(path: str, given: ModelConfig) -> tuple[ModelConfig, Transformer, bytes]:
+    """The config, model (training mode) and tokenizer of checkpoint ``path`` for fine-tuning.
+
+    The run's ``given`` config may only repeat the checkpoint's shape: a field that differs
+    from both the default and the checkpoint is a one-line ``ConfigError``. ``vocab_size`` is
+    the checkpoint's tokenizer's (the CLI links it from ``data.vocab_size``, which fine-tuning
+    ignores). The dropouts are the checkpoint's unless the run sets another value than the
+    default: a model trained without dropout loses quality when it is switched on.
+    """
+    from seq2seq.checkpoint import load_model
+
+    loaded = load_model(path)
+    config, default = loaded.model.config, ModelConfig()
+    free = (*TRAINING_KNOBS, "vocab_size")
+    for field, value in given.to_dict().items():
+        stored = getattr(config, field)
+        if field in free or value in (stored, getattr(default, field)):
+            continue
+        raise ConfigError(
+            f"model.config.{field}={value!r} contradicts --model.init_from {path} "
+            f"({field}={stored!r}); leave it out to take the checkpoint's"
+        )
+    changes = {field: getattr(given, field) for field in TRAINING_KNOBS
+               if getattr(given, field) != getattr(default, field)}  # fmt: skip
+    config = ModelConfig.from_dict({**config.to_dict(), **changes})
+    model = Transformer(config)
+    model.load_state_dict(loaded.model.state_dict())
+    return config, model, loaded.tokenizer.to_bytes()
 
 
 def evenly_spaced(n: int, count: int) -> list[int]:

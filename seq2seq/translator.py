@@ -204,8 +204,12 @@ class Translator:
         encoded = [self.tokenizer.encode_source(text) if text.strip() else [] for text in texts]
         limit = self.engine.source_limit()
         cut = [i + 1 for i, ids in enumerate(encoded) if len(ids) > limit]
+        # A source that ends in an eos (Marian models read one) keeps it: the model has never
+        # seen a source without one.
+        keep_last = getattr(self.tokenizer, "source_ends_with_eos", False)
         for i in cut:
-            encoded[i - 1] = encoded[i - 1][:limit]
+            ids = encoded[i - 1]
+            encoded[i - 1] = ids[: limit - 1] + ids[-1:] if keep_last else ids[:limit]
         if cut:
             warn_lines(f"truncated {len(cut)} over-long input line(s) to {limit} tokens", cut)
         return encoded

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from opus_mt import build_opus_mt_like, hsk_pairs
 
 from helpers import tiny_checkpoint
+from opus_mt import build_opus_mt_like, hsk_pairs
 
 pytest.importorskip("transformers")
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
@@ -231,3 +231,25 @@ def test_models_we_cannot_represent_are_refused(tmp_path, capsys, overrides, mes
     err = capsys.readouterr().err.strip()
     assert "cannot import" in err and message in err and "\n" not in err
     assert not (tmp_path / "x.ckpt").exists()
+
+
+def test_a_cut_source_keeps_its_language_token_and_eos(opus, capsys):
+    from seq2seq.translator import Translator
+
+    translator = Translator.from_checkpoint(opus.ckpt)
+    config, tokenizer = opus.loaded.model.config, opus.loaded.tokenizer
+    [ids] = translator.encode([" ".join(["tea"] * 300)])
+    assert len(ids) == config.max_positions
+    assert ids[0] == tokenizer.piece_to_id(TARGET) and ids[-1] == config.eos_id
+    assert "truncated 1 over-long input line(s)" in capsys.readouterr().err
+
+
+def test_an_imported_model_exports_to_ctranslate2_with_the_same_greedy_output(opus, tmp_path):
+    pytest.importorskip("ctranslate2")
+    from seq2seq.export import export_ctranslate2
+    from seq2seq.translator import Translator
+
+    exported = export_ctranslate2(opus.ckpt, tmp_path / "ct2")
+    lines = [en for en, _ in opus.pairs]
+    ours = Translator.from_checkpoint(opus.ckpt).translate(lines, 1)
+    assert Translator.from_ctranslate2(exported).translate(lines, 1) == ours
