@@ -80,8 +80,9 @@ def _load(source: str) -> tuple[Any, Any]:
         from transformers import AutoConfig, MarianMTModel, MarianTokenizer
     except ImportError:
         raise CheckpointError("import needs transformers: pip install 'seq2seq[export]'") from None
-    transformers.logging.set_verbosity_error()  # no progress bars: the CLI prints one line
-    transformers.logging.disable_progress_bar()
+    transformers.logging.set_verbosity_error()
+    if Path(source).is_dir():  # nothing to download: no bars for reading local weights
+        transformers.logging.disable_progress_bar()
     # MarianTokenizer recommends sacremoses for a normaliser that its tokenization never calls.
     warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
     try:

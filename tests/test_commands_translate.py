@@ -101,7 +101,7 @@ def test_bad_checkpoint_is_one_line_error(run, tmp_path, capsys):
         bogus: "cannot read checkpoint",
         truncated: "cannot read checkpoint",
         other_model: "not a seq2seq checkpoint",
-        mismatch: "disagrees with the SentencePiece model",
+        mismatch: "disagrees with the tokenizer",
     }
     for path, problem in problems.items():
         code = main(["translate", "--checkpoint", str(path), "--input", str(bogus)])

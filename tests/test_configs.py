@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from seq2seq.callbacks import AtomicCheckpointIO
@@ -22,7 +23,10 @@ def test_config_prints_complete_yaml(config, capsys):
     assert printed["model"]["config"]["d_model"] > 0
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.name)
+TRAINING_CONFIGS = [c for c in CONFIGS if c.name != "finetune.yaml"]  # needs a checkpoint
+
+
+@pytest.mark.parametrize("config", TRAINING_CONFIGS, ids=lambda p: p.name)
 def test_config_instantiates_with_the_tokenizers_vocabulary(config):
     cli = run_lightning_cli(["--config", str(config)], run=False)
     assert cli.model.config.vocab_size == cli.datamodule.vocab_size
@@ -32,6 +36,25 @@ def test_config_instantiates_with_the_tokenizers_vocabulary(config):
     assert cli.datamodule.decoder_only is cli.model.config.decoder_only
     # Checkpoints are written through the temporary-file-and-rename writer.
     assert isinstance(cli.trainer.strategy.checkpoint_io, AtomicCheckpointIO)
+
+
+def test_the_finetune_config_takes_the_checkpoints_model_and_tokenizer(tmp_path, corpus):
+    from helpers import tiny_checkpoint
+    from seq2seq.checkpoint import load_model
+
+    checkpoint = tiny_checkpoint(tmp_path / "base.ckpt")
+    config = str(Path(__file__).parent.parent / "configs" / "finetune.yaml")
+    cli = run_lightning_cli(["--config", config, f"--model.init_from={checkpoint}",
+                             f"--data.path={corpus}"], run=False)  # fmt: skip
+    base = load_model(checkpoint)
+    assert cli.model.config == base.model.config
+    assert cli.datamodule.tokenizer_from == str(checkpoint)
+    for name, weight in base.model.state_dict().items():
+        assert torch.equal(cli.model.model.state_dict()[name], weight), name
+    # A short warmup to a small peak: the fine-tuning rate, far below training's.
+    model, warmup = cli.model, cli.config.model.warmup_steps
+    peak = model.lr_scale() * (model.config.d_model * warmup) ** -0.5  # the schedule's peak
+    assert peak == pytest.approx(model.hparams.peak_lr) and model.hparams.peak_lr < 1e-4
 
 
 def test_shipped_configs_exist():
