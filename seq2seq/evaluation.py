@@ -109,7 +109,12 @@ def held_out_split(checkpoint_path: str | Path, split: str) -> tuple[list[str], 
         )
     # Lightning adds bookkeeping entries (e.g. '_instantiator'); keep the constructor's own.
     accepted = inspect.signature(TranslationDataModule).parameters
-    datamodule = TranslationDataModule(**{k: v for k, v in hparams.items() if k in accepted})
+    settings = {k: v for k, v in hparams.items() if k in accepted}
+    if settings.get("tokenizer_from"):
+        # A fine-tuned checkpoint holds the tokenizer its data was cut with: read it there, so
+        # the checkpoint it started from may have moved (same bytes, same cache).
+        settings["tokenizer_from"] = str(checkpoint_path)
+    datamodule = TranslationDataModule(**settings)
     datamodule.prepare_data()
     sources, targets = datamodule.split_texts(split)
     return group_references(zip(sources, targets, strict=True))

@@ -142,6 +142,7 @@ def attention_picture(
     from seq2seq.packing import pack_for_cpu_inference
     from seq2seq.scoring import generate_ids, translate_ids, translation_prompt
     from seq2seq.search import SamplingConfig
+    from seq2seq.translator import cut_source
 
     loaded = load_model(checkpoint)
     # Packed as Translator and Generator pack it, so the picture shows what they output.
@@ -165,7 +166,9 @@ def attention_picture(
         title = f"self-attention: {tokenizer.decode(sequence)}"
         return draw_self_attention(sequence, title)
     limit = search.source_limit(config.max_positions) if config.decoder_only else None
-    source = tokenizer.encode_source(normalize_en(text))[: limit or config.max_positions]
+    text = normalize_en(text)
+    source = tokenizer.encode_source(text) if text.strip() else []
+    source = cut_source(source, limit or config.max_positions, tokenizer)
     if not source:
         raise ValueError("--text has no tokens to attend to")
     best = translate_ids(model, torch.tensor([source]), beam_size, search)[0][0].tokens

@@ -12,6 +12,7 @@ import contextlib
 import math
 import os
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import lightning as L
@@ -59,10 +60,15 @@ class TranslationModule(L.LightningModule):
             ``skipped_steps`` metric. After this many in a row, training stops with
             ``TrainingStopped``.
         init_from: fine-tune: start from this checkpoint's weights (ours, or one
-            ``seq2seq import`` wrote). Its model config is used (a ``config`` field set to
-            another value than both the default and the checkpoint's is an error; the run may
-            change the three dropouts), the CLI makes the data module cut the data with
-            its tokenizer (``data.tokenizer_from``), and the optimizer starts fresh.
+            ``seq2seq import`` wrote). Its model config is used: a ``config`` field set to a
+            value other than the checkpoint's is an error (a value equal to ModelConfig's
+            default cannot be told from no value, and is ignored). The CLI makes the data
+            module cut the data with its tokenizer (``data.tokenizer_from``); the optimizer
+            starts fresh. An imported Marian model's start-token row stays zero, as Marian
+            (and CTranslate2's Marian converter) assume.
+        finetune_dropout: with ``init_from``, train with this residual/embedding dropout
+            instead of the checkpoint's (None: the checkpoint's; switching dropout on for a
+            model trained without it costs quality at first).
         peak_lr: the learning rate at the end of the warmup; sets ``lr_scale`` so that the
             inverse-sqrt schedule peaks there (None: ``lr_scale`` as given). Fine-tuning wants
             a peak far below training's (configs/finetune.yaml).
@@ -83,13 +89,18 @@ class TranslationModule(L.LightningModule):
         search: SearchConfig = SearchConfig(),  # noqa: B008 (frozen, so sharing is safe)
         max_nonfinite_steps: int = 10,
         init_from: str | None = None,
+        finetune_dropout: float | None = None,
         peak_lr: float | None = None,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
         self._init_tokenizer: bytes | None = None  # the tokenizer of init_from
         if init_from is not None:
-            config, self.model, self._init_tokenizer = pretrained_model(init_from, config)
+            config, self.model, tokenizer = pretrained_model(init_from, config, finetune_dropout)
+            self._init_tokenizer = tokenizer.to_bytes()
+            self.hparams["config"] = config  # what is trained, for load_from_checkpoint
+            if getattr(tokenizer, "appended_pad", False):
+                keep_row_zero(self.model.embedding.weight, config.bos_id)
         else:
             self.model = Transformer(config)
         self.config = config
@@ -349,8 +360,8 @@ class TranslationModule(L.LightningModule):
             raise ConfigError(f"the tokenizer's pad/bos/eos ids {ids} are not the model's "
                               f"{(config.pad_id, config.bos_id, config.eos_id)}")  # fmt: skip
         if getattr(datamodule, "decoder_only", config.decoder_only) != config.decoder_only:
-            raise ConfigError(f"data.decoder_only disagrees with the model's decoder_only="
-                              f"{config.decoder_only}")  # fmt: skip
+            raise ConfigError(f"the data layout disagrees with the model's decoder_only="
+                              f"{config.decoder_only}: set model.config.decoder_only")  # fmt: skip
         if self._init_tokenizer is not None and self.tokenizer_bytes != self._init_tokenizer:
             raise ConfigError(f"the data is not cut by the tokenizer of {self.hparams.init_from}: "
                               "set data.tokenizer_from to it (seq2seq fit links it)")  # fmt: skip
@@ -382,37 +393,48 @@ class TranslationModule(L.LightningModule):
         self.task = section.get("task", self.task)
 
 
-TRAINING_KNOBS = ("dropout", "attention_dropout", "activation_dropout")  # the run's to choose
+def pretrained_model(
+    path: str, given: ModelConfig, dropout: float | None = None
+) -> tuple[ModelConfig, Transformer, Any]:
+    """The config, model (training mode) and tokenizer of checkpoint ``path``, to fine-tune.
 
-
-def pretrained_model(path: str, given: ModelConfig) -> tuple[ModelConfig, Transformer, bytes]:
-    """The config, model (training mode) and tokenizer of checkpoint ``path`` for fine-tuning.
-
-    The run's ``given`` config may only repeat the checkpoint's shape: a field that differs
-    from both the default and the checkpoint is a one-line ``ConfigError``. ``vocab_size`` is
-    the checkpoint's tokenizer's (the CLI links it from ``data.vocab_size``, which fine-tuning
-    ignores). The dropouts are the checkpoint's unless the run sets another value than the
-    default: a model trained without dropout loses quality when it is switched on.
+    The run's ``given`` config may only repeat the checkpoint's: a field that differs from
+    both the checkpoint and the default is a one-line ``ConfigError``. ``vocab_size`` is the
+    checkpoint's (the CLI links it from ``data.vocab_size``, which fine-tuning ignores).
+    ``dropout`` replaces the checkpoint's residual/embedding dropout when given.
     """
     from seq2seq.checkpoint import load_model
 
+    if not Path(path).is_file():
+        raise ConfigError(f"model.init_from: no checkpoint at {path} (give --model.init_from "
+                          "CKPT: one of ours, or one 'seq2seq import' wrote)")  # fmt: skip
     loaded = load_model(path)
     config, default = loaded.model.config, ModelConfig()
-    free = (*TRAINING_KNOBS, "vocab_size")
     for field, value in given.to_dict().items():
         stored = getattr(config, field)
-        if field in free or value in (stored, getattr(default, field)):
+        if field == "vocab_size" or value in (stored, getattr(default, field)):
             continue
         raise ConfigError(
             f"model.config.{field}={value!r} contradicts --model.init_from {path} "
             f"({field}={stored!r}); leave it out to take the checkpoint's"
         )
-    changes = {field: getattr(given, field) for field in TRAINING_KNOBS
-               if getattr(given, field) != getattr(default, field)}  # fmt: skip
-    config = ModelConfig.from_dict({**config.to_dict(), **changes})
+    if dropout is not None:
+        config = ModelConfig.from_dict({**config.to_dict(), "dropout": float(dropout)})
     model = Transformer(config)
     model.load_state_dict(loaded.model.state_dict())
-    return config, model, loaded.tokenizer.to_bytes()
+    return config, model, loaded.tokenizer
+
+
+def keep_row_zero(weight: Tensor, row: int) -> None:
+    """Train ``weight`` but never its ``row``: its gradient is zeroed, so Adam leaves it as
+    it is (an imported Marian model's start token: decoding starts from a zero vector)."""
+
+    def drop_row(grad: Tensor) -> Tensor:
+        grad = grad.clone()
+        grad[row] = 0
+        return grad
+
+    weight.register_hook(drop_row)
 
 
 def evenly_spaced(n: int, count: int) -> list[int]:

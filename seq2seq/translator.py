@@ -204,12 +204,8 @@ class Translator:
         encoded = [self.tokenizer.encode_source(text) if text.strip() else [] for text in texts]
         limit = self.engine.source_limit()
         cut = [i + 1 for i, ids in enumerate(encoded) if len(ids) > limit]
-        # A source that ends in an eos (Marian models read one) keeps it: the model has never
-        # seen a source without one.
-        keep_last = getattr(self.tokenizer, "source_ends_with_eos", False)
         for i in cut:
-            ids = encoded[i - 1]
-            encoded[i - 1] = ids[: limit - 1] + ids[-1:] if keep_last else ids[:limit]
+            encoded[i - 1] = cut_source(encoded[i - 1], limit, self.tokenizer)
         if cut:
             warn_lines(f"truncated {len(cut)} over-long input line(s) to {limit} tokens", cut)
         return encoded
@@ -234,6 +230,16 @@ class Translator:
         return self._hypotheses(sources[:half], beam_size, n_best) + self._hypotheses(
             sources[half:], beam_size, n_best
         )
+
+
+def cut_source(ids: list[int], limit: int, tokenizer: Any) -> list[int]:
+    """The first ``limit`` ids of an encoded source. A source that ends in an eos (Marian
+    models read one) keeps it: the model has never seen a source without one."""
+    if len(ids) <= limit:
+        return ids
+    if getattr(tokenizer, "source_ends_with_eos", False):
+        return ids[: limit - 1] + ids[-1:]
+    return ids[:limit]
 
 
 def token_batches(encoded: list[list[int]], max_tokens: int, extra: int = 0) -> Iterable[list[int]]:

@@ -4,6 +4,8 @@ data with its tokenizer, and trains the very function Marian computes."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -52,23 +54,36 @@ def _weights(path: Path) -> dict[str, torch.Tensor]:
     return load_model(path).model.state_dict()
 
 
-def test_fine_tuning_starts_from_the_checkpoint_with_its_tokenizer(imported, domain_tsv, tmp_path):
+def test_fine_tuning_starts_from_the_checkpoint_with_its_tokenizer(
+    imported, domain_tsv, tmp_path, capsys
+):
     from seq2seq.checkpoint import load_model
     from seq2seq.cli import main
 
-    args = _fit_args(imported, domain_tsv, tmp_path, "--trainer.max_steps=4",
-                     "--model.peak_lr=1e-3")  # fmt: skip
+    copy = tmp_path / "start.ckpt"  # removed after fitting: evaluate must not need it
+    shutil.copy(imported, copy)
+    args = _fit_args(copy, domain_tsv, tmp_path, "--trainer.max_steps=4",
+                     "--model.peak_lr=1e-3", "--model.finetune_dropout=0.2")  # fmt: skip
     assert main(args) == 0
+    copy.unlink()
+    tuned_path = str(tmp_path / "checkpoints" / "last.ckpt")
+    assert main(["evaluate", "--checkpoint", tuned_path, "--split", "test", "--beam-size", "1",
+                 "--json"]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["sentences"] > 5
     tuned, start = load_model(tmp_path / "checkpoints" / "last.ckpt"), load_model(imported)
     assert tuned.tokenizer.to_bytes() == start.tokenizer.to_bytes()
     shape = {k: v for k, v in start.model.config.to_dict().items() if "dropout" not in k}
     assert {k: v for k, v in tuned.model.config.to_dict().items() if k in shape} == shape
-    assert tuned.model.config.dropout == start.model.config.dropout  # the checkpoint's
+    assert tuned.model.config.dropout == 0.2  # the run's choice
+    assert tuned.model.config.attention_dropout == start.model.config.attention_dropout
     before, after = start.model.state_dict(), tuned.model.state_dict()
     moved = [k for k in before if not torch.equal(before[k], after[k])]
     assert len(moved) > len(before) // 2  # it trained ...
     # ... from the imported weights: 4 Adam steps of <= 1e-3 move no weight further than that.
     assert max((before[k] - after[k]).abs().max().item() for k in before) < 5e-3
+    # Marian's start token keeps its zero embedding (decoding starts from a zero vector).
+    bos = start.model.config.bos_id
+    assert not before["embedding.weight"][bos].any() and not after["embedding.weight"][bos].any()
     # The data was cut by the imported tokenizer: Marian's sources, language token first and
     # eos last.
     cache = next((tmp_path / "cache").iterdir())
@@ -116,3 +131,6 @@ def test_a_config_that_contradicts_the_checkpoint_is_a_one_line_error(
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "model.config.d_model=64 contradicts --model.init_from" in err and "d_model=32" in err
+    args = _fit_args(tmp_path / "missing.ckpt", domain_tsv, tmp_path)
+    assert main(args) == 2
+    assert "model.init_from: no checkpoint at" in capsys.readouterr().err

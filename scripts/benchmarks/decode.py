@@ -34,7 +34,7 @@ def encode_sources(tokenizer, lines: list[str], limit: int) -> list[list[int]]:
     ``limit`` (the model's positions)."""
     from seq2seq.data.clean import normalize_en
 
-    return [tokenizer.encode(normalize_en(line))[:limit] for line in lines]
+    return [tokenizer.encode_source(normalize_en(line))[:limit] for line in lines]
 
 
 def decode_batches(
