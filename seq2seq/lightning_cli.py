@@ -110,3 +110,14 @@ def run_lightning_cli(argv: list[str], run: bool = True) -> Seq2SeqCLI:
         )
     finally:
         sys.argv = saved_argv
+        close_process_group()
+
+
+def close_process_group() -> None:
+    """Destroy the DDP process group when the run is over. Lightning leaves it to interpreter
+    exit, where gloo's threads were once seen to abort a finished run ("terminate called
+    without an active exception", exit -6)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
