@@ -96,8 +96,7 @@ class CTranslate2Engine:
     def _never_generated(self) -> list[int]:
         """pad and bos; an imported model's appended pad is no row of the export at all."""
         config = self.config
-        appended = getattr(self.tokenizer, "appended_pad", False)
-        return [config.bos_id] if appended else [config.pad_id, config.bos_id]
+        return [config.bos_id] if self.tokenizer.appended_pad else [config.pad_id, config.bos_id]
 
 
 def read_settings(path: Path, tokenizer) -> tuple[SearchConfig, ModelConfig]:

@@ -65,7 +65,7 @@ def marian_rows(config: ModelConfig, tokenizer: Any) -> tuple[int, int]:
     An imported OPUS-MT model (:mod:`seq2seq.pretrained`) has a padding id appended after its
     vocabulary and Marian's ``<pad>`` as its start token; Marian pads with that start token,
     so the export drops the appended row. Our own models keep every row and their pad."""
-    if getattr(tokenizer, "appended_pad", False):
+    if tokenizer is not None and tokenizer.appended_pad:
         return config.vocab_size - 1, config.bos_id
     return config.vocab_size, config.pad_id
 

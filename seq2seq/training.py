@@ -99,7 +99,7 @@ class TranslationModule(L.LightningModule):
             config, self.model, tokenizer = pretrained_model(init_from, config, finetune_dropout)
             self._init_tokenizer = tokenizer.to_bytes()
             self.hparams["config"] = config  # what is trained, for load_from_checkpoint
-            if getattr(tokenizer, "appended_pad", False):
+            if tokenizer.appended_pad:
                 keep_row_zero(self.model.embedding.weight, config.bos_id)
         else:
             self.model = Transformer(config)

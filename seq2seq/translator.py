@@ -237,7 +237,7 @@ def cut_source(ids: list[int], limit: int, tokenizer: Any) -> list[int]:
     models read one) keeps it: the model has never seen a source without one."""
     if len(ids) <= limit:
         return ids
-    if getattr(tokenizer, "source_ends_with_eos", False):
+    if tokenizer.source_ends_with_eos:
         return ids[: limit - 1] + ids[-1:]
     return ids[:limit]
 

@@ -38,6 +38,8 @@ class Tokenizer:
     """
 
     pad_id, unk_id, bos_id, eos_id = PAD_ID, UNK_ID, BOS_ID, EOS_ID
+    appended_pad = False  # pad is one of the pieces (PairedTokenizer: see there)
+    source_ends_with_eos = False  # our models read sources without an eos
 
     def __init__(self, model_proto: bytes) -> None:
         """Loads a serialized SentencePiece ``ModelProto`` (see :meth:`to_bytes`)."""
