@@ -106,6 +106,9 @@ def _add_search_options(p: argparse.ArgumentParser) -> None:
         default="torch",
         help="ctranslate2: --checkpoint is a 'seq2seq export --format ctranslate2' directory",
     )
+    p.add_argument("--quantize", choices=("int8",), default=None,
+                   help="int8: linear layers and output projection in int8 on the CPU, "
+                   "quantized at load (default: float32)")  # fmt: skip
 
 
 def _add_translate(p: argparse.ArgumentParser) -> None:
@@ -159,6 +162,9 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
         "--max-tokens", type=int, default=4000, help="prompt + new tokens per batch (4000)"
     )
     p.add_argument("--device", default="cpu", help="torch device, e.g. cuda (default cpu)")
+    p.add_argument("--quantize", choices=("int8",), default=None,
+                   help="int8: linear layers and output projection in int8 on the CPU, "
+                   "quantized at load (default: float32)")  # fmt: skip
     p.set_defaults(run=run_generate)
 
 
@@ -230,6 +236,9 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=("torch", "ctranslate2"), default="torch",
                    help="decoding runtime (torch)")  # fmt: skip
     p.add_argument("--device", default="cpu", help="torch device, e.g. cuda (default cpu)")
+    p.add_argument("--quantize", choices=("int8",), default=None,
+                   help="int8: linear layers and output projection in int8 on the CPU, "
+                   "quantized at load (default: float32)")  # fmt: skip
     p.add_argument(
         "--model-name",
         default=None,
@@ -285,16 +294,16 @@ def run_serve(args: argparse.Namespace) -> int:
     return serve(args.checkpoint, args.host, args.port, args.engine, args.device,
                  args.model_name, args.beam_size, args.max_batch_tokens, args.max_wait_ms,
                  args.max_queue, args.char_limit, args.batch_limit, args.api_keys,
-                 args.continuous)  # fmt: skip
+                 args.continuous, args.quantize)  # fmt: skip
 
 
 def _load_translator(args: argparse.Namespace):
     from seq2seq.translator import Translator
 
     if args.engine == "ctranslate2":
-        translator = Translator.from_ctranslate2(args.checkpoint, device=args.device)
+        translator = Translator.from_ctranslate2(args.checkpoint, args.device, args.quantize)
     else:
-        translator = Translator.from_checkpoint(args.checkpoint, device=args.device)
+        translator = Translator.from_checkpoint(args.checkpoint, args.device, args.quantize)
     return translator.with_search(
         length_penalty=args.length_penalty, max_len_a=args.max_len_a, max_len_b=args.max_len_b
     )
@@ -366,7 +375,7 @@ def run_generate(args: argparse.Namespace) -> int:
     if args.prompt is not None and args.input is not None:
         raise ValueError("give --prompt or --input, not both")
     prompts = [args.prompt] if args.prompt is not None else read_lines(args.input)
-    generator = Generator.from_checkpoint(args.checkpoint, device=args.device)
+    generator = Generator.from_checkpoint(args.checkpoint, args.device, args.quantize)
     options = dict(max_new_tokens=args.max_new_tokens, sampling=sampling,
                    beam_size=args.beam_size, max_tokens=args.max_tokens)  # fmt: skip
     if args.prompt is not None and args.output is None and args.beam_size == 1:

@@ -39,6 +39,17 @@ class SharedEmbedding(nn.Module):
         with torch.no_grad():
             self.weight[self.pad_id].zero_()
 
+    def _adopt(self, embedding: SharedEmbedding) -> None:
+        """Become ``embedding`` for inference: its attributes and its very Parameters (the tie
+        included). What the packed and int8 subclasses call instead of ``__init__``, which
+        would make and initialise a new matrix."""
+        nn.Module.__init__(self)
+        for name, value in vars(embedding).items():
+            if not name.startswith("_") and name != "training":
+                setattr(self, name, value)
+        self.weight, self.bias = embedding.weight, embedding.bias
+        self.training = False
+
     def forward(self, token_ids: Tensor) -> Tensor:
         """(B, T) long -> (B, T, d_model), scaled by sqrt(d_model)."""
         return F.embedding(token_ids, self.weight, padding_idx=self.pad_id) * self.scale

@@ -9,7 +9,7 @@ from pathlib import Path
 from seq2seq.checkpoint import load_model
 from seq2seq.errors import CheckpointError
 from seq2seq.model import Transformer
-from seq2seq.packing import pack_for_cpu_inference
+from seq2seq.packing import check_quantize, prepare_for_inference
 from seq2seq.scoring import generate_ids
 from seq2seq.search import SamplingConfig, SearchConfig
 from seq2seq.textio import one_line, warn_lines
@@ -48,16 +48,20 @@ class Generator:
         self.search = search
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, device: str = "cpu") -> Generator:
+    def from_checkpoint(
+        cls, path: str | Path, device: str = "cpu", quantize: str | None = None
+    ) -> Generator:
         """Load a checkpoint written by ``seq2seq fit`` with ``decoder_only: true``; on the CPU
-        in float32 its weights are packed for inference (``seq2seq.packing``)."""
+        in float32 its weights are packed for inference, or with ``quantize="int8"`` quantized
+        to int8 (``seq2seq.packing.prepare_for_inference``)."""
+        check_quantize(quantize, device)
         loaded = load_model(path, device)
         if not loaded.model.config.decoder_only:
             raise CheckpointError(
                 f"{path}: an encoder-decoder model cannot continue a prompt; use "
                 "'seq2seq translate', or train with decoder_only: true (configs/lm.yaml)"
             )
-        return cls(pack_for_cpu_inference(loaded.model), loaded.tokenizer, loaded.search)
+        return cls(prepare_for_inference(loaded.model, quantize), loaded.tokenizer, loaded.search)
 
     def prompt_ids(self, text: str) -> list[int]:
         """``[bos] + tokens``: how every training document starts."""

@@ -7,7 +7,9 @@ multiply by a copy packed once: at 64-320 rows with d_model 256 it ran 1.3-2x fa
 (the tied 8000 x 256 output projection 2x).
 
 ``pack_for_cpu_inference(model)`` is an explicit, one-way step taken after loading a model for
-inference (``Translator``, ``Generator``, the benchmarks). It freezes the parameters and swaps
+inference (``Translator``, ``Generator``, the server, the benchmarks), through the one entry
+point ``prepare_for_inference(model, quantize)``, which picks it or int8
+(``seq2seq.quantization``) once, at load. It freezes the parameters and swaps
 every ``nn.Linear`` for a ``PackedLinear``, and the shared embedding for a ``PackedEmbedding``
 whose tied output projection multiplies by a packed copy. The model code and training never
 see a packed copy: they use ``nn.Linear`` / ``F.linear``. The swapped-in modules keep the very
@@ -38,6 +40,32 @@ PACKING_AVAILABLE = (
 )
 
 Model = TypeVar("Model", bound=nn.Module)
+QUANTIZE_CHOICES = ("int8",)
+
+
+def prepare_for_inference(model: Model, quantize: str | None = None) -> Model:
+    """The one step that readies a loaded model for decoding, chosen once at load: float32
+    weights packed for oneDNN (``pack_for_cpu_inference``), or with ``quantize="int8"`` the
+    linear layers and the tied output projection in int8 (``seq2seq.quantization``; CPU
+    only, a one-line ValueError elsewhere). Either way in place, inference only."""
+    if quantize is None:
+        return pack_for_cpu_inference(model)
+    check_quantize(quantize, "cpu")
+    from seq2seq.quantization import quantize_for_cpu_inference
+
+    return quantize_for_cpu_inference(model)
+
+
+def check_quantize(quantize: str | None, device: str) -> None:
+    """Refuse, before anything is loaded, a quantization that is unknown or that the device
+    cannot run (a one-line ValueError)."""
+    if quantize is not None and quantize not in QUANTIZE_CHOICES:
+        raise ValueError(f"unknown quantization {quantize!r}: choose one of {QUANTIZE_CHOICES}")
+    if quantize is not None and torch.device(device).type != "cpu":
+        raise ValueError(
+            f"--quantize {quantize} runs on the CPU only, not on --device {device} "
+            "(on a GPU, decode in float32)"
+        )
 
 
 def pack_for_cpu_inference(model: Model) -> Model:
@@ -49,6 +77,16 @@ def pack_for_cpu_inference(model: Model) -> Model:
     """
     if not PACKING_AVAILABLE or not all(is_cpu_float32(p) for p in model.parameters()):
         return model
+    return freeze_and_swap(model, PackedLinear, PackedEmbedding)
+
+
+def freeze_and_swap(
+    model: Model,
+    linear: Callable[[nn.Linear], nn.Module],
+    embedding: Callable[[SharedEmbedding], nn.Module],
+) -> Model:
+    """Eval mode, no gradients, and every ``nn.Linear`` / ``SharedEmbedding`` replaced by
+    ``linear(it)`` / ``embedding(it)``, in place: the inference step packing and int8 share."""
     model.eval()
     for parameter in model.parameters():
         parameter.requires_grad_(False)
@@ -56,9 +94,9 @@ def pack_for_cpu_inference(model: Model) -> Model:
         for name, child in parent.named_children():
             # Exact types: a subclass may use its weight in its own way.
             if type(child) is nn.Linear:
-                setattr(parent, name, PackedLinear(child))
+                setattr(parent, name, linear(child))
             elif type(child) is SharedEmbedding:
-                setattr(parent, name, PackedEmbedding(child))
+                setattr(parent, name, embedding(child))
     return model
 
 
@@ -144,15 +182,8 @@ class PackedEmbedding(_Packed, SharedEmbedding):
     projection through a packed copy of the same weight."""
 
     def __init__(self, embedding: SharedEmbedding) -> None:
-        # Not SharedEmbedding.__init__, which would make and initialise a new matrix: this
-        # one takes the embedding's own attributes, its weight Parameter (the tie) included.
-        nn.Module.__init__(self)
-        for name, value in vars(embedding).items():
-            if not name.startswith("_") and name != "training":
-                setattr(self, name, value)
-        self.weight, self.bias = embedding.weight, embedding.bias
+        self._adopt(embedding)  # its weight Parameter: the tie
         self.packed = pack_weight(self.weight)
-        self.training = False
 
     def project(self, hidden: Tensor) -> Tensor:
         """(B, T, d_model) -> (B, T, vocab) logits through the tied weight, packed."""

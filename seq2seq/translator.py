@@ -20,7 +20,7 @@ import torch
 from seq2seq.checkpoint import load_model
 from seq2seq.errors import CheckpointError
 from seq2seq.model import Transformer
-from seq2seq.packing import pack_for_cpu_inference
+from seq2seq.packing import check_quantize, prepare_for_inference
 from seq2seq.scoring import translate_ids
 from seq2seq.search import Hypothesis, SearchConfig
 from seq2seq.textio import one_line, warn_lines
@@ -104,24 +104,32 @@ class Translator:
         self._split_batches = 0  # batches split after running out of memory, per call
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, device: str = "cpu") -> Translator:
+    def from_checkpoint(
+        cls, path: str | Path, device: str = "cpu", quantize: str | None = None
+    ) -> Translator:
         """Build everything from a ``.ckpt`` written by ``seq2seq fit``: an encoder-decoder
         model, or a decoder-only one trained on joined pairs (``configs/lm_translate.yaml``).
-        On the CPU in float32 its weights are packed for inference (``seq2seq.packing``)."""
+        On the CPU in float32 its weights are packed for inference, or with
+        ``quantize="int8"`` quantized to int8 (``seq2seq.packing.prepare_for_inference``)."""
+        check_quantize(quantize, device)
         loaded = load_model(path, device)
         if loaded.is_language_model:
             raise CheckpointError(
                 f"{path}: a language model, not a translation model; use 'seq2seq generate'"
             )
-        engine = TorchEngine(pack_for_cpu_inference(loaded.model), loaded.search)
+        engine = TorchEngine(prepare_for_inference(loaded.model, quantize), loaded.search)
         return cls(engine, loaded.tokenizer)
 
     @classmethod
-    def from_ctranslate2(cls, directory: str | Path, device: str = "cpu") -> Translator:
-        """A translator over a ``seq2seq export --format ctranslate2`` directory."""
+    def from_ctranslate2(
+        cls, directory: str | Path, device: str = "cpu", quantize: str | None = None
+    ) -> Translator:
+        """A translator over a ``seq2seq export --format ctranslate2`` directory;
+        ``quantize="int8"`` has CTranslate2 quantize a float32 export as it loads it."""
         from seq2seq.ctranslate2_engine import CTranslate2Engine
 
-        engine = CTranslate2Engine(directory, device=device)
+        check_quantize(quantize, device)
+        engine = CTranslate2Engine(directory, device=device, compute_type=quantize or "default")
         return cls(engine, engine.tokenizer)
 
     @property

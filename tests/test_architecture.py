@@ -17,7 +17,8 @@ PACKAGE = Path(__file__).parents[1] / "seq2seq"
 LAYERS = {
     "errors": 0, "textio": 0,
     "config": 1, "cache": 1, "embedding": 1, "attention": 1, "layers": 1, "model": 1, "loss": 1,
-    "search": 2, "scoring": 2, "packing": 2, "attention_maps": 2, "continuous": 2,
+    "search": 2, "scoring": 2, "packing": 2, "quantization": 2, "attention_maps": 2,
+    "continuous": 2,
     "data": 3,
     "checkpoint": 4, "translator": 4, "generation": 4, "ctranslate2_engine": 4, "evaluation": 4,
     "schedule": 5, "training": 5, "callbacks": 5, "lightning_cli": 5,

@@ -14,7 +14,7 @@ from seq2seq.attention_maps import cross_attention_maps, self_attention_maps
 from seq2seq.checkpoint import load_model
 from seq2seq.continuous import ContinuousBatch, ContinuousBeam, ContinuousGreedy
 from seq2seq.generation import Completion, Generator
-from seq2seq.packing import pack_for_cpu_inference
+from seq2seq.packing import check_quantize, prepare_for_inference
 from seq2seq.scoring import translation_prompt
 from seq2seq.search import Hypothesis, SamplingConfig
 from seq2seq.serve.batching import Job
@@ -70,13 +70,16 @@ class ServedModel:
 
     @classmethod
     def load(cls, path: str | Path, engine: str = "torch", device: str = "cpu",
-             name: str | None = None) -> ServedModel:  # fmt: skip
-        """Load once, deciding from the checkpoint whether it translates or continues text."""
+             name: str | None = None, quantize: str | None = None) -> ServedModel:  # fmt: skip
+        """Load once, deciding from the checkpoint whether it translates or continues text;
+        ``quantize="int8"``: decode in int8 on the CPU (``prepare_for_inference``)."""
         name = name or model_name(path)
         if engine == "ctranslate2":
-            return cls(name, translator=Translator.from_ctranslate2(path, device), engine=engine)
+            translator = Translator.from_ctranslate2(path, device, quantize)
+            return cls(name, translator=translator, engine=engine)
+        check_quantize(quantize, device)
         loaded = load_model(path, device)
-        model = pack_for_cpu_inference(loaded.model)
+        model = prepare_for_inference(loaded.model, quantize)
         if loaded.is_language_model:
             return cls(name, generator=Generator(model, loaded.tokenizer, loaded.search))
         translator = Translator(TorchEngine(model, loaded.search), loaded.tokenizer)

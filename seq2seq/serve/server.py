@@ -43,6 +43,7 @@ def serve(
     batch_limit: int = 1000,
     api_keys: str | None = None,
     continuous: bool = True,
+    quantize: str | None = None,
 ) -> int:
     """Run ``seq2seq serve`` (the options are the command's; ``--help`` explains them)."""
     import uvicorn
@@ -58,7 +59,7 @@ def serve(
                               read_api_keys(api_keys) if api_keys else None,
                               continuous)  # fmt: skip
     start = time.perf_counter()
-    served = ServedModel.load(checkpoint, engine, device, name)
+    served = ServedModel.load(checkpoint, engine, device, name, quantize)
     warm_up(served)
     app = create_app(served, settings)
     listener = socket.create_server((host, port), reuse_port=False)  # port 0: any free port
