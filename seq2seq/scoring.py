@@ -35,6 +35,30 @@ def special_tokens(config: ModelConfig) -> SpecialTokens:
                          eos=config.eos_id)  # fmt: skip
 
 
+ENCODE_GROUP = 32  # sources per encoder call in a batch of unequal lengths
+
+
+def encode_by_length(model: Transformer, src_ids: Tensor, group: int = ENCODE_GROUP) -> Tensor:
+    """``model.encode(src_ids)`` (B, S) -> (B, S, d_model), in groups of ``group`` sources of
+    similar length, each cut to its own longest: a decoding batch of a few hundred sentences
+    spans many lengths, and encoding its padding was 30% of the encoder's work on the demo
+    test set. A source's encoding does not depend on its neighbours (padding is masked), so
+    only the padding positions differ: zeros here, never attended to."""
+    lengths = padding_mask(src_ids, model.config.pad_id).sum(dim=1)  # (B,)
+    if src_ids.shape[0] <= group or src_ids.numel() < 1.2 * int(lengths.sum()):
+        return model.encode(src_ids)  # little padding: one call costs less
+    order = lengths.argsort(descending=True)
+    memory = None
+    for start in range(0, len(order), group):
+        rows = order[start : start + group]
+        width = max(1, int(lengths[rows[0]]))  # the group's longest
+        encoded = model.encode(src_ids[rows, :width])  # (group, width, d)
+        if memory is None:
+            memory = encoded.new_zeros(*src_ids.shape, encoded.shape[-1])
+        memory[rows, :width] = encoded
+    return memory
+
+
 class TransformerScorer:
     """Encodes a source batch once, then feeds one token per step through the KV cache.
 
@@ -47,7 +71,7 @@ class TransformerScorer:
         self.model = model
         # Encode each source and project its cross-attention keys/values once; each of its k
         # beams gets a copy of those.
-        memory = model.encode(src_ids)  # (B, S, d)
+        memory = encode_by_length(model, src_ids)  # (B, S, d)
         source_mask = padding_mask(src_ids, model.config.pad_id)  # (B, S)
         n_rows = src_ids.shape[0] * beam_size
         self.cache = model.init_cache(n_rows, max_len, memory, source_mask, copies=beam_size)
