@@ -106,6 +106,10 @@ def _add_search_options(p: argparse.ArgumentParser) -> None:
         default="torch",
         help="ctranslate2: --checkpoint is a 'seq2seq export --format ctranslate2' directory",
     )
+    _add_quantize(p)
+
+
+def _add_quantize(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quantize", choices=("int8",), default=None,
                    help="int8: linear layers and output projection in int8 on the CPU, "
                    "quantized at load (default: float32)")  # fmt: skip
@@ -162,9 +166,7 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
         "--max-tokens", type=int, default=4000, help="prompt + new tokens per batch (4000)"
     )
     p.add_argument("--device", default="cpu", help="torch device, e.g. cuda (default cpu)")
-    p.add_argument("--quantize", choices=("int8",), default=None,
-                   help="int8: linear layers and output projection in int8 on the CPU, "
-                   "quantized at load (default: float32)")  # fmt: skip
+    _add_quantize(p)
     p.set_defaults(run=run_generate)
 
 
@@ -236,9 +238,7 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=("torch", "ctranslate2"), default="torch",
                    help="decoding runtime (torch)")  # fmt: skip
     p.add_argument("--device", default="cpu", help="torch device, e.g. cuda (default cpu)")
-    p.add_argument("--quantize", choices=("int8",), default=None,
-                   help="int8: linear layers and output projection in int8 on the CPU, "
-                   "quantized at load (default: float32)")  # fmt: skip
+    _add_quantize(p)
     p.add_argument(
         "--model-name",
         default=None,

@@ -48,14 +48,11 @@ def encode_by_length(model: Transformer, src_ids: Tensor, group: int = ENCODE_GR
     if src_ids.shape[0] <= group or src_ids.numel() < 1.2 * int(lengths.sum()):
         return model.encode(src_ids)  # little padding: one call costs less
     order = lengths.argsort(descending=True)
-    memory = None
+    memory = model.embedding.weight.new_zeros(*src_ids.shape, model.config.d_model)
     for start in range(0, len(order), group):
         rows = order[start : start + group]
         width = max(1, int(lengths[rows[0]]))  # the group's longest
-        encoded = model.encode(src_ids[rows, :width])  # (group, width, d)
-        if memory is None:
-            memory = encoded.new_zeros(*src_ids.shape, encoded.shape[-1])
-        memory[rows, :width] = encoded
+        memory[rows, :width] = model.encode(src_ids[rows, :width])  # (group, width, d)
     return memory
 
 
