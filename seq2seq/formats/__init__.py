@@ -1,0 +1,64 @@
+"""Document formats: plain text, HTML, Markdown and SubRip subtitles, each parsed into raw parts
+kept as written and segments to translate (``inline.Document``). Pure text: no model.
+
+``parse(text, format)`` reads any of them; ``format_of(path)`` picks one from a file name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from seq2seq.formats.inline import Document, Segment, rebuild, render, segments
+
+FORMATS = ("text", "html", "markdown", "srt")
+EXTENSIONS = {".txt": "text", ".text": "text", ".html": "html", ".htm": "html",
+              ".xhtml": "html", ".md": "markdown", ".markdown": "markdown",
+              ".srt": "srt"}  # fmt: skip
+
+
+def format_of(path: str | Path | None, default: str = "text") -> str:
+    """The format a file's extension names (``default`` for stdin or another extension)."""
+    if path is None:
+        return default
+    return EXTENSIONS.get(Path(path).suffix.lower(), default)
+
+
+def parse(text: str, format: str, source: str = "<input>") -> Document:
+    """``text`` in ``format`` as a document.
+
+    Raises:
+        DataError: HTML or SRT that does not parse, naming ``source`` and the line.
+        ValueError: an unknown format.
+    """
+    if format == "text":
+        return parse_text(text)
+    if format == "html":
+        from seq2seq.formats.html import parse_html
+
+        return parse_html(text, source)
+    if format == "markdown":
+        from seq2seq.formats.markdown import parse_markdown
+
+        return parse_markdown(text)
+    if format == "srt":
+        from seq2seq.formats.srt import parse_srt
+
+        return parse_srt(text, source)
+    raise ValueError(f"unknown format {format!r} (formats: {', '.join(FORMATS)})")
+
+
+def parse_text(text: str) -> Document:
+    """Plain text: each line a segment, line breaks kept (an empty line stays empty)."""
+    parts: Document = []
+    for index, line in enumerate(text.split("\n")):
+        if index:
+            parts.append("\n")
+        body = line.rstrip("\r")
+        if body.strip():
+            parts.append(Segment(body.strip()))
+        parts.append(line[len(body) :])
+    return parts
+
+
+__all__ = ["FORMATS", "Document", "Segment", "format_of", "parse", "parse_text", "rebuild",
+           "render", "segments"]  # fmt: skip

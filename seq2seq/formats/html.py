@@ -1,0 +1,318 @@
+"""HTML as a ``Document``: the text of each block is a segment, its inline tags markup, and
+everything else (block tags, attributes, comments, ``<script>``, ``<pre>``...) stays byte for
+byte.
+
+The parser is the standard library's ``html.parser`` (BeautifulSoup's default tree builder),
+used for its events and their exact source positions: lxml and BeautifulSoup re-serialise a
+whole document (quoting, entity forms, implied tags), where a translator must give back every
+byte it does not translate as it came. Entities in translated text are decoded for the model
+and the translation is escaped again (``&`` -> ``&amp;``); in untouched parts they stay as
+written (``&nbsp;`` stays ``&nbsp;``).
+
+Left untouched: ``<script>``, ``<style>``, ``<pre>``, ``<code>`` (inline code is kept as
+written where its words went), ``<textarea>``, ``<svg>``, ``<math>``, ``<template>`` and any
+element with ``translate="no"`` or class ``notranslate``. Attribute values (``alt``,
+``title``) are not translated.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+
+from seq2seq.errors import DataError
+from seq2seq.formats.inline import Document, Markup, Segment
+
+INLINE = frozenset(
+    "a abbr b bdi bdo big br cite code data del dfn em font i img ins kbd label mark q s samp "
+    "small span strike strong sub sup time tt u var wbr".split()
+)
+VOID = frozenset("area base br col embed hr img input link meta param source track wbr".split())
+UNTOUCHED = frozenset("script style pre code textarea svg math template kbd samp".split())
+_SPACE = re.compile(r"\s+")
+
+
+@dataclass
+class _Event:
+    kind: str  # start, end, startend, data, entity, char, comment, decl, pi
+    start: int  # offset in the document
+    tag: str = ""
+    attrs: dict[str, str | None] = field(default_factory=dict)
+    end: int = 0  # set once the next event is known
+
+
+class _Events(HTMLParser):
+    """Every parser event with its source offset."""
+
+    def __init__(self, document: str, source: str) -> None:
+        super().__init__(convert_charrefs=False)
+        self.document, self.source = document, source
+        self.line_starts = [0] + [m.end() for m in re.finditer("\n", document)]
+        self.events: list[_Event] = []
+
+    def _add(self, kind: str, tag: str = "", attrs=None) -> None:
+        line, column = self.getpos()
+        offset = self.line_starts[line - 1] + column
+        self.events.append(_Event(kind, offset, tag.lower(), dict(attrs or {})))
+
+    def handle_starttag(self, tag, attrs):
+        self._add("start", tag, attrs)
+
+    def handle_startendtag(self, tag, attrs):
+        self._add("startend", tag, attrs)
+
+    def handle_endtag(self, tag):
+        self._add("end", tag)
+
+    def handle_data(self, data):
+        self._add("data")
+
+    def handle_entityref(self, name):
+        self._add("entity")
+
+    def handle_charref(self, name):
+        self._add("entity")
+
+    def handle_comment(self, data):
+        self._add("comment")
+
+    def handle_decl(self, decl):
+        self._add("decl")
+
+    def handle_pi(self, data):
+        self._add("decl")
+
+    def unknown_decl(self, data):
+        self._add("decl")
+
+    def parse(self) -> list[_Event]:
+        self.feed(self.document)
+        left = self.rawdata[self._position() :] if self.rawdata else ""
+        if re.match(r"<[A-Za-z/!?]", left):
+            line = self.document.count("\n", 0, len(self.document) - len(left)) + 1
+            raise DataError.at(self.source, line, f"HTML does not parse: unterminated "
+                               f"{left.split()[0][:20]!r} at the end")  # fmt: skip
+        self.close()
+        for event, following in zip(self.events, self.events[1:], strict=False):
+            event.end = following.start
+        if self.events:
+            self.events[-1].end = len(self.document)
+        return self.events
+
+    def _position(self) -> int:
+        line, column = self.getpos()
+        return self.line_starts[line - 1] + column - (len(self.document) - len(self.rawdata))
+
+
+def parse_html(document: str, source: str = "<html>") -> Document:
+    """``document`` as raw parts and segments (one per block of text).
+
+    Raises:
+        DataError: markup that does not parse (an end tag closing no open element, a tag left
+            open at the end of the file), naming ``source`` and the line.
+    """
+    events = _Events(document, source).parse()
+    builder = _Builder(document, source)
+    index = 0
+    while index < len(events):
+        index = builder.take(events, index)
+    builder.flush()
+    return builder.parts
+
+
+def _untouched(event: _Event) -> bool:
+    classes = (event.attrs.get("class") or "").split()
+    return (event.tag in UNTOUCHED or (event.attrs.get("translate") or "").lower() == "no"
+            or "notranslate" in classes)  # fmt: skip
+
+
+class _Builder:
+    """Walks the events: raw parts between blocks, one segment per run of inline content."""
+
+    def __init__(self, document: str, source: str) -> None:
+        self.document, self.source = document, source
+        self.parts: Document = []
+        self.run: list[tuple[str, object]] = []  # ("raw", text) or ("event", _Event)
+        self.open_blocks: list[str] = []
+
+    def raw(self, event: _Event) -> str:
+        return self.document[event.start : event.end]
+
+    def take(self, events: list[_Event], index: int) -> int:
+        """Handle ``events[index]``; the index of the next event to handle."""
+        event = events[index]
+        if event.kind == "start" and _untouched(event) and event.tag not in VOID:
+            end = _matching_end(events, index)
+            if event.tag in INLINE:
+                self.run.append(("literal", (events[index : end + 1], self)))
+            else:
+                self.flush()
+                self.parts.append(self.document[event.start : events[end].end])
+            return end + 1
+        inline = event.tag in INLINE or event.kind in ("data", "entity", "comment")
+        if inline:
+            self.run.append(("event", event))
+        else:
+            self.flush()
+            self.parts.append(self.raw(event))
+            self._track_block(event)
+        return index + 1
+
+    def _track_block(self, event: _Event) -> None:
+        if event.kind == "start" and event.tag not in VOID:
+            self.open_blocks.append(event.tag)
+        elif event.kind == "end":
+            if event.tag in self.open_blocks:
+                while self.open_blocks and self.open_blocks.pop() != event.tag:
+                    pass
+            elif event.tag not in ("p", "br"):  # browsers read a stray </p> as <p></p>
+                self._stray(event)
+
+    def _stray(self, event: _Event) -> None:
+        line = self.document.count("\n", 0, event.start) + 1
+        raise DataError.at(self.source, line, f"HTML does not parse: </{event.tag}> closes no "
+                           "open element")  # fmt: skip
+
+    def flush(self) -> None:
+        """The pending run of inline content as raw white space around one segment."""
+        if not self.run:
+            return
+        run, self.run = self.run, []
+        segment, before, after = _RunReader(self).read(run)
+        if segment is None:
+            self.parts.append(before)
+            return
+        self.parts += [before, segment, after]
+
+
+def _matching_end(events: list[_Event], index: int) -> int:
+    """The index of the end tag that closes ``events[index]`` (or the last event)."""
+    tag, depth = events[index].tag, 0
+    for j in range(index, len(events)):
+        if events[j].tag == tag and events[j].kind == "start":
+            depth += 1
+        elif events[j].tag == tag and events[j].kind == "end":
+            depth -= 1
+            if not depth:
+                return j
+    return len(events) - 1
+
+
+class _RunReader:
+    """One run of inline events into (segment or None, raw before, raw after)."""
+
+    def __init__(self, builder: _Builder) -> None:
+        self.builder = builder
+        self.text: list[str] = []
+        self.length = 0
+        self.stack: list[Markup] = []
+        self.top: list[Markup] = []
+
+    def read(self, run) -> tuple[Segment | None, str, str]:
+        raws = []
+        for kind, item in run:
+            if kind == "literal":
+                events, builder = item
+                raws.append(builder.document[events[0].start : events[-1].end])
+            else:
+                raws.append(self.builder.raw(item))
+        whole = "".join(raws)
+        if not whole.strip() or not self._has_text(run):
+            return None, whole, ""
+        for kind, item in run:
+            self._read_item(kind, item)
+        for markup in self.stack:  # left open at the block's end, as written (no close tag)
+            markup.end = self.length
+        # White space at the run's edges stays as written, outside the segment.
+        before = _edge(raws[0], run[0], leading=True)
+        after = _edge(raws[-1], run[-1], leading=False)
+        text = "".join(self.text)
+        lead = len(text) - len(text.lstrip())
+        segment = _trim(Segment(text.rstrip(), self.top, escape=_escape), lead)
+        return segment, before, after
+
+    def _has_text(self, run) -> bool:
+        for kind, item in run:
+            if kind == "event" and item.kind in ("data", "entity"):
+                if html.unescape(self.builder.raw(item)).strip():
+                    return True
+        return False
+
+    def _add_text(self, text: str) -> None:
+        text = _SPACE.sub(" ", text)
+        if self.text and self.text[-1].endswith(" ") and text.startswith(" "):
+            text = text[1:]
+        self.text.append(text)
+        self.length += len(text)
+
+    def _attach(self, markup: Markup) -> None:
+        (self.stack[-1].children if self.stack else self.top).append(markup)
+
+    def _read_item(self, kind: str, item) -> None:
+        if kind == "literal":
+            events, builder = item
+            inner_start = events[0].end
+            inner_end = events[-1].start if len(events) > 1 else events[0].end
+            start = self.length
+            inner_text = "".join(html.unescape(builder.raw(e)) for e in events[1:-1]
+                                 if e.kind in ("data", "entity"))  # fmt: skip
+            self._add_text(inner_text)
+            close = builder.raw(events[-1]) if len(events) > 1 and events[-1].kind == "end" else ""
+            self._attach(Markup(start, self.length, builder.raw(events[0]), close,
+                                literal=builder.document[inner_start:inner_end]))  # fmt: skip
+            return
+        event: _Event = item
+        raw = self.builder.raw(event)
+        if event.kind in ("data", "entity"):
+            self._add_text(html.unescape(raw))
+        elif event.kind == "comment" or event.kind == "startend" or event.tag in VOID:
+            self._attach(Markup(self.length, self.length, raw))
+            if event.tag == "br":
+                self._add_text(" ")
+        elif event.kind == "start":
+            markup = Markup(self.length, self.length, raw)
+            self._attach(markup)
+            self.stack.append(markup)
+        elif event.kind == "end":
+            self._close(event, raw)
+
+    def _close(self, event: _Event, raw: str) -> None:
+        tags = [m.open[1:].split(None, 1)[0].rstrip(">/").lower() for m in self.stack]
+        if event.tag not in tags:
+            self.builder._stray(event)
+        while self.stack:
+            markup = self.stack.pop()
+            markup.end = self.length
+            if tags.pop() == event.tag:
+                markup.close = raw
+                return
+
+
+def _edge(raw: str, item, leading: bool) -> str:
+    """The white space a run starts (or ends) with, when that edge is text."""
+    kind, event = item
+    if kind != "event" or event.kind != "data":
+        return ""
+    kept = raw.lstrip() if leading else raw.rstrip()
+    return raw[: len(raw) - len(kept)] if leading else raw[len(kept) :]
+
+
+def _trim(segment: Segment, lead: int) -> Segment:
+    """The segment without leading white space (kept raw by the caller's parts)."""
+    if not lead:
+        return segment
+    segment.text = segment.text[lead:]
+    _shift(segment.markup, -lead)
+    return segment
+
+
+def _shift(markups: list[Markup], by: int) -> None:
+    for markup in markups:
+        markup.start, markup.end = max(0, markup.start + by), max(0, markup.end + by)
+        _shift(markup.children, by)
+
+
+def _escape(text: str) -> str:
+    return html.escape(text, quote=False)

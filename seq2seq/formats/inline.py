@@ -1,0 +1,190 @@
+"""A document as text to translate and markup to keep, and the markup put back into the
+translation where its words went. Pure text: no model, no HTTP.
+
+Every format (plain text, HTML, Markdown, SRT) is parsed into a ``Document``: raw strings that
+are kept byte for byte (tags between blocks, cue timings, code fences) and ``Segment``\\ s, the
+units translated. A segment is the plain text the model reads plus its inline ``Markup``: a
+``<b>`` or ``**`` around some of its words, a ``<code>``/`` `x` `` whose text is kept
+literally, a ``<br>`` between two words.
+
+Putting markup back (``render``) follows an alignment from each character of the translation to
+the source characters it came from (the model's cross-attention, ``seq2seq.documents``):
+an element wraps the translated characters aligned into its source span. LibreTranslate
+instead translates each text node alone, so "I like <b>green</b> tea." becomes three fragments
+the model never saw as one sentence; here the sentence is translated whole and the tags
+follow. Elements stay balanced, nested as they were and in their source order: each is placed
+inside its parent's range and after its previous sibling, so the output is always well formed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+Span = tuple[int, int]  # [start, end) characters of a segment's text
+Alignment = list["Span | None"]  # per character of a translation: the source span it came from
+
+
+@dataclass
+class Markup:
+    """An inline element over characters ``[start, end)`` of its segment's text.
+
+    ``open``/``close`` are written around the element's translated characters. With
+    ``literal`` set, those characters are replaced by ``literal`` (code is kept as written);
+    an element with ``start == end`` is a point (``<br>``, an image).
+    """
+
+    start: int
+    end: int
+    open: str
+    close: str = ""
+    literal: str | None = None
+    children: list[Markup] = field(default_factory=list)
+
+
+def _no_escape(text: str) -> str:
+    return text
+
+
+@dataclass
+class Segment:
+    """One unit of a document to translate: ``text`` (what the model reads, sentence-split
+    before decoding) and the markup over it; ``escape`` writes translated text in the format
+    (``&`` as ``&amp;`` in HTML)."""
+
+    text: str
+    markup: list[Markup] = field(default_factory=list)
+    escape: Callable[[str], str] = _no_escape
+    keep_empty: bool = True  # write an element none of the translation was aligned to
+
+
+Document = list["str | Segment"]
+
+
+def rebuild(document: Document, rendered: list[str]) -> str:
+    """The document with its segments, in order, replaced by ``rendered``."""
+    outputs = iter(rendered)
+    text = "".join(part if isinstance(part, str) else next(outputs) for part in document)
+    if next(outputs, None) is not None:
+        raise ValueError("more rendered segments than the document has")
+    return text
+
+
+def segments(document: Document) -> list[Segment]:
+    return [part for part in document if isinstance(part, Segment)]
+
+
+def render(segment: Segment, translation: str, alignment: Alignment) -> str:
+    """``translation`` of ``segment`` with its markup put back (escaped for the format).
+
+    Args:
+        alignment: one source span (or None: aligned to nothing) per character of
+            ``translation``.
+    """
+    if len(alignment) != len(translation):
+        raise ValueError(f"{len(alignment)} aligned characters for {len(translation)}")
+    placed = _place(segment.markup, alignment, 0, len(translation))
+    return _write(placed, translation, 0, len(translation), segment)
+
+
+@dataclass
+class _Placed:
+    markup: Markup
+    start: int
+    end: int
+    children: list[_Placed]
+
+
+def _place(markups: list[Markup], alignment: Alignment, low: int, high: int) -> list[_Placed]:
+    """Target ranges for sibling elements within [low, high): each wraps the characters
+    aligned into its source span, starts after its previous sibling and stays inside."""
+    placed, cursor = [], low
+    for markup in markups:
+        hits = [j for j in range(low, high) if _inside(alignment[j], markup)]
+        if not hits and markup.end > markup.start and markup.literal is None:
+            hits = _nearest(markup, alignment, cursor, high)
+        if hits and markup.end > markup.start:
+            start = max(hits[0], cursor)
+            end = min(max(hits[-1] + 1, start), high)
+        else:
+            start = end = min(max(_insertion_point(markup, alignment, low, high), cursor), high)
+        children = _place(markup.children, alignment, start, end)
+        placed.append(_Placed(markup, start, end, children))
+        cursor = end
+    return placed
+
+
+def _inside(span: Span | None, markup: Markup) -> bool:
+    return span is not None and span[0] < markup.end and markup.start < span[1]
+
+
+def _nearest(markup: Markup, alignment: Alignment, low: int, high: int) -> list[int]:
+    """When attention put no character into the element's words (a short word the model
+    translated into its neighbour, or not at all), the characters from the source word
+    nearest to them: an element around words is never left empty in a non-empty output."""
+    best, distance = None, None
+    for j in range(low, high):
+        span = alignment[j]
+        if span is None:
+            continue
+        gap = max(markup.start - span[1] + 1, span[0] - markup.end + 1, 0)
+        if distance is None or gap < distance:
+            best, distance = span, gap
+    return [j for j in range(low, high) if best is not None and alignment[j] == best]
+
+
+def _insertion_point(markup: Markup, alignment: Alignment, low: int, high: int) -> int:
+    """Where an element with no aligned characters goes: after the last character that came
+    from before it in the source."""
+    point = low
+    for j in range(low, high):
+        span = alignment[j]
+        if span is not None and span[1] <= markup.start:
+            point = j + 1
+    return point
+
+
+def _write(placed: list[_Placed], text: str, low: int, high: int, segment: Segment) -> str:
+    parts, cursor = [], low
+    for item in placed:
+        parts.append(segment.escape(text[cursor : item.start]))
+        markup = item.markup
+        if markup.literal is not None:
+            inner = markup.literal
+        else:
+            inner = _write(item.children, text, item.start, item.end, segment)
+        emptied = item.start == item.end and markup.start < markup.end and not inner
+        if not emptied or segment.keep_empty:  # Markdown: an empty ** would show as text
+            parts.append(markup.open + inner + markup.close)
+        cursor = item.end
+    parts.append(segment.escape(text[cursor:high]))
+    return "".join(parts)
+
+
+def monotonic_alignment(source_length: int, target_length: int) -> Alignment:
+    """Target character j from source character ``j * source / target``: the alignment used
+    where the engine gives no attention (CTranslate2), right for monotone sentences."""
+    if not source_length:
+        return [None] * target_length
+    spans: Alignment = []
+    for j in range(target_length):
+        position = min(source_length - 1, (j * source_length) // max(1, target_length))
+        spans.append((position, position + 1))
+    return spans
+
+
+def has_text(segment: Segment) -> bool:
+    """Whether the segment has anything to translate: text outside its literal markup."""
+    kept = [False] * len(segment.text)
+    stack = list(segment.markup)
+    while stack:
+        markup = stack.pop()
+        if markup.literal is not None:
+            kept[markup.start : markup.end] = [True] * (markup.end - markup.start)
+        stack += markup.children
+    return any(not k and not c.isspace() for k, c in zip(kept, segment.text, strict=True))
+
+
+def plain_segment(text: str) -> Segment:
+    """A segment with no markup (a line of plain text)."""
+    return Segment(text)

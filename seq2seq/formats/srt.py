@@ -1,0 +1,59 @@
+"""SubRip (.srt) subtitles as a ``Document``: cue numbers, timings and blank lines stay byte
+for byte; each cue's text, over however many lines, is one segment (a sentence broken over two
+subtitle lines is translated whole) and is written back on one line. Inline tags (``<i>``,
+``<b>``, ``<font ...>``) are markup, as in HTML.
+"""
+
+from __future__ import annotations
+
+import re
+
+from seq2seq.errors import DataError
+from seq2seq.formats.html import parse_html
+from seq2seq.formats.inline import Document
+
+_INDEX = re.compile(r"\s*\d+\s*")
+_TIMING = re.compile(
+    r"\s*\d{1,2}:\d{2}:\d{2}[,.]\d{1,3}\s*-->\s*\d{1,2}:\d{2}:\d{2}[,.]\d{1,3}(?:\s.*)?"
+)
+
+
+def parse_srt(document: str, source: str = "<srt>") -> Document:
+    """``document`` as raw parts (numbers, timings, blank lines) and one segment per cue.
+
+    Raises:
+        DataError: a cue without a well-formed timing line, naming ``source`` and the line.
+    """
+    lines = document.splitlines(keepends=True)
+    parts: Document = []
+    index = 0
+    while index < len(lines):
+        if not lines[index].strip():
+            parts.append(lines[index])
+            index += 1
+            continue
+        index = _cue(lines, index, parts, source)
+    return parts
+
+
+def _cue(lines: list[str], index: int, parts: Document, source: str) -> int:
+    """Reads the cue starting at ``lines[index]`` into ``parts``; the next line's index."""
+    start = index
+    if _INDEX.fullmatch(lines[index].rstrip("\r\n").lstrip("\ufeff")):
+        index += 1
+    if index >= len(lines) or not _TIMING.fullmatch(lines[index].rstrip("\r\n")):
+        shown = lines[index].rstrip("\r\n")[:40] if index < len(lines) else "end of file"
+        raise DataError.at(source, index + 1, f"malformed SRT timing {shown!r} (expected "
+                           "'HH:MM:SS,mmm --> HH:MM:SS,mmm')")  # fmt: skip
+    index += 1
+    parts.append("".join(lines[start:index]))
+    text_lines = []
+    while index < len(lines) and lines[index].strip():
+        text_lines.append(lines[index])
+        index += 1
+    if text_lines:
+        ending = text_lines[-1][len(text_lines[-1].rstrip("\r\n")) :]
+        text = " ".join(line.strip() for line in text_lines)
+        parts += parse_html(text, source)  # every tag of a cue is inline
+        parts.append(ending)
+    return index

@@ -1,0 +1,138 @@
+"""Documents parsed into raw parts and segments, and markup put back by alignment: HTML keeps
+its tags balanced and in order, leaves code, scripts and translate="no" alone and keeps its
+entities; Markdown keeps its structure; SRT its numbers and timings; bad input is one line."""
+
+import re
+
+import pytest
+
+from seq2seq.errors import DataError
+from seq2seq.formats import format_of, parse, rebuild, render, segments
+from seq2seq.formats.inline import Markup, Segment, monotonic_alignment
+
+
+def identity(document):
+    """Each segment 'translated' as itself, every character aligned to itself."""
+    return rebuild(document, [render(s, s.text, [(i, i + 1) for i in range(len(s.text))])
+                              for s in segments(document)])  # fmt: skip
+
+
+def test_html_text_is_segmented_and_untouched_parts_stay_byte_for_byte():
+    page = ('<!DOCTYPE html>\n<html><head><title>My page</title><style>p{a:b}</style></head>'
+            '<body>\n  <p class="x">Tom &amp; Jerry &nbsp;<b>run</b>.</p>\n'
+            '<pre>keep  &nbsp; this</pre><p translate="no">Stay</p><div class="notranslate">Me '
+            'too</div><td>&nbsp;</td><script>if (a<b) x();</script></body></html>\n')  # fmt: skip
+    document = parse(page, "html")
+    assert [s.text for s in segments(document)] == ["My page", "Tom & Jerry run."]
+    assert identity(document) == page.replace("Jerry &nbsp;<b>", "Jerry <b>")
+    kept = "".join(p for p in document if isinstance(p, str))
+    for part in ("<pre>keep  &nbsp; this</pre>", '<p translate="no">Stay</p>',
+                 "<script>if (a<b) x();</script>", "<td>&nbsp;</td>", "<style>p{a:b}</style>"):
+        assert part in kept  # fmt: skip
+
+
+def test_translated_text_is_escaped_again():
+    [segment] = segments(parse("<p>A &amp; B &lt;c&gt;</p>", "html"))
+    assert segment.text == "A & B <c>"
+    assert render(segment, "甲 & 乙 <丙>", [None] * 9) == "甲 &amp; 乙 &lt;丙&gt;"
+
+
+def test_inline_code_is_kept_as_written_where_its_words_went():
+    [segment] = segments(parse("<p>Run <code>ls -l</code> now.</p>", "html"))
+    translation = "运行ls -l吧。"
+    alignment = [(0, 3), (0, 3), (4, 6), (4, 6), (7, 9), (7, 9), (7, 9), (10, 13), (13, 14)]
+    assert render(segment, translation, alignment) == "运行<code>ls -l</code>吧。"
+    # aligned to nothing, it is still written, after what came before it
+    out = render(segment, "运行吧。", [(0, 3), (0, 3), (10, 13), (13, 14)])
+    assert out == "运行<code>ls -l</code>吧。"
+
+
+def random_alignments(segment, n):
+    import random
+
+    rng = random.Random(n)
+    for _ in range(n):
+        length = rng.randint(0, 12)
+        yield "字" * length, [rng.choice([None, *((i, i + 1) for i in range(len(segment.text)))])
+                             for _ in range(length)]  # fmt: skip
+
+
+def test_tags_stay_balanced_and_in_source_order_whatever_the_alignment():
+    html_text = ('<p>A <b>bold <i>and</i> text</b>, a <a href="/x">link</a>,<br>and '
+                 "<em>end</em>.</p>")
+    [segment] = segments(parse(html_text, "html"))
+    tags = re.findall(r"</?\w+|<br>", html_text[3:-4])
+    for translation, alignment in random_alignments(segment, 200):
+        out = render(segment, translation, alignment)
+        assert re.findall(r"</?\w+|<br>", out) == tags
+        assert re.sub(r"<[^>]+>", "", out) == translation
+
+
+def test_markup_follows_the_words_it_wrapped_when_the_order_changes():
+    segment = Segment("I like green tea.", [Markup(7, 16, "<b>", "</b>")])
+    translation = "我喜欢绿茶。"  # 我 喜欢 绿茶 。
+    alignment = [(0, 1), (2, 6), (2, 6), (7, 12), (13, 16), (16, 17)]
+    assert render(segment, translation, alignment) == "我喜欢<b>绿茶</b>。"
+
+
+def test_malformed_html_is_a_one_line_error_naming_the_line():
+    with pytest.raises(DataError, match=r"^page.html:2: HTML does not parse: </b> closes no"):
+        parse("<p>fine</p>\n<p>Hi</b></p>", "html", "page.html")
+    with pytest.raises(DataError, match=r"^page.html:1: .*unterminated '<b'"):
+        parse("<p>Hi <b", "html", "page.html")
+
+
+def test_markdown_keeps_headings_markers_code_and_link_targets():
+    text = ("# Title here\n\nSome *emph* and **strong** with `code` and [a link](http://x.org "
+            '"t").\nSecond line.\n\n- item one\n1. item two\n\n> quote\n\n```py\nprint(1)\n```'
+            "\n\n    indented code\n\n| a | b |\n|---|---|\n| c | d |\n\n"
+            "![alt](i.png)\n")  # fmt: skip
+    document = parse(text, "markdown")
+    assert [s.text for s in segments(document)] == [
+        "Title here", "Some emph and strong with code and a link. Second line.", "item one",
+        "item two", "quote", "a", "b", "c", "d"]  # fmt: skip
+    out = identity(document)
+    assert out == text.replace(".\nSecond", ". Second")  # a paragraph is written on one line
+    for kept in ("# ", "- ", "1. ", "> ", "```py\nprint(1)\n```", "    indented code",
+                 "|---|---|", "![alt](i.png)", '(http://x.org "t")'):
+        assert kept in out  # fmt: skip
+
+
+def test_markdown_escapes_what_would_become_markup():
+    [segment] = segments(parse("Say *hi*.", "markdown"))
+    assert render(segment, "说*嗨*。", [None] * 5) == "说\\*嗨\\*。"  # the empty *...* dropped
+    assert render(segment, "说嗨。", [(0, 3), (4, 6), (6, 7)]) == "说*嗨*。"
+
+
+SRT = ("1\r\n00:00:01,000 --> 00:00:03,500\r\nWhere is\r\n<i>the station?</i>\r\n\r\n"
+       "2\r\n00:00:04,000 --> 00:00:05,000 X1:10\r\nThank you.\r\n")  # fmt: skip
+
+
+def test_srt_keeps_numbers_and_timings_and_translates_a_cue_as_one_text():
+    document = parse(SRT, "srt")
+    assert [s.text for s in segments(document)] == ["Where is the station?", "Thank you."]
+    out = rebuild(document, ["车站在哪里？", "谢谢。"])
+    assert out == ("1\r\n00:00:01,000 --> 00:00:03,500\r\n车站在哪里？\r\n\r\n"
+                   "2\r\n00:00:04,000 --> 00:00:05,000 X1:10\r\n谢谢。\r\n")  # fmt: skip
+
+
+def test_srt_with_a_malformed_timing_is_a_one_line_error():
+    with pytest.raises(DataError, match=r"^subs.srt:7: malformed SRT timing '00:00:04 -> x'"):
+        parse(SRT.replace("00:00:04,000 --> 00:00:05,000 X1:10", "00:00:04 -> x"), "srt",
+              "subs.srt")  # fmt: skip
+
+
+def test_plain_text_keeps_every_line_and_line_ending():
+    text = "One. Two.\r\n\r\n  Three\n"
+    document = parse(text, "text")
+    assert [s.text for s in segments(document)] == ["One. Two.", "Three"]
+    assert rebuild(document, ["甲", "乙"]) == "甲\r\n\r\n乙\n"
+
+
+def test_format_of_a_path_and_the_monotonic_alignment():
+    assert [format_of(p) for p in ("a.HTML", "b.md", "c.srt", "d.txt", "e.en", None)] == [
+        "html", "markdown", "srt", "text", "text", "text"]  # fmt: skip
+    assert monotonic_alignment(4, 2) == [(0, 1), (2, 3)]
+    assert monotonic_alignment(0, 2) == [None, None]
+    with pytest.raises(ValueError, match="unknown format"):
+        parse("x", "docx")
