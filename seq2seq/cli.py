@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -115,10 +115,22 @@ def _add_quantize(p: argparse.ArgumentParser) -> None:
                    "quantized at load (default: float32)")  # fmt: skip
 
 
+def _add_split(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-split", dest="split_sentences", action="store_false",
+                   help="take each line as one sentence; by default lines are split into "
+                   "sentences, translated, and joined again")  # fmt: skip
+
+
 def _add_translate(p: argparse.ArgumentParser) -> None:
+    from seq2seq.formats import FORMATS
+
     _add_search_options(p)
-    p.add_argument("--input", help="file of English lines (default: stdin)")
+    p.add_argument("--input", help="file of English text (default: stdin)")
     p.add_argument("--output", help="file for the translations (default: stdout)")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="text: one output line per input line; html, markdown, srt: the "
+                   "markup is kept (default: from --input's extension, else text)")  # fmt: skip
+    _add_split(p)
     p.set_defaults(run=run_translate)
 
 
@@ -137,6 +149,7 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ref", action="append", help="Chinese reference file; repeat for more")
     p.add_argument("--hyps", help="where to write the hypotheses (default: next to the ckpt)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    _add_split(p)
     p.set_defaults(run=run_evaluate)
 
 
@@ -277,6 +290,8 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
         default=None,
         help="file of accepted keys, one per line: others get 403 (default: open)",
     )
+    p.add_argument("--file-limit", type=int, default=200_000,
+                   help="characters of a file to /translate_file (200000)")  # fmt: skip
     p.add_argument("--no-continuous", dest="continuous", action="store_false",
                    help="decode every request in whole batches, instead of letting sentences "
                    "join and leave the batch between decoder steps")  # fmt: skip
@@ -294,7 +309,7 @@ def run_serve(args: argparse.Namespace) -> int:
     return serve(args.checkpoint, args.host, args.port, args.engine, args.device,
                  args.model_name, args.beam_size, args.max_batch_tokens, args.max_wait_ms,
                  args.max_queue, args.char_limit, args.batch_limit, args.api_keys,
-                 args.continuous, args.quantize)  # fmt: skip
+                 args.continuous, args.quantize, args.file_limit)  # fmt: skip
 
 
 def _load_translator(args: argparse.Namespace):
@@ -310,15 +325,31 @@ def _load_translator(args: argparse.Namespace):
 
 
 def _translate_with_progress(translator, lines: list[str], args, show: bool) -> list[str]:
-    with progress_bar(len(lines), "lines", show) as advance:
-        return translator.translate(lines, args.beam_size, args.max_tokens, advance)
+    with progress_bar(None, "sentences", show) as bar:
+        return translator.translate(lines, args.beam_size, args.max_tokens, bar.advance,
+                                    args.split_sentences, bar.set_total)  # fmt: skip
+
+
+class _Bar:
+    """What a progress bar offers its work: advance(n) and, once known, set_total(n)."""
+
+    def __init__(self, progress=None, task=None) -> None:
+        self.progress, self.task = progress, task
+
+    def advance(self, n: int) -> None:
+        if self.progress is not None:
+            self.progress.advance(self.task, n)
+
+    def set_total(self, total: int) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, total=total)
 
 
 @contextmanager
-def progress_bar(total: int, unit: str, show: bool) -> Iterator[Callable[[int], None]]:
-    """A rich progress bar on stderr (nothing when ``show`` is false); yields advance(n)."""
+def progress_bar(total: int | None, unit: str, show: bool) -> Iterator[_Bar]:
+    """A rich progress bar on stderr (nothing when ``show`` is false)."""
     if not show:
-        yield lambda n: None
+        yield _Bar()
         return
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
@@ -326,17 +357,28 @@ def progress_bar(total: int, unit: str, show: bool) -> Iterator[Callable[[int], 
     columns = (*Progress.get_default_columns()[:1], BarColumn(), MofNCompleteColumn(),
                TimeRemainingColumn())  # fmt: skip
     with Progress(*columns, console=Console(stderr=True), transient=False) as progress:
-        task = progress.add_task(unit, total=total)
-        yield lambda n: progress.advance(task, n)
+        yield _Bar(progress, progress.add_task(unit, total=total))
 
 
 def run_translate(args: argparse.Namespace) -> int:
-    from seq2seq.textio import read_lines, write_lines
+    from seq2seq.formats import format_of, parse
+    from seq2seq.textio import read_lines, read_text, write_lines, write_text
 
+    text_format = args.format or format_of(args.input)
     translator = _load_translator(args)  # a wrong checkpoint fails before stdin is read
-    lines = read_lines(args.input)
-    outputs = _translate_with_progress(translator, lines, args, show=args.input is not None)
-    write_lines(outputs, args.output)
+    if text_format == "text":
+        lines = read_lines(args.input)
+        outputs = _translate_with_progress(translator, lines, args, show=args.input is not None)
+        write_lines(outputs, args.output)
+        return 0
+    source = args.input or "<stdin>"
+    document = parse(read_text(args.input), text_format, source)
+    with progress_bar(None, "sentences", show=args.input is not None) as bar:
+        [output] = translator.translate_documents(
+            [document], args.beam_size, args.max_tokens, args.split_sentences, bar.advance,
+            bar.set_total,
+        )
+    write_text(output, args.output)
     return 0
 
 
@@ -381,8 +423,8 @@ def run_generate(args: argparse.Namespace) -> int:
     if args.prompt is not None and args.output is None and args.beam_size == 1:
         return _stream_one(generator, args.prompt, options)
     show = len(prompts) > 1 and (args.input is not None or args.output is not None)
-    with progress_bar(len(prompts), "prompts", show) as advance:
-        outputs = generator.generate(prompts, on_batch=advance, **options)
+    with progress_bar(len(prompts), "prompts", show) as bar:
+        outputs = generator.generate(prompts, on_batch=bar.advance, **options)
     write_lines(outputs, args.output)
     return 0
 

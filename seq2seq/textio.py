@@ -45,6 +45,30 @@ def read_lines(path: str | Path | None, strict: bool = False) -> list[str]:
     return split_lines(raw.decode("utf-8", errors="strict" if strict else "replace"))
 
 
+def read_text(path: str | Path | None) -> str:
+    """A whole UTF-8 document (stdin when ``path`` is None), byte-order mark dropped; invalid
+    bytes become U+FFFD.
+
+    Raises:
+        DataError: the file does not exist.
+    """
+    if path is None:
+        raw = sys.stdin.buffer.read()
+    else:
+        require_file(path)
+        raw = Path(path).read_bytes()
+    return raw.decode("utf-8", errors="replace").removeprefix("\ufeff")
+
+
+def write_text(text: str, path: str | Path | None) -> None:
+    """A whole document, as it is, to a UTF-8 file or to stdout."""
+    if path is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        Path(path).write_text(text, encoding="utf-8")
+
+
 def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """(1-based line number, line) of a UTF-8 file, streamed (corpora can be large).
 

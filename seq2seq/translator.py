@@ -9,21 +9,30 @@ comes from an engine: ``TorchEngine`` (our model and searches) here, ``CTranslat
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 import torch
 
+from seq2seq.attention_maps import cross_attention_maps, self_attention_maps
 from seq2seq.checkpoint import load_model
+from seq2seq.data.clean import normalize_en
+from seq2seq.data.sentences import clauses
+from seq2seq.documents import SentenceTranslation, TextBatch, combine_hypotheses, windowed_lines
 from seq2seq.errors import CheckpointError
+from seq2seq.formats import FORMATS, Document, parse, parse_text
+from seq2seq.formats.inline import Alignment, monotonic_alignment
 from seq2seq.model import Transformer
 from seq2seq.packing import check_quantize, prepare_for_inference
-from seq2seq.scoring import translate_ids
+from seq2seq.scoring import translate_ids, translation_prompt
 from seq2seq.search import Hypothesis, SearchConfig
 from seq2seq.textio import one_line, warn_lines
+
+WORD_START = "\u2581"  # SentencePiece's mark of a piece that starts a word
 
 
 class Engine(Protocol):
@@ -81,6 +90,25 @@ class TorchEngine:
 
     def with_search(self, **changes: Any) -> TorchEngine:
         return TorchEngine(self.model, replace(self.search, **changes))
+
+    def attention(self, source: list[int], target: list[int]) -> torch.Tensor:
+        """Cross-attention of ``target`` (its tokens, then eos) over ``source``, mean over
+        layers and heads: (T + 1, S). A decoder-only translator's is the self-attention of its
+        target positions over its source positions."""
+        model, config = self.model, self.model.config
+        device = self.model.embedding.weight.device
+        if config.decoder_only:
+            prompt = translation_prompt(source, config)
+            sequence = torch.tensor([prompt + target + [config.eos_id]], device=device)
+            maps = self_attention_maps(model, sequence)
+            # Position len(prompt) - 1 + t predicted target token t; the source is 1..|src|.
+            rows = slice(len(prompt) - 1, len(prompt) + len(target))
+            maps = [m[:, :, rows, 1 : 1 + len(source)] for m in maps]
+        else:
+            src = torch.tensor([source], device=device)
+            tgt_in = torch.tensor([[config.bos_id, *target]], device=device)
+            maps = cross_attention_maps(model, src, tgt_in)
+        return torch.stack([m[0].float().mean(dim=0) for m in maps]).mean(dim=0).cpu()
 
     def _pad(self, rows: list[list[int]]) -> torch.Tensor:
         pad = self.model.config.pad_id
@@ -147,21 +175,192 @@ class Translator:
         beam_size: int = 5,
         max_tokens: int = 4000,
         on_batch: Callable[[int], None] | None = None,
+        split: bool = True,
+        on_total: Callable[[int], None] | None = None,
     ) -> list[str]:
         """Translate ``lines``: exactly one output string (without newlines) per input line.
 
         Args:
-            lines: English sentences; empty lines give empty outputs.
+            lines: English text, one line each (a paragraph or a sentence); empty lines give
+                empty outputs.
             beam_size: 1 = greedy search.
             max_tokens: padded decoder rows x source length per batch: a batch holds
                 ``max_tokens / beam_size`` source tokens, so memory and speed do not depend on
                 the beam (beam 5 on the demo test set: 6.7 s at 800 source tokens per batch,
                 7.7 s at 4,000, 9.5 s at 8,000).
-            on_batch: called with the number of lines finished after each batch (progress).
+            on_batch: called with the number of sentences finished after each batch.
+            split: split each line into sentences and translate those (the model was trained
+                on sentences); False: each line is one sentence (one-sentence-per-line data).
+            on_total: called once with the number of distinct sentences (pieces) to decode.
         """
-        hypotheses = self.translate_hypotheses(lines, beam_size, max_tokens, on_batch=on_batch)
-        return [one_line(self.tokenizer.decode(best[0].tokens)) if best else ""
-                for best in hypotheses]  # fmt: skip
+        documents = [parse_text(line.replace("\n", " ")) for line in lines]
+        outputs = self.translate_documents(documents, beam_size, max_tokens, split, on_batch,
+                                           on_total)  # fmt: skip
+        return [one_line(text) for text in outputs]
+
+    def translate_text(
+        self, texts: Sequence[str], format: str = "text", beam_size: int = 5,
+        max_tokens: int = 4000, split: bool = True, source: str = "<input>",
+    ) -> list[str]:  # fmt: skip
+        """Translate whole texts in ``format`` (text, html, markdown, srt), keeping their
+        markup and line breaks; one output text per input text.
+
+        Raises:
+            DataError: HTML or SRT that does not parse (naming ``source`` and the line).
+        """
+        if format not in FORMATS:
+            raise ValueError(f"unknown format {format!r} (formats: {', '.join(FORMATS)})")
+        documents = [parse(text, format, source) for text in texts]
+        return self.translate_documents(documents, beam_size, max_tokens, split)
+
+    def translate_documents(
+        self,
+        documents: list[Document],
+        beam_size: int = 5,
+        max_tokens: int = 4000,
+        split: bool = True,
+        on_batch: Callable[[int], None] | None = None,
+        on_total: Callable[[int], None] | None = None,
+    ) -> list[str]:
+        """Parsed documents (``seq2seq.formats``) translated: every distinct sentence of all
+        of them decoded in one token-batched pass, then each document rebuilt."""
+        batch = TextBatch(documents, split)
+        found = self.translate_sentences(batch.sentences, beam_size, max_tokens, 1,
+                                         batch.aligned, on_batch, on_total)  # fmt: skip
+        windowed = windowed_lines(batch, found)
+        if windowed:
+            limit = self.engine.source_limit()
+            warn_lines(f"{len(windowed)} input(s) held a sentence longer than the model's "
+                       f"{limit} tokens with no clause punctuation to cut it at; it was "
+                       "translated in windows, not as a whole", windowed)  # fmt: skip
+        return batch.rebuild(found)
+
+    def translate_sentences(
+        self,
+        sentences: Sequence[str],
+        beam_size: int = 5,
+        max_tokens: int = 4000,
+        n_best: int = 1,
+        aligned: Sequence[bool] | None = None,
+        on_batch: Callable[[int], None] | None = None,
+        on_total: Callable[[int], None] | None = None,
+    ) -> list[SentenceTranslation]:
+        """Each sentence translated whole, or, when longer than the model takes, in pieces
+        (``plan``); ``aligned[i]``: also align sentence i's best translation to its words."""
+        plans = self.plan(sentences)
+        encoded = [piece.ids for plan in plans for piece in plan]
+        if on_total is not None:
+            on_total(sum(1 for ids in encoded if ids))
+        found = self.decode_encoded(encoded, beam_size, max_tokens, n_best, on_batch)
+        return self.finish(sentences, plans, found, n_best, aligned)
+
+    def plan(self, sentences: Sequence[str]) -> list[list[Piece]]:
+        """The pieces each sentence is decoded as: itself, or for a sentence longer than the
+        engine takes, its clauses (cut after , ; : and before dashes) packed up to the limit,
+        and a clause still too long cut into windows of tokens at word starts."""
+        limit = self.engine.source_limit()
+        return [self._pieces(sentence, limit) for sentence in sentences]
+
+    def finish(
+        self,
+        sentences: Sequence[str],
+        plans: list[list[Piece]],
+        found: list[list[Hypothesis]],
+        n_best: int = 1,
+        aligned: Sequence[bool] | None = None,
+    ) -> list[SentenceTranslation]:
+        """Sentence translations from their pieces' hypotheses (``found``, in plan order)."""
+        results, start = [], 0
+        for index, (sentence, plan) in enumerate(zip(sentences, plans, strict=True)):
+            hyps = found[start : start + len(plan)]
+            start += len(plan)
+            results.append(self._sentence(sentence, plan, hyps, n_best,
+                                          bool(aligned and aligned[index])))  # fmt: skip
+        return results
+
+    def _sentence(self, sentence: str, plan: list[Piece], hyps: list[list[Hypothesis]],
+                  n_best: int, align: bool) -> SentenceTranslation:  # fmt: skip
+        combined = combine_hypotheses(hyps, n_best)
+        texts = ["".join(self.text(found[min(k, len(found) - 1)].tokens) for found in hyps
+                         if found) for k in range(len(combined))]  # fmt: skip
+        result = SentenceTranslation(combined, texts, pieces=len(plan),
+                                     windowed=any(p.windowed for p in plan))  # fmt: skip
+        if align and combined:
+            words = [m.span() for m in re.finditer(r"\S+", sentence)]
+            result.alignment = [span for piece, found in zip(plan, hyps, strict=True) if found
+                                for span in self._align(piece, found[0], words)]  # fmt: skip
+        return result
+
+    def text(self, tokens: Sequence[int]) -> str:
+        """The text of output tokens, on one line."""
+        return one_line(self.tokenizer.decode(tokens))
+
+    def _pieces(self, sentence: str, limit: int) -> list[Piece]:
+        ids = self.encode_sentence(sentence)
+        n_words = len(sentence.split())
+        if len(ids) <= limit:
+            return [Piece(ids, (0, n_words))]
+        pieces: list[Piece] = []
+        word = 0
+        for text in _pack(clauses(sentence), limit, self.encode_sentence):
+            ids, count = self.encode_sentence(text), len(text.split())
+            if len(ids) <= limit:
+                pieces.append(Piece(ids, (word, word + count)))
+            else:
+                pieces += self._windows(ids, limit, word)
+            word += count
+        return pieces
+
+    def encode_sentence(self, text: str) -> list[int]:
+        """Source ids of one sentence (normalised; [] for white space), not cut."""
+        text = normalize_en(text)
+        return self.tokenizer.encode_source(text) if text.strip() else []
+
+    def _windows(self, ids: list[int], limit: int, word: int) -> list[Piece]:
+        """``ids`` cut into windows of at most ``limit`` tokens, each starting a word where
+        possible (a Marian source keeps its eos at the end of every window)."""
+        eos = ids[-1:] if self.tokenizer.source_ends_with_eos else []
+        body, width = ids[: len(ids) - len(eos)], limit - len(eos)
+        piece_of = self.tokenizer.id_to_piece
+        starts = [i for i, t in enumerate(body) if piece_of(t).startswith(WORD_START)]
+        windows, begin = [], 0
+        while begin < len(body):
+            cuts = [i for i in starts if begin < i <= begin + width]
+            end = cuts[-1] if cuts and begin + width < len(body) else min(len(body), begin + width)
+            count = sum(1 for i in starts if begin <= i < end) or 1
+            windows.append(Piece(body[begin:end] + eos, (word, word + count), windowed=True))
+            begin, word = end, word + count
+        return windows
+
+    def _align(self, piece: Piece, best: Hypothesis, words: list[tuple[int, int]]) -> Alignment:
+        """For each character of ``best``'s text: the span of the sentence word its token
+        attends to most (mean cross-attention of the layers and heads)."""
+        text_of = self.tokenizer.decode
+        ends, longest = [], 0
+        for k in range(1, len(best.tokens) + 1):  # each token's end in the text (monotone)
+            longest = max(longest, len(text_of(best.tokens[:k])))
+            ends.append(longest)
+        length = len(self.text(best.tokens))
+        first, last = piece.words
+        own = words[first : max(first + 1, last)] or [(0, 0)]
+        attention = getattr(self.engine, "attention", None)
+        if attention is None or not piece.ids:
+            low, high = own[0][0], own[-1][1]
+            return [None if span is None else (low + span[0], low + span[1])
+                    for span in monotonic_alignment(high - low, length)]  # fmt: skip
+        weights = attention(piece.ids, list(best.tokens))  # (T + 1, S)
+        token_span = _source_spans(piece.ids, self.tokenizer, own)
+        spans: Alignment = []
+        start = 0
+        text = self.text(best.tokens)
+        for t, end in enumerate(ends):
+            span = token_span[int(weights[t].argmax())]
+            end = min(end, length)
+            chunk = text[start:end]
+            space = len(chunk) - len(chunk.lstrip())  # a word's leading space is between words
+            spans += [None] * space + [span] * (end - start - space)
+            start = end
+        return spans + [None] * (length - len(spans))
 
     def translate_hypotheses(
         self,
@@ -238,6 +437,56 @@ class Translator:
         return self._hypotheses(sources[:half], beam_size, n_best) + self._hypotheses(
             sources[half:], beam_size, n_best
         )
+
+
+@dataclass
+class Piece:
+    """What the engine decodes for (part of) a sentence: source ids, and the sentence's words
+    ``[first, last)`` they cover; ``windowed``: cut at a token limit, not at punctuation."""
+
+    ids: list[int]
+    words: tuple[int, int]
+    windowed: bool = False
+
+
+def _pack(texts: list[str], limit: int, encode: Callable[[str], list[int]]) -> list[str]:
+    """Consecutive ``texts`` joined (with spaces) into as few pieces as stay within
+    ``limit`` tokens by their separate counts."""
+    packed: list[str] = []
+    tokens = 0
+    for text in texts:
+        count = len(encode(text))
+        if packed and tokens + count <= limit:
+            packed[-1] += " " + text
+            tokens += count
+        else:
+            packed.append(text)
+            tokens = count
+    return packed
+
+
+def _source_spans(ids: list[int], tokenizer: Any,
+                  words: list[tuple[int, int]]) -> list[tuple[int, int] | None]:  # fmt: skip
+    """For each source token, the characters of the sentence it spells: its word's, narrowed
+    by the lengths of the pieces before it in the word (so "." in "tea." is apart from
+    "tea"). None before the first word (a language token); an eos counts with the last word."""
+    spans: list[tuple[int, int] | None] = []
+    word, position = -1, 0
+    for token in ids:
+        piece = tokenizer.id_to_piece(token)
+        if piece.startswith(WORD_START) and word + 1 < len(words):
+            word += 1
+            position = words[word][0]
+        if word < 0:
+            spans.append(None)
+            continue
+        byte_piece = piece.startswith("<") and piece.endswith(">")
+        surface = 1 if byte_piece else len(piece.lstrip(WORD_START))
+        start, end = words[word]
+        low = min(position, end - 1)
+        spans.append((low, max(low + 1, min(end, position + surface))))
+        position += surface
+    return spans
 
 
 def cut_source(ids: list[int], limit: int, tokenizer: Any) -> list[int]:

@@ -1,0 +1,144 @@
+"""Texts and documents through a sentence translator: split into sentences, de-duplicate,
+translate together, and put back together with their markup.
+
+``TextBatch`` takes the documents of one request or file (``seq2seq.formats``), splits every
+segment into sentences (``seq2seq.data.sentences``) and keeps each distinct sentence once, so a
+file of paragraphs is decoded in the same token-batched pass as a file of sentences. Given the
+sentences' translations it rebuilds each document: translations joined with no space (a
+newline kept where one stood), markup placed by alignment (``seq2seq.formats.inline``).
+``Translator`` (``seq2seq.translator``) produces the ``SentenceTranslation``\\ s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from seq2seq.data.sentences import Sentence, join_translations, split_sentences
+from seq2seq.formats.inline import Alignment, Document, Segment, rebuild, render, segments
+from seq2seq.search import Hypothesis
+
+
+@dataclass
+class SentenceTranslation:
+    """One sentence's translation.
+
+    ``hypotheses`` and ``texts`` are the n-best list, best first (a sentence translated in
+    pieces has the pieces' k-th hypotheses joined). ``alignment`` (when asked for) gives, per
+    character of ``texts[0]``, the span of sentence characters it was translated from.
+    ``pieces`` > 1: the sentence was longer than the model takes and was translated in pieces
+    (cut at clause punctuation); ``windowed``: some piece had no such punctuation and was cut
+    into windows of tokens, so the sentence was not translated as a whole (reported).
+    """
+
+    hypotheses: list[Hypothesis]
+    texts: list[str]
+    alignment: Alignment | None = None
+    pieces: int = 1
+    windowed: bool = False
+
+
+@dataclass
+class TextBatch:
+    """The documents of one request or file as distinct sentences, and back.
+
+    Args:
+        documents: parsed documents (``seq2seq.formats.parse``).
+        split: split each segment into sentences (True) or take each of its lines whole.
+    """
+
+    documents: list[Document]
+    split: bool = True
+    sentences: list[str] = field(init=False, default_factory=list)
+    aligned: list[bool] = field(init=False, default_factory=list)  # per distinct sentence
+    _layout: list[list[tuple[Segment, list[Sentence], list[int]]]] = field(
+        init=False, default_factory=list
+    )
+
+    def __post_init__(self) -> None:
+        index: dict[str, int] = {}
+        for document in self.documents:
+            placed = []
+            for segment in segments(document):
+                found = split_sentences(segment.text) if self.split else _lines(segment.text)
+                ids = [index.setdefault(s.text, len(index)) for s in found]
+                placed.append((segment, found, ids))
+            self._layout.append(placed)
+        self.sentences = list(index)
+        self.aligned = [False] * len(self.sentences)
+        for placed in self._layout:
+            for segment, _, ids in placed:
+                if segment.markup:
+                    for i in ids:
+                        self.aligned[i] = True
+
+    def segment_sentences(self, document: int) -> list[list[int]]:
+        """For each segment of document ``document``: the indices of its sentences."""
+        return [ids for _, _, ids in self._layout[document]]
+
+    def rebuild(self, translations: list[SentenceTranslation]) -> list[str]:
+        """Each document with its segments translated (``translations`` of ``sentences``)."""
+        outputs = []
+        for document, placed in zip(self.documents, self._layout, strict=True):
+            rendered = [_render(segment, found, [translations[i] for i in ids])
+                        for segment, found, ids in placed]  # fmt: skip
+            outputs.append(rebuild(document, rendered))
+        return outputs
+
+
+def _lines(text: str) -> list[Sentence]:
+    """Each non-empty line of ``text`` as one sentence (no sentence splitting)."""
+    found, offset = [], 0
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if stripped:
+            start = offset + line.index(stripped[0])
+            found.append(Sentence(stripped, start, start + len(stripped)))
+        offset += len(line) + 1
+    return found
+
+
+def _render(segment: Segment, found: list[Sentence],
+            translations: list[SentenceTranslation]) -> str:  # fmt: skip
+    """A segment's translation: its sentences' best translations joined, markup placed."""
+    texts = [t.texts[0] if t.texts else "" for t in translations]
+    joined = join_translations(texts, found, segment.text)
+    if not segment.markup:
+        return segment.escape(joined)
+    alignment: Alignment = []
+    for index, (sentence, translation) in enumerate(zip(found, translations, strict=True)):
+        if index:  # the newlines join_translations put between two sentences
+            gap = segment.text[found[index - 1].end : sentence.start]
+            alignment += [None] * gap.count("\n")
+        own = translation.alignment or [None] * len(texts[index])
+        alignment += [None if span is None else (span[0] + sentence.start, span[1] + sentence.start)
+                      for span in own]  # fmt: skip
+    return render(segment, joined, alignment)
+
+
+def windowed_lines(batch: TextBatch, translations: list[SentenceTranslation]) -> list[int]:
+    """1-based numbers of the documents with a sentence that could not be translated whole."""
+    return [number for number in range(1, len(batch.documents) + 1)
+            if any(translations[i].windowed
+                   for ids in batch.segment_sentences(number - 1) for i in ids)]  # fmt: skip
+
+
+def combine_hypotheses(pieces: list[list[Hypothesis]], n_best: int) -> list[Hypothesis]:
+    """The n-best list of a sentence translated in pieces: the k-th hypothesis joins each
+    piece's k-th (or its last, where a piece has fewer); scores and log-probabilities add."""
+    if len(pieces) == 1:
+        return pieces[0]
+    if any(not found for found in pieces):
+        return []
+    combined = []
+    for k in range(min(n_best, max(len(found) for found in pieces))):
+        chosen = [found[min(k, len(found) - 1)] for found in pieces]
+        combined.append(Hypothesis([t for h in chosen for t in h.tokens],
+                                   sum(h.score for h in chosen),
+                                   sum(h.log_prob for h in chosen)))  # fmt: skip
+    return combined
+
+
+def parse_all(texts: list[str], format: str, source: str = "<input>") -> list[Document]:
+    from seq2seq.formats import parse
+
+    return [parse(text, format, source) for text in texts]
