@@ -86,7 +86,7 @@ def test_multi_line_text_keeps_its_lines(http, translator):
         ({"json": {"source": "en", "target": "zh"}}, 400, "missing q parameter"),
         ({"json": {"q": 3, "source": "en", "target": "zh"}}, 400, "q must be a string"),
         ({"json": {"q": "a", "source": "en", "target": "de"}}, 400, "de is not supported"),
-        ({"json": {"q": "a", "source": "en", "target": "zh", "format": "html"}}, 400, "html"),
+        ({"json": {"q": "a", "source": "en", "target": "zh", "format": "xml"}}, 400, "xml"),
         (
             {"content": b'{"q": "a",', "headers": {"content-type": "application/json"}},
             400,

@@ -10,7 +10,6 @@ from seq2seq.serve.protocol import (
     Limits,
     detected_language,
     parse_body,
-    split_lines,
     translate_args,
 )
 
@@ -54,7 +53,7 @@ def good(**changes):
         (good(q=["a", 3]), "q must be a string or an array of strings"),
         (good(target="fr"), "fr is not supported"),
         (good(source="de"), "de is not supported"),
-        (good(format="html"), "format html is not supported"),
+        (good(format="xml"), "format xml is not supported"),
         (good(alternatives="two"), "alternatives must be an integer"),
         (good(alternatives=True), "alternatives must be an integer"),
         (good(alternatives=99), r"alternatives must be in \[0, 10\]"),
@@ -82,7 +81,6 @@ def test_good_translate_arguments():
 
 
 def test_lines_and_detection():
-    assert split_lines("a\r\n\nb\rc") == ["a", "", "b", "c"]
     assert detected_language("Hello there") == {"confidence": 100.0, "language": "en"}
     assert detected_language("你好 world")["confidence"] < 100.0
 

@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seq2seq.serve.batching import BatchingWorker, Job
 from seq2seq.serve.completion_routes import add_completion_routes
+from seq2seq.serve.files import SUPPORTED
 from seq2seq.serve.handling import ClientGone, ServerSettings
 from seq2seq.serve.model import ServedModel
 from seq2seq.serve.protocol import (
@@ -72,6 +73,8 @@ def _run(served: ServedModel, settings: ServerSettings, jobs: list[Job]) -> list
     """What the worker thread runs for a batch of jobs sharing a key."""
     if jobs[0].key is None:
         return [served.complete_job(jobs[0].payload)]
+    if jobs[0].key == ("finish",):  # sentence translations aligned for markup: model work
+        return [served.translator.finish(*job.payload) for job in jobs]  # type: ignore[union-attr]
     _, beam_size, n_best, _ = jobs[0].key
     return served.translate_jobs(jobs, beam_size, n_best, settings.max_batch_tokens)
 
@@ -149,6 +152,9 @@ def _add_page_routes(app: FastAPI, served: ServedModel, settings: ServerSettings
             "engine": served.engine,
             "beamSize": settings.beam_size,
             "attention": served.attention,
+            "filesTranslation": served.translates,
+            "supportedFilesFormat": list(SUPPORTED) if served.translates else [],
+            "fileLimit": settings.file_limit,
             "language": {"source": {"code": "en", "name": "English"},
                          "target": {"code": "zh", "name": "Chinese"}},
         }  # fmt: skip

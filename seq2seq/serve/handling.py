@@ -25,6 +25,7 @@ class ServerSettings:
     limits: Limits = Limits()
     api_keys: frozenset[str] | None = None
     continuous: bool = True  # sentences join and leave the batch between decoder steps
+    file_limit: int = 200_000  # characters of a file sent to /translate_file
 
 
 def authorize(settings: ServerSettings, key: Any, request: Request) -> None:

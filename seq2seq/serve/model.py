@@ -8,14 +8,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
-
-from seq2seq.attention_maps import cross_attention_maps, self_attention_maps
 from seq2seq.checkpoint import load_model
 from seq2seq.continuous import ContinuousBatch, ContinuousBeam, ContinuousGreedy
 from seq2seq.generation import Completion, Generator
 from seq2seq.packing import check_quantize, prepare_for_inference
-from seq2seq.scoring import translation_prompt
 from seq2seq.search import Hypothesis, SamplingConfig
 from seq2seq.serve.batching import Job
 from seq2seq.textio import one_line
@@ -169,31 +165,16 @@ class ServedModel:
 
     def _attention(self, source: list[int], hyps: list[Hypothesis]) -> dict | None:
         """Cross-attention of the best hypothesis, mean over layers and heads: (T, S) with T
-        its tokens plus eos. A decoder-only translator's is the self-attention of its target
-        positions over its source positions. None for an empty sentence or a CTranslate2
-        engine (whose attention we do not read)."""
+        its tokens plus eos (``TorchEngine.attention``). None for an empty sentence or a
+        CTranslate2 engine (whose attention we do not read)."""
         engine = self.translator.engine  # type: ignore[union-attr]
         if not hyps or not isinstance(engine, TorchEngine):
             return None
-        model, config = engine.model, engine.model.config
-        device = engine.device
-        target = [*hyps[0].tokens, config.eos_id]
-        if config.decoder_only:
-            prompt = translation_prompt(source, config)
-            sequence = torch.tensor([prompt + target], device=device)
-            maps = self_attention_maps(model, sequence)
-            # Position len(prompt) - 1 + t predicted target token t; the source is 1..|src|.
-            rows = slice(len(prompt) - 1, len(prompt) - 1 + len(target))
-            maps = [m[:, :, rows, 1 : 1 + len(source)] for m in maps]
-        else:
-            src = torch.tensor([source], device=device)
-            tgt_in = torch.tensor([[config.bos_id, *hyps[0].tokens]], device=device)
-            maps = cross_attention_maps(model, src, tgt_in)
-        weights = torch.stack([m[0].float().mean(dim=0) for m in maps]).mean(dim=0)  # (T, S)
+        weights = engine.attention(source, list(hyps[0].tokens))  # (T + 1, S)
         return {
             "source": self.tokens(source),
-            "target": self.tokens(target),
-            "weights": [[round(float(w), 4) for w in row] for row in weights.cpu()],
+            "target": self.tokens([*hyps[0].tokens, engine.model.config.eos_id]),
+            "weights": [[round(float(w), 4) for w in row] for row in weights],
         }
 
 

@@ -80,6 +80,7 @@ class TranslateArgs:
     batch: bool  # q was an array: answer arrays
     detect: bool  # source was "auto": add detectedLanguage
     alternatives: int
+    format: str = "text"  # text or html (LibreTranslate's two)
 
 
 def translate_args(args: dict[str, Any], limits: Limits) -> TranslateArgs:
@@ -100,13 +101,13 @@ def translate_args(args: dict[str, Any], limits: Limits) -> TranslateArgs:
         raise ApiError(400, f"{args['target']} is not supported (target languages: zh, "
                             "zh-Hans, zh-CN)", "target")  # fmt: skip
     text_format = str(args.get("format") or "text").lower()
-    if text_format != "text":
-        raise ApiError(400, f"format {text_format} is not supported; send plain text "
-                            "(format: text)", "format")  # fmt: skip
+    if text_format not in ("text", "html"):
+        raise ApiError(400, f"format {text_format} is not supported (formats: text, html)",
+                       "format")
     given = args.get("alternatives")
     alternatives = 0 if given in (None, "") else integer(given, "alternatives", 0, MAX_ALTERNATIVES)
     limits.check(texts)
-    return TranslateArgs(texts, batch, source == "auto", alternatives)
+    return TranslateArgs(texts, batch, source == "auto", alternatives, text_format)
 
 
 def integer(value: Any, name: str, low: int, high: int) -> int:
@@ -126,11 +127,6 @@ def valid_text(text: str) -> str:
     """``text`` with lone surrogates (JSON allows ``"\\ud800"``, Unicode does not) replaced
     by U+FFFD, so that the tokenizer never sees a string it cannot encode."""
     return SURROGATE.sub("\ufffd", text)
-
-
-def split_lines(text: str) -> list[str]:
-    """A q string's lines: each is translated alone and they are joined again with ``\\n``."""
-    return valid_text(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def detected_language(text: str) -> dict[str, Any]:

@@ -44,6 +44,7 @@ def serve(
     api_keys: str | None = None,
     continuous: bool = True,
     quantize: str | None = None,
+    file_limit: int = 200_000,
 ) -> int:
     """Run ``seq2seq serve`` (the options are the command's; ``--help`` explains them)."""
     import uvicorn
@@ -53,11 +54,13 @@ def serve(
     from seq2seq.serve.model import ServedModel
 
     _check(beam_size, max_batch_tokens, max_wait_ms, max_queue, char_limit, batch_limit)
+    if file_limit < 1:
+        raise ConfigError(f"--file-limit must be >= 1, got {file_limit}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     settings = ServerSettings(beam_size, max_batch_tokens, max_wait_ms, max_queue,
                               Limits(char_limit, batch_limit),
                               read_api_keys(api_keys) if api_keys else None,
-                              continuous)  # fmt: skip
+                              continuous, file_limit)  # fmt: skip
     start = time.perf_counter()
     served = ServedModel.load(checkpoint, engine, device, name, quantize)
     warm_up(served)

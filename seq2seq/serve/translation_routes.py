@@ -3,13 +3,19 @@ our ``/v1/translate`` (n-best lists, scores, attention)."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from seq2seq.documents import SentenceTranslation, TextBatch, combine_hypotheses
+from seq2seq.errors import DataError
+from seq2seq.formats import parse
+from seq2seq.search import Hypothesis
 from seq2seq.serve.batching import BatchingWorker, Job
+from seq2seq.serve.files import add_file_routes
 from seq2seq.serve.handling import ServerSettings, authorize, submit, wait_for
 from seq2seq.serve.model import ServedModel, TranslatedSentence, TranslationWork
 from seq2seq.serve.protocol import (
@@ -18,7 +24,6 @@ from seq2seq.serve.protocol import (
     detected_language,
     languages,
     parse_body,
-    split_lines,
     translate_args,
     valid_text,
 )
@@ -32,28 +37,80 @@ class NativeTranslateRequest(BaseModel):
     n_best: int = Field(1, ge=1, le=MAX_BEAM)
     return_scores: bool = False
     return_attention: bool = False
+    format: Literal["text", "html", "markdown", "srt"] = "text"
+    split: bool = True
     api_key: str | None = None
+
+
+@dataclass
+class TextResult:
+    """One text of a request, translated: its best text, the n-best alternatives (the k-th
+    joins its sentences' k-th), combined hypotheses, and whether a sentence in it could not
+    be translated whole (cut into windows)."""
+
+    text: str
+    alternatives: list[str]
+    hypotheses: list[Hypothesis]
+    windowed: bool
+
+
+def not_whole_warning(indices: list[int], limit: int) -> str:
+    shown = ", ".join(str(i) for i in indices[:20])
+    return (f"text {shown}: a sentence longer than the model's {limit} tokens with no clause "
+            "punctuation was translated in windows, not as a whole")  # fmt: skip
 
 
 def add_translation_routes(app: FastAPI, served: ServedModel, settings: ServerSettings,
                             worker: BatchingWorker) -> None:  # fmt: skip
     async def translate(request: Request, lines: list[str], beam_size: int, n_best: int,
                         attention: bool = False) -> list[TranslatedSentence]:  # fmt: skip
+        """Each line decoded whole as one sentence (attention maps)."""
+        translator = _translator()
+        encoded = [translator.encode_sentence(line) for line in lines]
+        limit = translator.engine.source_limit()
+        encoded = [ids[:limit] for ids in encoded]  # attention is drawn for the model's window
+        return await _decode(request, encoded, beam_size, n_best, attention)
+
+    def _translator():
         if served.translator is None:
             raise ApiError(400, f"{served.name} is a language model, not a translator: use "
                                 "POST /v1/completions")  # fmt: skip
-        nonempty = [i for i, line in enumerate(lines) if line.strip()]
-        encoded: list[list[int]] = [[] for _ in lines]
-        for i, ids in zip(nonempty, served.translator.encode([lines[i] for i in nonempty]),
-                          strict=True):  # fmt: skip
-            encoded[i] = ids
-        request.state.sentences = len(nonempty)
+        return served.translator
+
+    async def _decode(request: Request, encoded: list[list[int]], beam_size: int, n_best: int,
+                      attention: bool = False) -> list[TranslatedSentence]:  # fmt: skip
+        request.state.sentences = getattr(request.state, "sentences", 0) + sum(map(bool, encoded))
         if not any(encoded):
-            return [TranslatedSentence([]) for _ in lines]
-        job = Job(key=("translate", beam_size, n_best, attention), size=len(nonempty),
+            return [TranslatedSentence([]) for _ in encoded]
+        job = Job(key=("translate", beam_size, n_best, attention), size=sum(map(bool, encoded)),
                   cost=sum(map(len, encoded)) * beam_size,
                   payload=TranslationWork(encoded, attention))  # fmt: skip
         return await wait_for(request, submit(worker, job))
+
+    async def translate_texts(request: Request, texts: list[str], text_format: str, split: bool,
+                              beam_size: int, n_best: int) -> list[TextResult]:  # fmt: skip
+        """Texts in a format: split into sentences, each distinct one decoded once (pieces
+        for the over-long), markup placed by alignment (in the worker thread), rebuilt."""
+        translator = _translator()
+        if text_format == "text":  # line endings as LibreTranslate reads them
+            texts = [text.replace("\r\n", "\n").replace("\r", "\n") for text in texts]
+        try:
+            documents = [parse(valid_text(text), text_format, "q") for text in texts]
+        except DataError as error:
+            raise ApiError(400, f"Invalid request: {error}", "q") from None
+        batch = TextBatch(documents, split)
+        plans = translator.plan(batch.sentences)
+        encoded = [piece.ids for plan in plans for piece in plan]
+        found = [s.hypotheses for s in await _decode(request, encoded, beam_size, n_best)]
+        if any(batch.aligned):
+            job = Job(key=("finish",), size=len(batch.sentences), cost=1,
+                      payload=(batch.sentences, plans, found, n_best, batch.aligned))  # fmt: skip
+            finished = await wait_for(request, submit(worker, job))
+        else:
+            finished = translator.finish(batch.sentences, plans, found, n_best)
+        return _results(batch, finished, n_best)
+
+    add_file_routes(app, settings, translate_texts, served.translates)
 
     @app.post("/translate")
     @app.get("/translate", include_in_schema=False)
@@ -63,26 +120,22 @@ def add_translation_routes(app: FastAPI, served: ServedModel, settings: ServerSe
         args = await _libre_arguments(request)
         authorize(settings, args.get("api_key"), request)
         checked = translate_args(args, settings.limits)
-        per_text = [split_lines(text) for text in checked.texts]
         n_best = checked.alternatives + 1
         beam = max(settings.beam_size, n_best)
-        found = await translate(request, [line for lines in per_text for line in lines], beam,
-                                n_best)  # fmt: skip
-        texts, alternatives, start = [], [], 0
-        for lines in per_text:
-            sentences = found[start : start + len(lines)]
-            start += len(lines)
-            ranked = [[served.text(h) for h in s.hypotheses] or [""] for s in sentences]
-            texts.append("\n".join(r[0] for r in ranked))
-            alternatives.append(["\n".join(r[min(k, len(r) - 1)] for r in ranked)
-                                 for k in range(1, 1 + checked.alternatives)
-                                 if any(len(r) > k for r in ranked)])  # fmt: skip
+        found = await translate_texts(request, checked.texts, checked.format, True, beam,
+                                      n_best)  # fmt: skip
+        texts = [result.text for result in found]
+        alternatives = [result.alternatives for result in found]
         answer: dict[str, Any] = {"translatedText": texts if checked.batch else texts[0]}
         if checked.alternatives:
             answer["alternatives"] = alternatives if checked.batch else alternatives[0]
         if checked.detect:
             detected = [detected_language(text) for text in checked.texts]
             answer["detectedLanguage"] = detected if checked.batch else detected[0]
+        windowed = [i for i, result in enumerate(found) if result.windowed]
+        if windowed:  # never silent: what could not be translated whole is said
+            limit = _translator().engine.source_limit()
+            answer["warnings"] = [not_whole_warning(windowed, limit)]
         return JSONResponse(answer)
 
     @app.get("/languages")
@@ -108,22 +161,52 @@ def add_translation_routes(app: FastAPI, served: ServedModel, settings: ServerSe
         if body.return_attention and not served.attention:
             raise ApiError(400, "return_attention needs a torch engine (not CTranslate2)")
         beam = max(body.beam_size or settings.beam_size, body.n_best)
-        lines = [" ".join(valid_text(text).split()) for text in texts]
-        found = await translate(request, lines, beam, body.n_best, body.return_attention)
+        if body.return_attention:  # attention is drawn over one sentence: each text whole
+            lines = [" ".join(valid_text(text).split()) for text in texts]
+            sentences = await translate(request, lines, beam, body.n_best, True)
+            results = [TextResult(served.text(s.hypotheses[0]) if s.hypotheses else "", [],
+                                  s.hypotheses, False) for s in sentences]  # fmt: skip
+        else:
+            results = await translate_texts(request, texts, body.format, body.split, beam,
+                                            body.n_best)  # fmt: skip
+            sentences = [TranslatedSentence(r.hypotheses) for r in results]
         out = []
-        for sentence in found:
-            best = served.text(sentence.hypotheses[0]) if sentence.hypotheses else ""
-            item: dict[str, Any] = {"text": best}
+        for result, sentence in zip(results, sentences, strict=True):
+            item: dict[str, Any] = {"text": result.text}
             if body.return_scores or body.n_best > 1:
+                ranked = [result.text, *result.alternatives]
                 item["hypotheses"] = [
-                    {"text": served.text(h), "score": round(h.score, 4),
+                    {"text": ranked[min(k, len(ranked) - 1)], "score": round(h.score, 4),
                      "log_prob": round(h.log_prob, 4), "tokens": len(h.tokens)}
-                    for h in sentence.hypotheses
+                    for k, h in enumerate(result.hypotheses)
                 ]  # fmt: skip
             if body.return_attention:
                 item["attention"] = sentence.attention
+            if result.windowed:
+                item["windowed"] = True
             out.append(item)
         return {"model": served.name, "beam_size": beam, "translations": out}
+
+
+def _results(batch: TextBatch, finished: list[SentenceTranslation],
+             n_best: int) -> list[TextResult]:  # fmt: skip
+    """Each text's best translation, its alternatives and combined hypotheses."""
+    best = batch.rebuild(finished)
+    ranks = max((len(f.texts) for f in finished), default=1)
+    alternatives = [batch.rebuild([replace(f, texts=[f.texts[min(k, len(f.texts) - 1)]])
+                                   if f.texts else f for f in finished])
+                    for k in range(1, min(n_best, ranks))]  # fmt: skip
+    results = []
+    for index, text in enumerate(best):
+        ids = [i for segment in batch.segment_sentences(index) for i in segment]
+        own = [finished[i].hypotheses for i in ids]
+        hypotheses = combine_hypotheses(own, n_best) if ids else []
+        # alternative k exists where some sentence of the text has a (k+1)-th hypothesis
+        kept = [alt[index] for k, alt in enumerate(alternatives, start=1)
+                if any(len(finished[i].texts) > k for i in ids)]  # fmt: skip
+        results.append(TextResult(text, kept, hypotheses,
+                                  any(finished[i].windowed for i in ids)))  # fmt: skip
+    return results
 
 
 async def _libre_arguments(request: Request) -> dict[str, Any]:

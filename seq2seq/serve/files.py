@@ -1,0 +1,99 @@
+"""LibreTranslate's file translation: ``POST /translate_file`` (multipart ``file``, ``source``,
+``target``, ``api_key``) answers ``{"translatedFileUrl": ...}``, and ``GET
+/download_file/{name}`` serves the translated file. Text, HTML, Markdown and SRT files keep
+their markup (``seq2seq.formats``); translated files are kept in memory (the newest
+``KEPT_FILES``), as LibreTranslate keeps them in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from pathlib import PurePath
+from urllib.parse import quote
+
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+
+from seq2seq.formats import EXTENSIONS
+from seq2seq.serve.handling import ServerSettings, authorize
+from seq2seq.serve.protocol import ApiError, translate_args
+
+SUPPORTED = (".txt", ".html", ".htm", ".md", ".markdown", ".srt")
+KEPT_FILES = 100
+MEDIA_TYPES = {"text": "text/plain", "html": "text/html", "markdown": "text/markdown",
+               "srt": "application/x-subrip"}  # fmt: skip
+
+# (request, texts, format, split, beam size, n-best) -> results with a .text each
+TranslateTexts = Callable[..., Awaitable[list]]
+
+
+def add_file_routes(app: FastAPI, settings: ServerSettings, translate_texts: TranslateTexts,
+                    translates: bool) -> None:  # fmt: skip
+    kept: OrderedDict[str, tuple[str, bytes, str]] = OrderedDict()
+
+    @app.post("/translate_file")
+    async def translate_file(request: Request) -> dict:
+        """A text, HTML, Markdown or SRT file translated with its markup kept."""
+        form = await _form(request)
+        authorize(settings, form.get("api_key"), request)
+        upload = form.get("file")
+        if upload is None or isinstance(upload, str):
+            raise ApiError(400, "Invalid request: missing file parameter", "file")
+        name = PurePath(upload.filename or "").name
+        if not name:
+            raise ApiError(400, "Invalid request: empty file", "file")
+        extension = PurePath(name).suffix.lower()
+        if extension not in SUPPORTED:
+            raise ApiError(400, f"Invalid request: file format not supported ({extension or name}; "
+                                f"supported: {', '.join(SUPPORTED)})", "file")  # fmt: skip
+        text = _text(await upload.read(), name, settings.file_limit)
+        translate_args({"q": "", "source": form.get("source"), "target": form.get("target")},
+                       settings.limits)  # the languages, checked as /translate checks them
+        if not translates:
+            raise ApiError(400, "this model is a language model, not a translator")
+        text_format = EXTENSIONS[extension]
+        [result] = await translate_texts(request, [text], text_format, True,
+                                         settings.beam_size, 1)  # fmt: skip
+        key = f"{uuid.uuid4().hex}.{name}"
+        kept[key] = (name, result.text.encode("utf-8"), text_format)
+        while len(kept) > KEPT_FILES:
+            kept.popitem(last=False)
+        return {"translatedFileUrl": f"{str(request.base_url).rstrip('/')}/download_file/"
+                                     f"{quote(key)}"}  # fmt: skip
+
+    @app.get("/download_file/{key}")
+    async def download_file(key: str) -> Response:
+        if key not in kept:
+            raise ApiError(404, "Invalid filename: no such translated file (files are kept for "
+                                f"the newest {KEPT_FILES} translations)")  # fmt: skip
+        name, body, text_format = kept[key]
+        disposition = f"attachment; filename*=UTF-8''{quote(name)}"
+        return Response(body, media_type=f"{MEDIA_TYPES[text_format]}; charset=utf-8",
+                        headers={"Content-Disposition": disposition})  # fmt: skip
+
+
+async def _form(request: Request):
+    if not request.headers.get("content-type", "").lower().startswith("multipart/form-data"):
+        raise ApiError(400, "Invalid request: send the file as multipart/form-data", "file")
+    try:
+        return await request.form()
+    except Exception as error:  # a broken multipart body is the client's mistake
+        raise ApiError(400, f"Invalid request: malformed form body ({error})") from None
+
+
+def _text(data: bytes, name: str, limit: int) -> str:
+    """The file as text: UTF-8 (a byte-order mark dropped), within ``limit`` characters."""
+    if b"\x00" in data:
+        raise ApiError(400, f"Invalid request: {name} is not a text file (it holds NUL bytes)",
+                       "file")
+    try:
+        text = data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as error:
+        raise ApiError(400, f"Invalid request: {name} is not UTF-8 text (byte {error.start})",
+                       "file") from None
+    if len(text) > limit:
+        raise ApiError(400, f"Invalid request: file ({len(text)} characters) exceeds file limit "
+                            f"({limit})", "file")  # fmt: skip
+    return text
