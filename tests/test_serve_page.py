@@ -34,6 +34,7 @@ from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support import expected_conditions  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 SENTENCE = "I like to drink tea in the morning."
@@ -59,11 +60,12 @@ def open_page(driver, url: str) -> None:
     wait_for(driver, "ready")
 
 
-def wait_for(driver, *states: str, timeout: float = WAIT) -> str:
-    """Wait until the status line's ``data-state`` is one of ``states``; returns it."""
+def wait_for(driver, *states: str, timeout: float = WAIT, line: str = "status") -> str:
+    """Wait until the status line's (or the file box's, ``line="file-status"``) ``data-state``
+    is one of ``states``; returns it."""
 
     def state(_) -> str | bool:
-        found = driver.find_element(By.ID, "status").get_attribute("data-state")
+        found = driver.find_element(By.ID, line).get_attribute("data-state")
         return found if found in states else False
 
     return WebDriverWait(driver, timeout).until(state, f"the page never reached {states}")
@@ -85,6 +87,23 @@ def translate_api(url: str, texts: list[str], beam: int) -> list[dict]:
     response = httpx.post(url + "/v1/translate", json=body, timeout=WAIT)
     assert response.status_code == 200, response.text
     return response.json()["translations"]
+
+
+def translate_file_api(url: str, path: Path) -> httpx.Response:
+    """POST /translate_file as the page sends it; the answer, or the download on success."""
+    form = {"source": "en", "target": "zh"}
+    answer = httpx.post(url + "/translate_file", data=form, timeout=WAIT,
+                        files={"file": (path.name, path.read_bytes())})  # fmt: skip
+    if answer.status_code != 200:
+        return answer
+    return httpx.get(answer.json()["translatedFileUrl"], timeout=WAIT)
+
+
+def translate_file_in_page(driver, path: Path) -> str:
+    """Choose ``path`` in the file box and translate it; the file status line's final state."""
+    driver.find_element(By.ID, "file-input").send_keys(str(path))
+    driver.find_element(By.ID, "file-button").click()
+    return wait_for(driver, "done", "error", line="file-status")
 
 
 def test_translate_page_matches_the_api(browser, request, tmp_path):
@@ -179,10 +198,62 @@ def test_page_shows_server_errors(browser, translation_server):
     assert text_of(browser, "translation") == translate_api(url, [SENTENCE], 2)[0]["text"]
 
 
+SUBTITLES = (f"1\n00:00:01,000 --> 00:00:02,500\n{SENTENCE}\n\n"
+             f"2\n00:00:03,000 --> 00:00:04,000\n{SECOND}\n")  # fmt: skip
+KEPT_LINES = (0, 1, 3, 4, 5, 7)  # SUBTITLES' cue numbers, timings and blank lines
+WEB_PAGE = f"<p>{SENTENCE} <b>{SECOND}</b></p>\n"
+
+
+def test_file_box_translates_files_as_the_api_does(browser, translation_server, tmp_path):
+    url = translation_server.url
+    open_page(browser, url)
+    settings = httpx.get(url + "/frontend/settings").json()
+    assert settings["filesTranslation"] is True
+    assert browser.find_element(By.ID, "file-input").get_attribute("accept") == ",".join(
+        settings["supportedFilesFormat"]
+    )
+    for name, body in [("subs.srt", SUBTITLES), ("page.html", WEB_PAGE)]:
+        path = tmp_path / name
+        path.write_text(body, encoding="utf-8")
+        assert translate_file_in_page(browser, path) == "done", text_of(browser, "file-status")
+        shown = expected_conditions.visibility_of_element_located((By.ID, "file-link"))
+        link = WebDriverWait(browser, WAIT).until(shown, "no download link")
+        assert link.get_attribute("download") == name
+        assert link.get_attribute("href").startswith(url + "/download_file/")
+        assert link.get_attribute("href").endswith(name)
+        download = translate_file_api(url, path)
+        assert download.status_code == 200, download.text
+        preview = text_of(browser, "file-preview")
+        assert preview == download.content.decode("utf-8")
+        if name.endswith(".srt"):  # cue numbers, timings and blank lines kept byte for byte
+            lines, original = preview.split("\n"), body.split("\n")
+            assert len(lines) == len(original)
+            assert [lines[i] for i in KEPT_LINES] == [original[i] for i in KEPT_LINES]
+        else:
+            assert preview.startswith("<p>") and preview.endswith("</p>\n")
+
+
+def test_file_box_shows_the_servers_error(browser, translation_server, tmp_path):
+    """A malformed .srt: the server's 400 message in the file box's status line, no link."""
+    url = translation_server.url
+    open_page(browser, url)
+    path = tmp_path / "bad.srt"
+    path.write_text("1\n00:00:01 -> x\nHello.\n", encoding="utf-8")
+    assert translate_file_in_page(browser, path) == "error"
+    answer = translate_file_api(url, path)
+    assert answer.status_code == 400
+    assert text_of(browser, "file-status") == answer.json()["error"]
+    assert "malformed SRT timing" in text_of(browser, "file-status")
+    assert not browser.find_element(By.ID, "file-link").is_displayed()
+    assert not browser.find_element(By.ID, "file-preview").is_displayed()
+    assert browser.find_element(By.ID, "file-button").is_enabled()
+
+
 def test_complete_page_streams_what_the_api_returns(browser, lm_server):
     url = lm_server.url
     open_page(browser, url)
     assert not browser.find_element(By.ID, "source").is_displayed()
+    assert not browser.find_element(By.ID, "file-input").is_displayed()
     assert text_of(browser, "meta").startswith("tiny-lm · decoder-only language model")
     assert [browser.find_element(By.ID, name).get_attribute("value")
             for name in ("temperature", "top_p", "max_tokens")] == ["1.0", "0.9", "64"]  # fmt: skip
