@@ -370,8 +370,12 @@ class Translator:
         n_best: int = 1,
         on_batch: Callable[[int], None] | None = None,
     ) -> list[list[Hypothesis]]:
-        """The ``n_best`` hypotheses (ids and scores) of each line; [] for an empty line."""
-        return self.decode_encoded(self.encode(lines), beam_size, max_tokens, n_best, on_batch)
+        """The ``n_best`` hypotheses (ids and scores) of each line, taken whole as one
+        sentence (a line over the model's limit in pieces, their k-th hypotheses joined);
+        [] for an empty line. ``translate_sentences`` gives their texts too."""
+        found = self.translate_sentences([line.replace("\n", " ") for line in lines], beam_size,
+                                         max_tokens, n_best, on_batch=on_batch)  # fmt: skip
+        return [sentence.hypotheses for sentence in found]
 
     def decode_encoded(
         self,
