@@ -21,7 +21,12 @@ pytest.importorskip("fastapi")
 pytestmark = pytest.mark.slow
 
 SOURCES = [en for en, _ in synthetic_pairs()[::23]]  # 42 different sentences
-HEAVY = " ".join(["I will buy the book tomorrow and read it at home with you."] * 3)
+HEAVY = ", ".join(["I will buy the book tomorrow and read it at home with you"] * 2)
+
+
+def heavy(n: int) -> list[str]:
+    """n long sentences, all different: a request's distinct sentences are decoded once."""
+    return [f"{HEAVY}, {i}." for i in range(n)]
 
 
 def decoding(url: str, request: threading.Thread) -> bool:
@@ -88,7 +93,7 @@ def test_health_is_answered_while_a_batch_decodes(translation_server):
         busy = threading.Thread(
             target=http.post,
             args=("/translate",),
-            kwargs={"json": translate_body([HEAVY] * 20, alternatives=4)},
+            kwargs={"json": translate_body(heavy(20), alternatives=4)},
         )
         busy.start()
         assert decoding(url, busy)
@@ -102,9 +107,9 @@ def test_a_full_queue_answers_429_at_once_and_the_rest_are_served(translation_ch
     options = ("--max-queue", "4", "--batch-limit", "4", "--max-wait-ms", "0", "--beam-size", "4",
                "--no-continuous")  # fmt: skip
     with running_server(translation_checkpoint, *options) as server:
-        expected = httpx.post(server.url + "/translate", json=translate_body([HEAVY] * 4),
+        expected = httpx.post(server.url + "/translate", json=translate_body(heavy(4)),
                               timeout=120).json()  # fmt: skip
-        answers = asyncio.run(concurrently(server.url, [translate_body([HEAVY] * 4)] * 12))
+        answers = asyncio.run(concurrently(server.url, [translate_body(heavy(4))] * 12))
         statuses = [a.status_code for a in answers]
         assert set(statuses) == {200, 429} and statuses.count(429) >= 6
         busy = next(a.json()["error"] for a in answers if a.status_code == 429)
@@ -122,13 +127,13 @@ def test_clients_that_leave_while_queued_are_skipped(translation_checkpoint):
             first = threading.Thread(
                 target=http.post,
                 args=("/translate",),
-                kwargs={"json": translate_body([HEAVY] * 40)},
+                kwargs={"json": translate_body(heavy(80))},
             )
             first.start()
             assert decoding(url, first)
             for _ in range(3):  # queued behind the first, then gone
                 with pytest.raises(httpx.TimeoutException):
-                    httpx.post(url + "/translate", json=translate_body([HEAVY] * 6), timeout=0.3)
+                    httpx.post(url + "/translate", json=translate_body(heavy(6)), timeout=0.3)
             time.sleep(0.6)  # the server looks for gone clients every 0.5 s
             assert first.is_alive(), "make the first request longer: it ended too soon"
             first.join()
@@ -140,12 +145,12 @@ def test_clients_that_leave_while_queued_are_skipped(translation_checkpoint):
 
 def test_sigterm_finishes_requests_in_flight_then_exits_0(translation_checkpoint):
     with running_server(translation_checkpoint) as server:
-        expected = httpx.post(server.url + "/translate", json=translate_body([HEAVY] * 4),
+        expected = httpx.post(server.url + "/translate", json=translate_body(heavy(4)),
                               timeout=120).json()  # fmt: skip
         answers: list[httpx.Response] = []
         in_flight = threading.Thread(
             target=lambda: answers.append(
-                httpx.post(server.url + "/translate", json=translate_body([HEAVY] * 4), timeout=120)
+                httpx.post(server.url + "/translate", json=translate_body(heavy(4)), timeout=120)
             )
         )
         in_flight.start()
