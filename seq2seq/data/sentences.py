@@ -8,7 +8,7 @@ splitter, DeepL with ``split_sentences``); this module is ours.
 The splitter is pysbd (Golden Rules segmenter, pure Python, offline): on our tricky cases it
 missed 1 of 20 (a URL with ``?``), sentencex 1 (it cuts "1." off a numbered list) and nupunkt
 2. URLs and e-mail addresses are masked before pysbd sees them, which fixes its one miss.
-pysbd is the slow part (about 140k characters/s here), so a text with no sentence-ending
+pysbd is the slow part (about 140k characters/s here; 200k called as below), so a text with no sentence-ending
 punctuation followed by more text skips it: most single-sentence lines never reach it.
 
 Chinese output is joined with no space between sentences; a newline that stood between two
@@ -69,14 +69,21 @@ def _split_line(line: str, offset: int) -> list[Sentence]:
         start = offset + line.index(stripped[0])
         return [Sentence(stripped, start, start + len(stripped))]
     masked = _URL_OR_EMAIL.sub(lambda m: re.sub(r"[.?!]", "_", m.group()), line)
+    segmenter = _segmenter()
+    try:  # pysbd's sentences as found, without its own span search (a third of its time)
+        return _located(segmenter.processor(masked).process(), line, masked, offset)
+    except ValueError:  # a sentence not found as written: pysbd's own, slower path
+        return _located(segmenter.segment(masked), line, masked, offset)
+
+
+def _located(pieces: list[str], line: str, masked: str, offset: int) -> list[Sentence]:
+    """Each piece found in ``masked`` after the previous one (pysbd drops white space)."""
     found, cursor = [], 0
-    for segment in _segmenter().segment(masked):
-        piece = segment.strip()
-        if not piece:
-            continue
-        start = masked.index(piece, cursor)  # pysbd drops white space; find where it was
-        cursor = start + len(piece)
-        found.append(Sentence(line[start:cursor], offset + start, offset + cursor))
+    for piece in (p.strip() for p in pieces):
+        if piece:
+            start = masked.index(piece, cursor)
+            cursor = start + len(piece)
+            found.append(Sentence(line[start:cursor], offset + start, offset + cursor))
     return found
 
 
