@@ -14,7 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from seq2seq.data.sentences import Sentence, join_translations, split_sentences
-from seq2seq.formats.inline import Alignment, Document, Segment, rebuild, render, segments
+from seq2seq.formats.inline import (
+    Alignment,
+    Document,
+    Segment,
+    monotonic_alignment,
+    rebuild,
+    render,
+    segments,
+)
 from seq2seq.search import Hypothesis
 
 
@@ -109,7 +117,9 @@ def _render(segment: Segment, found: list[Sentence],
         if index:  # the newlines join_translations put between two sentences
             gap = segment.text[found[index - 1].end : sentence.start]
             alignment += [None] * gap.count("\n")
-        own = translation.alignment or [None] * len(texts[index])
+        own = translation.alignment
+        if own is None or len(own) != len(texts[index]):  # an alternative: no attention read
+            own = monotonic_alignment(sentence.end - sentence.start, len(texts[index]))
         alignment += [None if span is None else (span[0] + sentence.start, span[1] + sentence.start)
                       for span in own]  # fmt: skip
     return render(segment, joined, alignment)

@@ -75,11 +75,33 @@ def test_markup_follows_the_words_it_wrapped_when_the_order_changes():
     assert render(segment, translation, alignment) == "我喜欢<b>绿茶</b>。"
 
 
-def test_malformed_html_is_a_one_line_error_naming_the_line():
-    with pytest.raises(DataError, match=r"^page.html:2: HTML does not parse: </b> closes no"):
-        parse("<p>fine</p>\n<p>Hi</b></p>", "html", "page.html")
-    with pytest.raises(DataError, match=r"^page.html:1: .*unterminated '<b'"):
-        parse("<p>Hi <b", "html", "page.html")
+def test_html_that_does_not_parse_is_a_one_line_error_naming_the_line():
+    with pytest.raises(DataError, match=r"^page.html:2: HTML does not parse: unterminated '<b'"):
+        parse("<p>fine</p>\n<p>Hi <b", "html", "page.html")
+    with pytest.raises(DataError, match=r"^page.html:1: .*unterminated '<!--'"):
+        parse("<p>Hi</p><!-- never closed", "html", "page.html")
+
+
+@pytest.mark.parametrize("page", [
+    "<p>a <b><i>x</b></i> y</p>",  # misnested
+    "Hello</div><div>World</span>",  # end tags that close nothing: ignored by browsers
+    "Press <kbd>Enter to continue",  # an untouched element left open
+    "<p>Use <code>x</p><p>Last words",
+    "<p>Run <code>ls</p><p>I love you.</p>",
+    "<p>" + "<b>" * 200 + "deep</p>",
+])  # fmt: skip
+def test_broken_html_as_browsers_read_it_loses_nothing(page):
+    document = parse(page, "html")
+    assert identity(document) == page
+    words = " ".join(s.text for s in segments(document))
+    for word in ("x", "World", "Enter", "Last words", "I love you.", "deep"):
+        if word in page:
+            assert word in words or word in "".join(p for p in document if isinstance(p, str))
+
+
+def test_an_element_of_white_space_is_a_point():
+    [segment] = segments(parse("<p>Hello<b> </b></p>", "html"))
+    assert render(segment, "你好。", [(0, 5)] * 3) == "你好。<b></b>"
 
 
 def test_markdown_keeps_headings_markers_code_and_link_targets():
@@ -98,6 +120,15 @@ def test_markdown_keeps_headings_markers_code_and_link_targets():
         assert kept in out  # fmt: skip
 
 
+def test_markdown_table_cells_and_hard_breaks():
+    table = "| `word` | word |\n|---|---|\n| ![cat](c.png) | cat |\n"
+    document = parse(table, "markdown")
+    assert [s.text for s in segments(document)] == ["word", "cat"]
+    assert rebuild(document, ["字", "猫"]) == "| `word` | 字 |\n|---|---|\n| ![cat](c.png) | 猫 |\n"
+    [segment] = segments(parse("Line one  \nLine two.", "markdown"))
+    assert segment.text == "Line one Line two."  # the words do not run together
+
+
 def test_markdown_escapes_what_would_become_markup():
     [segment] = segments(parse("Say *hi*.", "markdown"))
     assert render(segment, "说*嗨*。", [None] * 5) == "说\\*嗨\\*。"  # the empty *...* dropped
@@ -114,6 +145,14 @@ def test_srt_keeps_numbers_and_timings_and_translates_a_cue_as_one_text():
     out = rebuild(document, ["车站在哪里？", "谢谢。"])
     assert out == ("1\r\n00:00:01,000 --> 00:00:03,500\r\n车站在哪里？\r\n\r\n"
                    "2\r\n00:00:04,000 --> 00:00:05,000 X1:10\r\n谢谢。\r\n")  # fmt: skip
+
+
+def test_srt_cues_without_blank_lines_and_ampersands():
+    srt = ("1\n00:00:01,000 --> 00:00:02,000\nTom & Jerry\n2\n00:00:03,000 --> 00:00:04,000\n"
+           "Bye.\n")  # fmt: skip
+    document = parse(srt, "srt")
+    assert [s.text for s in segments(document)] == ["Tom & Jerry", "Bye."]
+    assert identity(document) == srt  # & is not written as &amp;: SRT has no entities
 
 
 def test_srt_with_a_malformed_timing_is_a_one_line_error():

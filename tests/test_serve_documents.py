@@ -45,8 +45,14 @@ def test_format_html_keeps_the_markup(http, translator):
     assert answer["translatedText"].endswith(f"</b></p><pre>{SENTENCES[2]}</pre>")
     form = {"q": page, "source": "en", "target": "zh", "format": "html"}
     assert http.post("/translate", data=form).json() == answer  # as LibreTranslate's page sends
-    bad = libre(http, q="<p>Hi</b></p>", format="html")
-    assert bad.status_code == 400 and "</b> closes no open element" in bad.json()["error"]
+    bad = libre(http, q="<p>Hi <b", format="html")
+    assert bad.status_code == 400 and "unterminated '<b'" in bad.json()["error"]
+    alternatives = libre(http, q=page, format="html", alternatives=2).json()
+    assert alternatives["translatedText"] == answer["translatedText"]
+    assert all(alt.count("<b>") == 1 for alt in alternatives["alternatives"])
+    attention = http.post("/v1/translate", json={"text": page, "format": "html",
+                                                 "return_attention": True})  # fmt: skip
+    assert attention.status_code == 400 and "return_attention" in attention.json()["error"]
 
 
 def test_v1_translate_keeps_newlines_and_takes_format_and_split(http, translator):
@@ -66,7 +72,7 @@ def test_what_is_not_translated_whole_is_said(http):
     answer = libre(http, q=["Hello.", long_line]).json()
     assert len(answer["translatedText"][1]) > 0
     [warning] = answer["warnings"]
-    assert warning.startswith("text 1: a sentence longer than the model's ")
+    assert warning.startswith("q[1]: a sentence longer than the model's ")
     assert warning.endswith("was translated in windows, not as a whole")
     [item] = http.post("/v1/translate", json={"text": long_line}).json()["translations"]
     assert item["windowed"] is True
@@ -104,7 +110,7 @@ def test_translate_file_round_trip(http, translator, name):
     ("name", "content", "message"),
     [
         ("bad.srt", b"1\n00:00:01 -> 2\nHello.\n", "malformed SRT timing"),
-        ("bad.html", b"<p>Hello</i></p>", "</i> closes no open element"),
+        ("bad.html", b"<p>Hello <i", "unterminated '<i'"),
         ("image.txt", b"\x89PNG\r\n\x1a\n\x00\x00", "not a text file"),
         ("latin.txt", "café".encode("latin-1"), "not UTF-8 text"),
         ("slides.pptx", b"Hello.", "file format not supported"),

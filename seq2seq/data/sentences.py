@@ -8,8 +8,9 @@ splitter, DeepL with ``split_sentences``); this module is ours.
 The splitter is pysbd (Golden Rules segmenter, pure Python, offline): on our tricky cases it
 missed 1 of 20 (a URL with ``?``), sentencex 1 (it cuts "1." off a numbered list) and nupunkt
 2. URLs and e-mail addresses are masked before pysbd sees them, which fixes its one miss.
-pysbd is the slow part (about 140k characters/s here; 200k called as below), so a text with no sentence-ending
-punctuation followed by more text skips it: most single-sentence lines never reach it.
+pysbd is the slow part (about 270k characters/s here, called as below), so a text with no
+sentence-ending punctuation followed by more text skips it: most single-sentence lines never
+reach it.
 
 Chinese output is joined with no space between sentences; a newline that stood between two
 sentences in the source stands between their translations.

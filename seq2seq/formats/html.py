@@ -32,6 +32,7 @@ INLINE = frozenset(
 VOID = frozenset("area base br col embed hr img input link meta param source track wbr".split())
 UNTOUCHED = frozenset("script style pre code textarea svg math template kbd samp".split())
 _SPACE = re.compile(r"\s+")
+MAX_DEPTH = 64  # inline elements nested deeper are kept where they stand, not placed
 
 
 @dataclass
@@ -110,8 +111,9 @@ def parse_html(document: str, source: str = "<html>") -> Document:
     """``document`` as raw parts and segments (one per block of text).
 
     Raises:
-        DataError: markup that does not parse (an end tag closing no open element, a tag left
-            open at the end of the file), naming ``source`` and the line.
+        DataError: markup that does not parse (a tag, comment or declaration left unterminated
+            at the end of the file), naming ``source`` and the line. An end tag that closes
+            nothing open is kept as written (browsers ignore it).
     """
     events = _Events(document, source).parse()
     builder = _Builder(document, source)
@@ -144,7 +146,7 @@ class _Builder:
         """Handle ``events[index]``; the index of the next event to handle."""
         event = events[index]
         if event.kind == "start" and _untouched(event) and event.tag not in VOID:
-            end = _matching_end(events, index)
+            end = _matching_end(events, index, inline=event.tag in INLINE)
             if event.tag in INLINE:
                 self.run.append(("literal", (events[index : end + 1], self)))
             else:
@@ -167,13 +169,7 @@ class _Builder:
             if event.tag in self.open_blocks:
                 while self.open_blocks and self.open_blocks.pop() != event.tag:
                     pass
-            elif event.tag not in ("p", "br"):  # browsers read a stray </p> as <p></p>
-                self._stray(event)
-
-    def _stray(self, event: _Event) -> None:
-        line = self.document.count("\n", 0, event.start) + 1
-        raise DataError.at(self.source, line, f"HTML does not parse: </{event.tag}> closes no "
-                           "open element")  # fmt: skip
+            # else: an end tag that closes nothing is kept as written, as browsers ignore it
 
     def flush(self) -> None:
         """The pending run of inline content as raw white space around one segment."""
@@ -187,10 +183,14 @@ class _Builder:
         self.parts += [before, segment, after]
 
 
-def _matching_end(events: list[_Event], index: int) -> int:
-    """The index of the end tag that closes ``events[index]`` (or the last event)."""
+def _matching_end(events: list[_Event], index: int, inline: bool = False) -> int:
+    """The index of the end tag that closes ``events[index]``; left open, the last event of
+    the document, or for an inline element the last one before a block tag."""
     tag, depth = events[index].tag, 0
     for j in range(index, len(events)):
+        block = events[j].kind in ("start", "end", "startend") and events[j].tag not in INLINE
+        if inline and block and j > index:
+            return j - 1
         if events[j].tag == tag and events[j].kind == "start":
             depth += 1
         elif events[j].tag == tag and events[j].kind == "end":
@@ -231,6 +231,7 @@ class _RunReader:
         text = "".join(self.text)
         lead = len(text) - len(text.lstrip())
         segment = _trim(Segment(text.rstrip(), self.top, escape=_escape), lead)
+        _clamp(segment.markup, len(segment.text))  # an element of white space is a point
         return segment, before, after
 
     def _has_text(self, run) -> bool:
@@ -253,13 +254,16 @@ class _RunReader:
     def _read_item(self, kind: str, item) -> None:
         if kind == "literal":
             events, builder = item
+            last = events[-1]
+            closed = len(events) > 1 and last.kind == "end" and last.tag == events[0].tag
+            inner = events[1:-1] if closed else events[1:]
             inner_start = events[0].end
-            inner_end = events[-1].start if len(events) > 1 else events[0].end
+            inner_end = events[-1].start if closed else events[-1].end
             start = self.length
-            inner_text = "".join(html.unescape(builder.raw(e)) for e in events[1:-1]
+            inner_text = "".join(html.unescape(builder.raw(e)) for e in inner
                                  if e.kind in ("data", "entity"))  # fmt: skip
             self._add_text(inner_text)
-            close = builder.raw(events[-1]) if len(events) > 1 and events[-1].kind == "end" else ""
+            close = builder.raw(events[-1]) if closed else ""
             self._attach(Markup(start, self.length, builder.raw(events[0]), close,
                                 literal=builder.document[inner_start:inner_end]))  # fmt: skip
             return
@@ -271,6 +275,8 @@ class _RunReader:
             self._attach(Markup(self.length, self.length, raw))
             if event.tag == "br":
                 self._add_text(" ")
+        elif event.kind == "start" and len(self.stack) >= MAX_DEPTH:
+            self._attach(Markup(self.length, self.length, raw))  # deeper tags kept in place
         elif event.kind == "start":
             markup = Markup(self.length, self.length, raw)
             self._attach(markup)
@@ -280,8 +286,9 @@ class _RunReader:
 
     def _close(self, event: _Event, raw: str) -> None:
         tags = [m.open[1:].split(None, 1)[0].rstrip(">/").lower() for m in self.stack]
-        if event.tag not in tags:
-            self.builder._stray(event)
+        if event.tag not in tags:  # closes nothing open (misnested): kept as written, in place
+            self._attach(Markup(self.length, self.length, raw))
+            return
         while self.stack:
             markup = self.stack.pop()
             markup.end = self.length
@@ -306,6 +313,12 @@ def _trim(segment: Segment, lead: int) -> Segment:
     segment.text = segment.text[lead:]
     _shift(segment.markup, -lead)
     return segment
+
+
+def _clamp(markups: list[Markup], length: int) -> None:
+    for markup in markups:
+        markup.start, markup.end = min(markup.start, length), min(markup.end, length)
+        _clamp(markup.children, length)
 
 
 def _shift(markups: list[Markup], by: int) -> None:

@@ -1,7 +1,9 @@
 """Markdown as a ``Document``: markdown-it-py (CommonMark, with tables) finds the blocks; the
 text of each paragraph, heading, list item and table cell is a segment, with its emphasis,
 links and code spans as markup. Everything else stays as written: heading marks, list markers,
-quote marks, indentation, code fences and indented code, HTML blocks, link targets, images.
+quote marks, indentation, code fences and indented code, HTML blocks, images. Link targets are
+written back as markdown-it reads them (normalised: a non-ASCII URL comes back
+percent-encoded, a reference link as an inline one).
 
 A paragraph written over several lines is translated as one text and written on its first
 line (Chinese has no spaces to wrap at); its markers stay in place.
@@ -38,9 +40,11 @@ def parse_markdown(document: str) -> Document:
         if located is None:
             continue  # not found as written (cannot happen for CommonMark sources): kept
         segment = _segment(token.children)
-        if not has_text(segment):
-            continue
         start, end = located
+        if not has_text(segment):  # nothing to translate (code, an image): kept as written
+            parts.append(document[cursor:end])
+            cursor = end
+            continue
         parts += [document[cursor:start], segment]
         cursor = end
     parts.append(document[cursor:])
@@ -76,7 +80,9 @@ def _segment(children) -> Segment:
         if kind == "text":
             text.append(token.content)
             length += len(token.content)
-        elif kind == "softbreak":
+        elif kind in ("softbreak", "hardbreak"):
+            if kind == "hardbreak":  # written on one line, the break becomes an HTML <br>
+                attach(Markup(length, length, "<br>"))
             text.append(" ")
             length += 1
         elif kind == "code_inline":
@@ -108,18 +114,25 @@ def _delimiters(token) -> tuple[str, str]:
         return token.markup, token.markup
     if token.markup == "autolink":
         return "<", ">"
-    title = token.attrs.get("title")
-    return "[", f"]({token.attrs.get('href', '')}" + (f' "{title}"' if title else "") + ")"
+    return "[", f"]({_target(token)})"
 
 
 def _point(token) -> str:
     if token.type == "image":
-        title = token.attrs.get("title")
-        target = token.attrs.get("src", "") + (f' "{title}"' if title else "")
-        return f"![{token.content}]({target})"
-    if token.type == "hardbreak":
-        return "<br>"
+        return f"![{token.content}]({_target(token, 'src')})"
     return token.content  # inline HTML
+
+
+def _target(token, name: str = "href") -> str:
+    """A link or image target: the destination (in <> when it holds a space) and its title."""
+    destination = str(token.attrs.get(name, ""))
+    if " " in destination or not destination:
+        destination = f"<{destination}>"
+    title = token.attrs.get("title")
+    if title:
+        escaped = str(title).replace("\\", "\\\\").replace('"', '\\"')
+        destination += f' "{escaped}"'
+    return destination
 
 
 def _escape(text: str) -> str:

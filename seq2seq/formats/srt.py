@@ -10,7 +10,7 @@ import re
 
 from seq2seq.errors import DataError
 from seq2seq.formats.html import parse_html
-from seq2seq.formats.inline import Document
+from seq2seq.formats.inline import Document, Segment
 
 _INDEX = re.compile(r"\s*\d+\s*")
 _TIMING = re.compile(
@@ -48,12 +48,29 @@ def _cue(lines: list[str], index: int, parts: Document, source: str) -> int:
     index += 1
     parts.append("".join(lines[start:index]))
     text_lines = []
-    while index < len(lines) and lines[index].strip():
+    while index < len(lines) and lines[index].strip() and not _next_cue(lines, index):
         text_lines.append(lines[index])
         index += 1
     if text_lines:
         ending = text_lines[-1][len(text_lines[-1].rstrip("\r\n")) :]
         text = " ".join(line.strip() for line in text_lines)
-        parts += parse_html(text, source)  # every tag of a cue is inline
+        cue = parse_html(text, source)  # every tag of a cue is inline
+        for part in cue:
+            if isinstance(part, Segment):
+                part.escape = _plain  # SRT has no entities: & stays &
+        parts += cue
         parts.append(ending)
     return index
+
+
+def _next_cue(lines: list[str], index: int) -> bool:
+    """Whether a cue starts at ``lines[index]`` (written without a blank line before it)."""
+    line = lines[index].rstrip("\r\n")
+    if _TIMING.fullmatch(line):
+        return True
+    following = lines[index + 1].rstrip("\r\n") if index + 1 < len(lines) else ""
+    return bool(_INDEX.fullmatch(line) and _TIMING.fullmatch(following))
+
+
+def _plain(text: str) -> str:
+    return text

@@ -48,6 +48,9 @@ def add_file_routes(app: FastAPI, settings: ServerSettings, translate_texts: Tra
         if extension not in SUPPORTED:
             raise ApiError(400, f"Invalid request: file format not supported ({extension or name}; "
                                 f"supported: {', '.join(SUPPORTED)})", "file")  # fmt: skip
+        if upload.size is not None and upload.size > 4 * settings.file_limit:  # UTF-8: <= 4 B/char
+            raise ApiError(400, f"Invalid request: file ({upload.size} bytes) exceeds file limit "
+                                f"({settings.file_limit} characters)", "file")  # fmt: skip
         text = _text(await upload.read(), name, settings.file_limit)
         translate_args({"q": "", "source": form.get("source"), "target": form.get("target")},
                        settings.limits)  # the languages, checked as /translate checks them

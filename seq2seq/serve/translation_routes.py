@@ -3,6 +3,7 @@ our ``/v1/translate`` (n-best lists, scores, attention)."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -54,9 +55,9 @@ class TextResult:
     windowed: bool
 
 
-def not_whole_warning(indices: list[int], limit: int) -> str:
-    shown = ", ".join(str(i) for i in indices[:20])
-    return (f"text {shown}: a sentence longer than the model's {limit} tokens with no clause "
+def not_whole_warning(indices: list[int], limit: int, batch: bool = True) -> str:
+    shown = ", ".join(f"q[{i}]" for i in indices[:20]) if batch else "q"
+    return (f"{shown}: a sentence longer than the model's {limit} tokens with no clause "
             "punctuation was translated in windows, not as a whole")  # fmt: skip
 
 
@@ -92,14 +93,17 @@ def add_translation_routes(app: FastAPI, served: ServedModel, settings: ServerSe
         """Texts in a format: split into sentences, each distinct one decoded once (pieces
         for the over-long), markup placed by alignment (in the worker thread), rebuilt."""
         translator = _translator()
-        if text_format == "text":  # line endings as LibreTranslate reads them
-            texts = [text.replace("\r\n", "\n").replace("\r", "\n") for text in texts]
-        try:
-            documents = [parse(valid_text(text), text_format, "q") for text in texts]
-        except DataError as error:
-            raise ApiError(400, f"Invalid request: {error}", "q") from None
-        batch = TextBatch(documents, split)
-        plans = translator.plan(batch.sentences)
+
+        def prepare() -> tuple[TextBatch, list]:
+            try:
+                documents = [parse(valid_text(text), text_format, "q") for text in texts]
+            except DataError as error:
+                raise ApiError(400, f"Invalid request: {error}", "q") from None
+            batch = TextBatch(documents, split)
+            return batch, translator.plan(batch.sentences)
+
+        # Parsing, splitting and rebuilding a large file take a second: off the event loop.
+        batch, plans = await asyncio.to_thread(prepare)
         encoded = [piece.ids for plan in plans for piece in plan]
         found = [s.hypotheses for s in await _decode(request, encoded, beam_size, n_best)]
         if any(batch.aligned):
@@ -107,8 +111,9 @@ def add_translation_routes(app: FastAPI, served: ServedModel, settings: ServerSe
                       payload=(batch.sentences, plans, found, n_best, batch.aligned))  # fmt: skip
             finished = await wait_for(request, submit(worker, job))
         else:
-            finished = translator.finish(batch.sentences, plans, found, n_best)
-        return _results(batch, finished, n_best)
+            finished = await asyncio.to_thread(translator.finish, batch.sentences, plans, found,
+                                               n_best)  # fmt: skip
+        return await asyncio.to_thread(_results, batch, finished, n_best)
 
     add_file_routes(app, settings, translate_texts, served.translates)
 
@@ -122,8 +127,10 @@ def add_translation_routes(app: FastAPI, served: ServedModel, settings: ServerSe
         checked = translate_args(args, settings.limits)
         n_best = checked.alternatives + 1
         beam = max(settings.beam_size, n_best)
-        found = await translate_texts(request, checked.texts, checked.format, True, beam,
-                                      n_best)  # fmt: skip
+        texts = checked.texts
+        if checked.format == "text":  # line endings as LibreTranslate reads them
+            texts = [text.replace("\r\n", "\n").replace("\r", "\n") for text in texts]
+        found = await translate_texts(request, texts, checked.format, True, beam, n_best)
         texts = [result.text for result in found]
         alternatives = [result.alternatives for result in found]
         answer: dict[str, Any] = {"translatedText": texts if checked.batch else texts[0]}
@@ -135,7 +142,7 @@ def add_translation_routes(app: FastAPI, served: ServedModel, settings: ServerSe
         windowed = [i for i, result in enumerate(found) if result.windowed]
         if windowed:  # never silent: what could not be translated whole is said
             limit = _translator().engine.source_limit()
-            answer["warnings"] = [not_whole_warning(windowed, limit)]
+            answer["warnings"] = [not_whole_warning(windowed, limit, checked.batch)]
         return JSONResponse(answer)
 
     @app.get("/languages")
@@ -161,6 +168,9 @@ def add_translation_routes(app: FastAPI, served: ServedModel, settings: ServerSe
         if body.return_attention and not served.attention:
             raise ApiError(400, "return_attention needs a torch engine (not CTranslate2)")
         beam = max(body.beam_size or settings.beam_size, body.n_best)
+        if body.return_attention and body.format != "text":
+            raise ApiError(400, "Invalid request: return_attention takes plain text (format: "
+                                "text)", "return_attention")  # fmt: skip
         if body.return_attention:  # attention is drawn over one sentence: each text whole
             lines = [" ".join(valid_text(text).split()) for text in texts]
             sentences = await translate(request, lines, beam, body.n_best, True)
