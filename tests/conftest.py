@@ -64,3 +64,20 @@ def lm_server(lm_checkpoint):
 
     with running_server(lm_checkpoint, "--model-name", "tiny-lm") as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def translator(translation_checkpoint):
+    """The translator ``translation_server`` serves, loaded in the test process."""
+    from seq2seq.translator import Translator
+
+    return Translator.from_checkpoint(translation_checkpoint)
+
+
+@pytest.fixture(scope="module")
+def http(translation_server):
+    """An httpx client of ``translation_server``."""
+    import httpx
+
+    with httpx.Client(base_url=translation_server.url, timeout=60) as client:
+        yield client

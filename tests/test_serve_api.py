@@ -18,16 +18,6 @@ pytestmark = pytest.mark.slow
 SENTENCES = ["I will buy apples today.", "She can see the book tomorrow.", "We should eat."]
 
 
-@pytest.fixture(scope="module")
-def translator(translation_checkpoint) -> Translator:
-    return Translator.from_checkpoint(translation_checkpoint)
-
-
-@pytest.fixture(scope="module")
-def http(translation_server):
-    with httpx.Client(base_url=translation_server.url, timeout=60) as client:
-        yield client
-
 
 def translate(http, **args) -> httpx.Response:
     return http.post("/translate", json={"source": "en", "target": "zh", **args})

@@ -8,23 +8,11 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from seq2seq.translator import Translator
-
 pytest.importorskip("fastapi")
 pytestmark = pytest.mark.slow
 
 SENTENCES = ["I will buy apples today.", "She can see the book tomorrow.", "We should eat."]
 
-
-@pytest.fixture(scope="module")
-def translator(translation_checkpoint) -> Translator:
-    return Translator.from_checkpoint(translation_checkpoint)
-
-
-@pytest.fixture(scope="module")
-def http(translation_server):
-    with httpx.Client(base_url=translation_server.url, timeout=60) as client:
-        yield client
 
 
 def libre(http, **args) -> httpx.Response:
