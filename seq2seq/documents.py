@@ -147,8 +147,3 @@ def combine_hypotheses(pieces: list[list[Hypothesis]], n_best: int) -> list[Hypo
                                    sum(h.log_prob for h in chosen)))  # fmt: skip
     return combined
 
-
-def parse_all(texts: list[str], format: str, source: str = "<input>") -> list[Document]:
-    from seq2seq.formats import parse
-
-    return [parse(text, format, source) for text in texts]

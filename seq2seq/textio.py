@@ -37,12 +37,9 @@ def read_lines(path: str | Path | None, strict: bool = False) -> list[str]:
     """
     if strict and path is not None:
         return [line for _, line in numbered_lines(path)]
-    if path is None:
-        raw = sys.stdin.buffer.read()
-    else:
-        require_file(path)
-        raw = Path(path).read_bytes()
-    return split_lines(raw.decode("utf-8", errors="strict" if strict else "replace"))
+    if strict:  # stdin, strictly
+        return split_lines(sys.stdin.buffer.read().decode("utf-8"))
+    return split_lines(read_text(path))
 
 
 def read_text(path: str | Path | None) -> str:

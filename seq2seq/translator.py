@@ -24,7 +24,7 @@ from seq2seq.data.clean import normalize_en
 from seq2seq.data.sentences import clauses
 from seq2seq.documents import SentenceTranslation, TextBatch, combine_hypotheses, windowed_lines
 from seq2seq.errors import CheckpointError
-from seq2seq.formats import FORMATS, Document, parse, parse_text
+from seq2seq.formats import Document, parse, parse_text
 from seq2seq.formats.inline import Alignment, monotonic_alignment
 from seq2seq.model import Transformer
 from seq2seq.packing import check_quantize, prepare_for_inference
@@ -208,8 +208,6 @@ class Translator:
         Raises:
             DataError: HTML or SRT that does not parse (naming ``source`` and the line).
         """
-        if format not in FORMATS:
-            raise ValueError(f"unknown format {format!r} (formats: {', '.join(FORMATS)})")
         documents = [parse(text, format, source) for text in texts]
         return self.translate_documents(documents, beam_size, max_tokens, split)
 
@@ -340,7 +338,8 @@ class Translator:
         for k in range(1, len(best.tokens) + 1):  # each token's end in the text (monotone)
             longest = max(longest, len(text_of(best.tokens[:k])))
             ends.append(longest)
-        length = len(self.text(best.tokens))
+        text = self.text(best.tokens)
+        length = len(text)
         first, last = piece.words
         own = words[first : max(first + 1, last)] or [(0, 0)]
         attention = getattr(self.engine, "attention", None)
@@ -352,7 +351,6 @@ class Translator:
         token_span = _source_spans(piece.ids, self.tokenizer, own)
         spans: Alignment = []
         start = 0
-        text = self.text(best.tokens)
         for t, end in enumerate(ends):
             span = token_span[int(weights[t].argmax())]
             end = min(end, length)

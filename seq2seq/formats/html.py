@@ -37,7 +37,7 @@ MAX_DEPTH = 64  # inline elements nested deeper are kept where they stand, not p
 
 @dataclass
 class _Event:
-    kind: str  # start, end, startend, data, entity, char, comment, decl, pi
+    kind: str  # start, end, startend, data, entity, comment, decl
     start: int  # offset in the document
     tag: str = ""
     attrs: dict[str, str | None] = field(default_factory=dict)
@@ -70,23 +70,17 @@ class _Events(HTMLParser):
     def handle_data(self, data):
         self._add("data")
 
-    def handle_entityref(self, name):
-        self._add("entity")
-
-    def handle_charref(self, name):
+    def handle_entityref(self, name):  # &amp; and &#38; alike: kept as written, raw
         self._add("entity")
 
     def handle_comment(self, data):
         self._add("comment")
 
-    def handle_decl(self, decl):
+    def handle_decl(self, decl):  # <!DOCTYPE>, <?pi>, <![CDATA[: block-level, raw
         self._add("decl")
 
-    def handle_pi(self, data):
-        self._add("decl")
-
-    def unknown_decl(self, data):
-        self._add("decl")
+    handle_charref = handle_entityref
+    handle_pi = unknown_decl = handle_decl
 
     def parse(self) -> list[_Event]:
         self.feed(self.document)
@@ -136,8 +130,8 @@ class _Builder:
     def __init__(self, document: str, source: str) -> None:
         self.document, self.source = document, source
         self.parts: Document = []
-        self.run: list[tuple[str, object]] = []  # ("raw", text) or ("event", _Event)
-        self.open_blocks: list[str] = []
+        # ("event", _Event) or ("literal", [_Event, ...]: an untouched inline element)
+        self.run: list[tuple[str, object]] = []
 
     def raw(self, event: _Event) -> str:
         return self.document[event.start : event.end]
@@ -148,7 +142,7 @@ class _Builder:
         if event.kind == "start" and _untouched(event) and event.tag not in VOID:
             end = _matching_end(events, index, inline=event.tag in INLINE)
             if event.tag in INLINE:
-                self.run.append(("literal", (events[index : end + 1], self)))
+                self.run.append(("literal", events[index : end + 1]))
             else:
                 self.flush()
                 self.parts.append(self.document[event.start : events[end].end])
@@ -158,18 +152,8 @@ class _Builder:
             self.run.append(("event", event))
         else:
             self.flush()
-            self.parts.append(self.raw(event))
-            self._track_block(event)
+            self.parts.append(self.raw(event))  # block tags, stray end tags included
         return index + 1
-
-    def _track_block(self, event: _Event) -> None:
-        if event.kind == "start" and event.tag not in VOID:
-            self.open_blocks.append(event.tag)
-        elif event.kind == "end":
-            if event.tag in self.open_blocks:
-                while self.open_blocks and self.open_blocks.pop() != event.tag:
-                    pass
-            # else: an end tag that closes nothing is kept as written, as browsers ignore it
 
     def flush(self) -> None:
         """The pending run of inline content as raw white space around one segment."""
@@ -214,8 +198,7 @@ class _RunReader:
         raws = []
         for kind, item in run:
             if kind == "literal":
-                events, builder = item
-                raws.append(builder.document[events[0].start : events[-1].end])
+                raws.append(self.builder.document[item[0].start : item[-1].end])
             else:
                 raws.append(self.builder.raw(item))
         whole = "".join(raws)
@@ -253,19 +236,7 @@ class _RunReader:
 
     def _read_item(self, kind: str, item) -> None:
         if kind == "literal":
-            events, builder = item
-            last = events[-1]
-            closed = len(events) > 1 and last.kind == "end" and last.tag == events[0].tag
-            inner = events[1:-1] if closed else events[1:]
-            inner_start = events[0].end
-            inner_end = events[-1].start if closed else events[-1].end
-            start = self.length
-            inner_text = "".join(html.unescape(builder.raw(e)) for e in inner
-                                 if e.kind in ("data", "entity"))  # fmt: skip
-            self._add_text(inner_text)
-            close = builder.raw(events[-1]) if closed else ""
-            self._attach(Markup(start, self.length, builder.raw(events[0]), close,
-                                literal=builder.document[inner_start:inner_end]))  # fmt: skip
+            self._read_literal(item)
             return
         event: _Event = item
         raw = self.builder.raw(event)
@@ -283,6 +254,18 @@ class _RunReader:
             self.stack.append(markup)
         elif event.kind == "end":
             self._close(event, raw)
+
+    def _read_literal(self, events: list[_Event]) -> None:
+        """An untouched inline element: its text for the model, its inside kept as written."""
+        first, last, raw = events[0], events[-1], self.builder.raw
+        closed = len(events) > 1 and last.kind == "end" and last.tag == first.tag
+        inner = events[1:-1] if closed else events[1:]
+        start = self.length
+        self._add_text("".join(html.unescape(raw(e)) for e in inner
+                               if e.kind in ("data", "entity")))  # fmt: skip
+        literal = self.builder.document[first.end : last.start if closed else last.end]
+        self._attach(Markup(start, self.length, raw(first), raw(last) if closed else "",
+                            literal=literal))  # fmt: skip
 
     def _close(self, event: _Event, raw: str) -> None:
         tags = [m.open[1:].split(None, 1)[0].rstrip(">/").lower() for m in self.stack]

@@ -28,6 +28,7 @@ from seq2seq.serve.protocol import (
     translate_args,
     valid_text,
 )
+from seq2seq.translator import cut_source
 
 
 class NativeTranslateRequest(BaseModel):
@@ -67,9 +68,10 @@ def add_translation_routes(app: FastAPI, served: ServedModel, settings: ServerSe
                         attention: bool = False) -> list[TranslatedSentence]:  # fmt: skip
         """Each line decoded whole as one sentence (attention maps)."""
         translator = _translator()
-        encoded = [translator.encode_sentence(line) for line in lines]
         limit = translator.engine.source_limit()
-        encoded = [ids[:limit] for ids in encoded]  # attention is drawn for the model's window
+        # attention is drawn for the model's window (a Marian source keeps its eos)
+        encoded = [cut_source(translator.encode_sentence(line), limit, translator.tokenizer)
+                   for line in lines]  # fmt: skip
         return await _decode(request, encoded, beam_size, n_best, attention)
 
     def _translator():
