@@ -31,14 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     from seq2seq.errors import USER_ERRORS
 
     if argv and argv[0] in LIGHTNING_COMMANDS:
-        from seq2seq.lightning_cli import run_lightning_cli
+        from seq2seq.lightning_cli import lightning_command
 
-        try:
-            run_lightning_cli(argv)
-        except USER_ERRORS as error:
-            print(f"seq2seq {argv[0]}: error: {error}", file=sys.stderr)
-            return 2
-        return 0
+        return lightning_command(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

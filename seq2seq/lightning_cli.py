@@ -90,6 +90,18 @@ def quiet_third_party_noise() -> None:
     warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
 
 
+def lightning_command(argv: list[str]) -> int:
+    """``seq2seq fit|validate ARGS``: run it, with one-line errors; the exit status."""
+    from seq2seq.errors import USER_ERRORS
+
+    try:
+        run_lightning_cli(argv)
+    except USER_ERRORS as error:
+        print(f"seq2seq {argv[0]}: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def run_lightning_cli(argv: list[str], run: bool = True) -> Seq2SeqCLI:
     """Run ``fit``/``validate`` with the given arguments (``run=False``: only instantiate;
     ``argv`` then has no subcommand)."""

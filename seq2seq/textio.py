@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from seq2seq.checks import readable_file
 from seq2seq.errors import DataError
 
 
@@ -85,9 +86,8 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
 
 
 def require_file(path: str | Path) -> None:
-    """A one-line ``DataError`` unless ``path`` is an existing file."""
-    if not Path(path).is_file():
-        raise DataError.at(path, None, "file not found")
+    """A one-line ``DataError`` unless ``path`` is an existing file this process may read."""
+    readable_file(path)
 
 
 def write_lines(lines: Iterable[str], path: str | Path | None) -> None:

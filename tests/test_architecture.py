@@ -15,7 +15,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).parents[1] / "seq2seq"
 
 LAYERS = {
-    "errors": 0, "textio": 0,
+    "errors": 0, "textio": 0, "checks": 0,
     "config": 1, "cache": 1, "embedding": 1, "attention": 1, "layers": 1, "model": 1, "loss": 1,
     "search": 2, "scoring": 2, "packing": 2, "quantization": 2, "attention_maps": 2,
     "continuous": 2,

@@ -1,0 +1,128 @@
+"""Checks of what a user typed, made before any slow work: the one place every command
+validates its paths, numbers and device, so a mistake costs a one-line error, not a model load
+or a translated corpus thrown away.
+
+Each check returns its (normalised) value or raises a one-line error from ``seq2seq.errors``.
+It imports nothing of the package but the errors, so any layer can use it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from seq2seq.errors import CheckpointError, DataError
+
+CT2_MARKER = "model.bin"  # what a CTranslate2 export directory always holds
+
+
+def readable_file(path: str | Path, what: str = "file") -> Path:
+    """``path`` as a Path if it is a file this process may read."""
+    path = Path(path)
+    if path.is_dir():
+        raise DataError.at(path, None, f"is a directory, not a {what}")
+    if not path.exists():
+        raise DataError.at(path, None, f"{what} not found")
+    if not os.access(path, os.R_OK):
+        raise DataError.at(path, None, f"{what} not readable (permission denied)")
+    return path
+
+
+def writable_file(path: str | Path, what: str = "output") -> Path:
+    """``path`` as a Path if a file may be written there: not a directory, in an existing
+    directory this process may write to (checked before the work that fills it)."""
+    path = Path(path)
+    if path.is_dir():
+        raise DataError.at(path, None, f"{what} is a directory; give a file name")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise DataError.at(path, None, f"{what} directory {parent} does not exist")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise DataError.at(path, None, f"{what} not writable (permission denied)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise DataError.at(path, None, f"{what} directory {parent} not writable")
+    return path
+
+
+def writable_directory(path: str | Path, what: str = "output") -> Path:
+    """``path`` as a Path if it is, or may be made, a directory this process writes to."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise DataError.at(path, None, f"{what} exists and is not a directory")
+    existing = path
+    while not existing.exists():  # the nearest ancestor that exists decides
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise DataError.at(path, None, f"{what} directory not writable ({existing})")
+    return path
+
+
+def at_least(value: int | float, minimum: int | float, option: str) -> int | float:
+    if not value >= minimum:  # also false for NaN
+        raise ValueError(f"{option} must be >= {minimum}, got {value}")
+    return value
+
+
+def finite(value: float | None, option: str) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise ValueError(f"{option} must be a finite number, got {value}")
+    return value
+
+
+def device(name: str) -> str:
+    """A torch device name that exists in this torch build and on this machine."""
+    import torch
+
+    try:
+        parsed = torch.device(name)
+    except (RuntimeError, ValueError):
+        raise ValueError(
+            f"--device {name!r}: not a torch device; use cpu, cuda, cuda:N or mps"
+        ) from None
+    if parsed.type == "cuda":
+        if not torch.cuda.is_available():
+            build = "this torch is a CPU-only build" if torch.version.cuda is None else "no GPU"
+            raise ValueError(f"--device {name}: CUDA is not available ({build}); use cpu")
+        if parsed.index is not None and parsed.index >= torch.cuda.device_count():
+            raise ValueError(
+                f"--device {name}: this machine has {torch.cuda.device_count()} CUDA device(s)"
+            )
+    elif parsed.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise ValueError(f"--device {name}: MPS is not available here; use cpu")
+    elif parsed.type != "cpu":
+        raise ValueError(f"--device {name}: only cpu, cuda and mps are supported")
+    return name
+
+
+def checkpoint(path: str | Path, engine: str = "torch") -> Path:
+    """A ``.ckpt`` file (engine torch) or a CTranslate2 export directory (engine
+    ctranslate2), with a hint when it is the other one, or a directory of checkpoints."""
+    path = Path(path)
+    if engine == "ctranslate2":
+        if path.is_file():
+            raise CheckpointError(
+                f"{path}: a file, but --engine ctranslate2 takes the directory written by "
+                "'seq2seq export --format ctranslate2' (or drop --engine for a .ckpt)"
+            )
+        if not (path / CT2_MARKER).is_file():
+            raise CheckpointError(f"{path}: no CTranslate2 export here (no {CT2_MARKER})")
+        return path
+    if path.is_dir():
+        if (path / CT2_MARKER).is_file():
+            raise CheckpointError(
+                f"{path}: a CTranslate2 export; translate it with --engine ctranslate2"
+            )
+        inside = sorted(path.glob("*.ckpt"))
+        if inside:
+            example = next((p for p in inside if p.name == "last.ckpt"), inside[0])
+            raise CheckpointError(
+                f"{path}: a directory; give one checkpoint in it, e.g. {example}"
+            )
+        raise CheckpointError(f"{path}: a directory, not a checkpoint")
+    if not path.exists():
+        raise CheckpointError(f"{path}: checkpoint not found")
+    if not os.access(path, os.R_OK):
+        raise CheckpointError(f"{path}: checkpoint not readable (permission denied)")
+    return path
