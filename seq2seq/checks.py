@@ -70,9 +70,13 @@ def finite(value: float | None, option: str) -> float | None:
     return value
 
 
-def device(name: str) -> str:
-    """A torch device name that exists in this torch build and on this machine."""
+def device(name: str, engine: str = "torch") -> str:
+    """A device name that exists in this build of the engine (torch or CTranslate2) and on
+    this machine."""
     import torch
+
+    if engine == "ctranslate2":
+        return _ctranslate2_device(name)
 
     try:
         parsed = torch.device(name)
@@ -93,6 +97,17 @@ def device(name: str) -> str:
             raise ValueError(f"--device {name}: MPS is not available here; use cpu")
     elif parsed.type != "cpu":
         raise ValueError(f"--device {name}: only cpu, cuda and mps are supported")
+    return name
+
+
+def _ctranslate2_device(name: str) -> str:
+    import ctranslate2
+
+    kind, _, index = name.partition(":")
+    if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
+        raise ValueError(f"--device {name!r}: CTranslate2 runs on cpu, cuda or cuda:N")
+    if kind == "cuda" and ctranslate2.get_cuda_device_count() <= int(index or 0):
+        raise ValueError(f"--device {name}: CTranslate2 sees no such CUDA device; use cpu")
     return name
 
 

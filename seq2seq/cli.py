@@ -35,23 +35,97 @@ def main(argv: list[str] | None = None) -> int:
 
         return lightning_command(argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
     if args.command is None:
         parser.print_help()
         return 1
+    if unknown:
+        parser.subcommand(args.command).error(unknown_options_message(
+            parser.subcommand(args.command), unknown))  # fmt: skip
     try:
-        return args.run(args)
+        check_arguments(args)  # before any model is loaded or any input read
+        with interrupts_as_keyboard_interrupt():
+            return args.run(args)
     except (*USER_ERRORS, MemoryError, OSError, ValueError) as error:
         print(f"seq2seq {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as interrupt:
+        print(f"seq2seq {args.command}: interrupted", file=sys.stderr)
+        return _interrupt_status(interrupt)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with whole option names only (``--beam`` is not ``--beam-size``) and errors
+    in one line, with the closest option when one was misspelled, instead of the usage."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, allow_abbrev=False, **kwargs)
+
+    def error(self, message: str):
+        if message.startswith("unrecognized arguments: "):
+            message = unknown_options_message(self, message.split(": ", 1)[1].split())
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def subcommand(self, name: str) -> Parser:
+        """The parser of one command (``seq2seq translate``)."""
+        return next(a for a in self._actions
+                    if isinstance(a, argparse._SubParsersAction)).choices[name]  # fmt: skip
+
+
+def unknown_options_message(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
+    """"unknown option --beam; did you mean --beam-size?" for the first unknown option."""
+    import difflib
+
+    options = [o for o in unknown if o.startswith("-")]
+    if not options:
+        return f"unexpected argument {unknown[0]!r}"
+    name = options[0].split("=", 1)[0]
+    known = [o for o in parser._option_string_actions if o.startswith("--")]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    prefixed = [o for o in known if o.startswith(name)]
+    hint = close or prefixed
+    return f"unknown option {name}" + (f"; did you mean {hint[0]}?" if hint else "")
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM (a job killed, a cluster preempting): handled like Ctrl+C."""
+
+
+@contextmanager
+def interrupts_as_keyboard_interrupt() -> Iterator[None]:
+    """SIGTERM raises ``Interrupted`` while a command runs, so a killed ``translate`` keeps
+    what it wrote and says so, as after Ctrl+C."""
+    import signal
+
+    def terminate(signum, frame):
+        raise Interrupted(signum)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, terminate)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt_status(interrupt: KeyboardInterrupt) -> int:
+    """128 + the signal, as a shell reports a process a signal ended: 130 Ctrl+C, 143 TERM."""
+    import signal
+
+    signum = interrupt.args[0] if isinstance(interrupt, Interrupted) else signal.SIGINT
+    return 128 + int(signum)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="seq2seq",
         description="English→Chinese Transformer translation toolkit.",
         epilog="Run 'seq2seq COMMAND --help' for the options of one command.",
     )
+    parser.add_argument("--version", action="version", version=version_line())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in LIGHTNING_COMMANDS:
         sub.add_parser(name, help=COMMANDS[name], add_help=False)
@@ -65,6 +139,83 @@ def build_parser() -> argparse.ArgumentParser:
     _add_plot(sub.add_parser("plot", help=COMMANDS["plot"]))
     _add_serve(sub.add_parser("serve", help=COMMANDS["serve"]))
     return parser
+
+
+# Options whose values must be at least 1 / at least 0, wherever a command has them.
+AT_LEAST_ONE = ("beam_size", "max_tokens", "n_best", "window", "max_new_tokens",
+                "max_batch_tokens", "max_queue", "char_limit", "batch_limit", "file_limit")
+AT_LEAST_ZERO = ("max_len_a", "max_len_b", "top_k", "max_wait_ms", "temperature", "top_p",
+                 "layer", "head")
+FINITE = ("length_penalty", "max_len_a", "temperature", "top_p", "max_wait_ms")
+READABLE = {"input": "input file", "src": "source file", "api_keys": "key file",
+            "eval_json": "evaluation JSON", "font": "font file"}
+OUTPUT_DIRECTORIES = {"export"}  # commands whose --output is a directory
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Every option a command took, checked before any model is loaded or input read: the
+    one place where all commands validate numbers, paths and the device (``seq2seq.checks``
+    does each check, with a one-line error)."""
+    from seq2seq import checks
+
+    def given(name: str):
+        return getattr(args, name, None)
+
+    def option(name: str) -> str:
+        return "--" + {"run_dir": "run"}.get(name, name).replace("_", "-")
+
+    for name in AT_LEAST_ONE:
+        if given(name) is not None:
+            checks.at_least(given(name), 1, option(name))
+    for name in FINITE:
+        checks.finite(given(name), option(name))
+    for name in AT_LEAST_ZERO:
+        if given(name) is not None:
+            checks.at_least(given(name), 0, option(name))
+    if given("port") is not None and not 0 <= args.port <= 65535:
+        raise ValueError(f"--port must be between 0 and 65535, got {args.port}")
+    for name, what in READABLE.items():
+        if given(name) is not None:
+            checks.readable_file(given(name), what)
+    for path in given("ref") or []:
+        checks.readable_file(path, "reference file")
+    if given("checkpoint") is not None:
+        checks.checkpoint(args.checkpoint, given("engine") or "torch")
+    for path in [given("data_from"), *(given("checkpoints") or [])]:
+        if path is not None:
+            checks.checkpoint(path)
+    if given("device") is not None:
+        checks.device(args.device, given("engine") or "torch")
+    _check_outputs(args, checks)
+
+
+def _check_outputs(args: argparse.Namespace, checks) -> None:
+    output, hyps = getattr(args, "output", None), getattr(args, "hyps", None)
+    if output is not None and args.command in OUTPUT_DIRECTORIES:
+        checks.writable_directory(output, "--output")
+    elif output is not None:
+        checks.writable_file(output, "--output")
+        source = getattr(args, "input", None)
+        if source is not None and Path(source).resolve() == Path(output).resolve():
+            raise ValueError(f"--output {output} is the --input file; write elsewhere")
+    if hyps is not None:
+        checks.writable_file(hyps, "--hyps")
+
+
+def version_line() -> str:
+    """``seq2seq 0.1.0 (torch 2.13.0+cpu, lightning 2.6.6, Python 3.11.7)``, read from the
+    installed packages' metadata (nothing imported)."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return (f"seq2seq {installed('seq2seq')} (torch {installed('torch')}, lightning "
+            f"{installed('lightning')}, Python {platform.python_version()})")  # fmt: skip
 
 
 def _add_search_options(p: argparse.ArgumentParser) -> None:
@@ -126,6 +277,13 @@ def _add_translate(p: argparse.ArgumentParser) -> None:
                    help="text: one output line per input line; html, markdown, srt: the "
                    "markup is kept (default: from --input's extension, else text)")  # fmt: skip
     _add_split(p)
+    p.add_argument("--n-best", type=int, default=None, metavar="N",
+                   help="write the N best translations of every line, as 'LINE ||| TEXT ||| "
+                   "F0= LOG_PROB ||| SCORE' (LINE counts from 0, best first; beam widened to N "
+                   "if smaller); text format only")  # fmt: skip
+    p.add_argument("--window", type=int, default=1000, metavar="LINES",
+                   help="lines sorted and batched together before their translations are "
+                   "written, in input order (default 1000; 1 when typing at a terminal)")  # fmt: skip
     p.set_defaults(run=run_translate)
 
 
@@ -320,9 +478,14 @@ def _load_translator(args: argparse.Namespace):
 
 
 def _translate_with_progress(translator, lines: list[str], args, show: bool) -> list[str]:
-    with progress_bar(None, "sentences", show) as bar:
-        return translator.translate(lines, args.beam_size, args.max_tokens, bar.advance,
-                                    args.split_sentences, bar.set_total)  # fmt: skip
+    with progress_bar(len(lines), "lines", show) as bar:
+        progress = LineProgress(bar)
+        progress.start(len(lines))
+        outputs = translator.translate(lines, args.beam_size, args.max_tokens,
+                                       progress.advance, args.split_sentences,
+                                       progress.set_total)  # fmt: skip
+        progress.finish()
+        return outputs
 
 
 class _Bar:
@@ -338,6 +501,15 @@ class _Bar:
     def set_total(self, total: int) -> None:
         if self.progress is not None:
             self.progress.update(self.task, total=total)
+
+    def set_completed(self, completed: float) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, completed=completed)
+
+    def stop(self) -> None:
+        """Leave the bar where it is (before a message that must not be drawn over)."""
+        if self.progress is not None:
+            self.progress.stop()
 
 
 @contextmanager
@@ -357,24 +529,96 @@ def progress_bar(total: int | None, unit: str, show: bool) -> Iterator[_Bar]:
 
 def run_translate(args: argparse.Namespace) -> int:
     from seq2seq.formats import format_of, parse
-    from seq2seq.textio import read_lines, read_text, write_lines, write_text
+    from seq2seq.textio import read_text, write_text
 
     text_format = args.format or format_of(args.input)
+    if args.n_best is not None and text_format != "text":
+        raise ValueError(f"--n-best takes plain text, not --format {text_format}")
     translator = _load_translator(args)  # a wrong checkpoint fails before stdin is read
     if text_format == "text":
-        lines = read_lines(args.input)
-        outputs = _translate_with_progress(translator, lines, args, show=args.input is not None)
-        write_lines(outputs, args.output)
-        return 0
+        return _translate_lines(translator, args)
     source = args.input or "<stdin>"
     document = parse(read_text(args.input), text_format, source)
-    with progress_bar(None, "sentences", show=args.input is not None) as bar:
-        [output] = translator.translate_documents(
-            [document], args.beam_size, args.max_tokens, args.split_sentences, bar.advance,
-            bar.set_total,
-        )
+    try:
+        with progress_bar(None, "sentences", show=args.input is not None) as bar:
+            [output] = translator.translate_documents(
+                [document], args.beam_size, args.max_tokens, args.split_sentences, bar.advance,
+                bar.set_total,
+            )
+    except KeyboardInterrupt as interrupt:
+        print(f"seq2seq translate: interrupted; nothing written (a {text_format} document is "
+              "written whole)", file=sys.stderr)  # fmt: skip
+        return _interrupt_status(interrupt)
     write_text(output, args.output)
     return 0
+
+
+def _translate_lines(translator, args: argparse.Namespace) -> int:
+    """Plain text, one output line per input line, streamed a window of lines at a time:
+    each window's lines are written (and flushed) as soon as they are translated."""
+    from seq2seq.textio import LineWriter, count_lines, stream_lines
+    from seq2seq.translator import line_windows
+
+    typing = args.input is None and sys.stdin.isatty()
+    window = 1 if typing else args.window  # at a terminal, answer each line as it is typed
+    total = count_lines(args.input) if args.input is not None else None
+    destination = args.output or "stdout"
+    with LineWriter(args.output) as out, \
+            progress_bar(total, "lines", show=args.input is not None) as bar:  # fmt: skip
+        lines = LineProgress(bar)
+        try:
+            for chunk in line_windows(stream_lines(args.input), window):
+                lines.start(len(chunk))
+                out.write(_translate_chunk(translator, chunk, args, lines))
+                lines.finish()
+        except KeyboardInterrupt as interrupt:
+            bar.stop()
+            print(f"seq2seq translate: interrupted; the first {out.written:,} line(s) of the "
+                  f"translation are in {destination}", file=sys.stderr)  # fmt: skip
+            return _interrupt_status(interrupt)
+        except BrokenPipeError:  # the reader went away (| head): stop quietly, as cat does
+            sys.stdout = None  # nothing more to flush at exit
+            return 0
+    return 0
+
+
+def _translate_chunk(translator, chunk: list[str], args, progress: LineProgress) -> list[str]:
+    """A window's output lines: translations, or with ``--n-best`` N lines per input line."""
+    if args.n_best is None:
+        return translator.translate(chunk, args.beam_size, args.max_tokens, progress.advance,
+                                    args.split_sentences, progress.set_total)  # fmt: skip
+    beam = max(args.beam_size, args.n_best)
+    found = translator.translate_n_best(chunk, args.n_best, beam, args.max_tokens,
+                                        args.split_sentences, progress.advance,
+                                        progress.set_total)  # fmt: skip
+    first = progress.done_lines
+    return [f"{first + number} ||| {h.text} ||| F0= {h.log_prob:.4f} ||| {h.score:.4f}"
+            for number, hyps in enumerate(found) for h in hyps]  # fmt: skip
+
+
+class LineProgress:
+    """A progress bar counting input lines, moved by the sentences decoded in each window
+    (a window of L lines and S sentences advances L / S per sentence), and set exactly to the
+    lines done when a window is written: blank lines and repeated sentences count right."""
+
+    def __init__(self, bar: _Bar) -> None:
+        self.bar = bar
+        self.done_lines = 0  # lines of the windows already written
+        self._window = 0
+        self._per_sentence = 0.0
+
+    def start(self, lines: int) -> None:
+        self._window, self._per_sentence = lines, 0.0
+
+    def set_total(self, sentences: int) -> None:
+        self._per_sentence = self._window / sentences if sentences else 0.0
+
+    def advance(self, sentences: int) -> None:
+        self.bar.advance(sentences * self._per_sentence)
+
+    def finish(self) -> None:
+        self.done_lines += self._window
+        self.bar.set_completed(self.done_lines)
 
 
 def run_evaluate(args: argparse.Namespace) -> int:

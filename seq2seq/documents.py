@@ -85,12 +85,13 @@ class TextBatch:
 
     def rebuild(self, translations: list[SentenceTranslation]) -> list[str]:
         """Each document with its segments translated (``translations`` of ``sentences``)."""
-        outputs = []
-        for document, placed in zip(self.documents, self._layout, strict=True):
-            rendered = [_render(segment, found, [translations[i] for i in ids])
-                        for segment, found, ids in placed]  # fmt: skip
-            outputs.append(rebuild(document, rendered))
-        return outputs
+        return [self.rebuild_one(i, translations) for i in range(len(self.documents))]
+
+    def rebuild_one(self, document: int, translations: list[SentenceTranslation]) -> str:
+        """Document ``document`` with its segments translated."""
+        rendered = [_render(segment, found, [translations[i] for i in ids])
+                    for segment, found, ids in self._layout[document]]  # fmt: skip
+        return rebuild(self.documents[document], rendered)
 
 
 def _lines(text: str) -> list[Sentence]:

@@ -94,11 +94,13 @@ class SearchConfig:
 
 @dataclass
 class Hypothesis:
-    """A finished output: tokens without bos/eos, length-normalised and raw log-probability."""
+    """A finished output: tokens without bos/eos, length-normalised and raw log-probability;
+    ``text``: the tokens decoded, filled in by whoever holds the tokenizer (``Translator``)."""
 
     tokens: list[int]
     score: float
     log_prob: float
+    text: str = ""
 
 
 def restrict_next_tokens_(

@@ -67,6 +67,60 @@ def write_text(text: str, path: str | Path | None) -> None:
         Path(path).write_text(text, encoding="utf-8")
 
 
+def stream_lines(path: str | Path | None) -> Iterator[str]:
+    """The lines of a UTF-8 file (stdin when ``path`` is None), read lazily as
+    ``read_lines`` reads them: cut at ``\\n`` only, ``\\r`` and a byte-order mark dropped,
+    invalid bytes as U+FFFD."""
+    if path is not None:
+        require_file(path)
+    file = sys.stdin.buffer if path is None else open(path, "rb")
+    try:
+        for number, raw in enumerate(file):  # binary files split at b"\n" only
+            line = raw.decode("utf-8", errors="replace")
+            if number == 0:
+                line = line.removeprefix("\ufeff")
+            yield line.removesuffix("\n").removesuffix("\r")
+    finally:
+        if path is not None:
+            file.close()
+
+
+def count_lines(path: str | Path) -> int:
+    """How many lines ``stream_lines(path)`` yields, counted without decoding."""
+    count, last = 0, b"\n"
+    with open(path, "rb") as file:
+        while block := file.read(1 << 20):
+            count += block.count(b"\n")
+            last = block[-1:]
+    return count + (last != b"\n")  # a last line without its newline
+
+
+class LineWriter:
+    """Lines to a UTF-8 file or stdout, flushed as they are written (a pipe sees each batch
+    at once, an interrupted run keeps every line written); ``written`` counts them."""
+
+    def __init__(self, path: str | Path | None) -> None:
+        self.path = path
+        self.written = 0
+        self._file = sys.stdout if path is None else open(path, "w", encoding="utf-8")
+
+    def write(self, lines: Iterable[str]) -> None:
+        lines = list(lines)
+        self._file.write("".join(line + "\n" for line in lines))
+        self._file.flush()
+        self.written += len(lines)
+
+    def close(self) -> None:
+        if self.path is not None:
+            self._file.close()
+
+    def __enter__(self) -> LineWriter:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
 def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """(1-based line number, line) of a UTF-8 file, streamed (corpora can be large).
 

@@ -9,9 +9,10 @@ comes from an engine: ``TorchEngine`` (our model and searches) here, ``CTranslat
 
 from __future__ import annotations
 
+import heapq
 import re
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -33,6 +34,7 @@ from seq2seq.search import Hypothesis, SearchConfig
 from seq2seq.textio import one_line, warn_lines
 
 WORD_START = "\u2581"  # SentencePiece's mark of a piece that starts a word
+DEFAULT_WINDOW = 1000  # lines decoded together when streaming (translate_stream)
 
 
 class Engine(Protocol):
@@ -197,6 +199,71 @@ class Translator:
         outputs = self.translate_documents(documents, beam_size, max_tokens, split, on_batch,
                                            on_total)  # fmt: skip
         return [one_line(text) for text in outputs]
+
+    def translate_stream(
+        self,
+        lines: Iterable[str],
+        beam_size: int = 5,
+        max_tokens: int = 4000,
+        split: bool = True,
+        window: int = DEFAULT_WINDOW,
+        on_window: Callable[[int], None] | None = None,
+        on_batch: Callable[[int], None] | None = None,
+        on_total: Callable[[int], None] | None = None,
+    ) -> Iterator[list[str]]:
+        """``translate`` of a stream of lines, ``window`` lines at a time (Marian's
+        maxi-batch): each window's outputs, in input order, as soon as they are done, so a
+        long file shows output early and an interrupted run keeps what was finished.
+
+        Sorting by length and token batching happen within a window; with windows of 1,000
+        lines the demo test set decodes as fast as in one pass (README, "Translating files").
+        ``on_window`` is called with each window's number of lines before it is decoded;
+        ``on_batch`` and ``on_total`` as in ``translate``, per window.
+        """
+        for chunk in line_windows(lines, window):
+            if on_window is not None:
+                on_window(len(chunk))
+            yield self.translate(chunk, beam_size, max_tokens, on_batch, split, on_total)
+
+    def translate_n_best(
+        self,
+        lines: Sequence[str],
+        n_best: int,
+        beam_size: int = 5,
+        max_tokens: int = 4000,
+        split: bool = True,
+        on_batch: Callable[[int], None] | None = None,
+        on_total: Callable[[int], None] | None = None,
+    ) -> list[list[Hypothesis]]:
+        """The ``n_best`` best translations of each line, best first, each a ``Hypothesis``
+        with its ``text``. A line of several sentences has each sentence searched apart; its
+        candidates are the ``n_best`` combinations of their hypotheses with the highest summed
+        score (tokens joined, scores and log-probabilities added). An empty line has one empty
+        hypothesis (score 0), so no line is left without an answer."""
+        documents = [parse_text(line.replace("\n", " ")) for line in lines]
+        batch = TextBatch(documents, split)
+        found = self.translate_sentences(batch.sentences, beam_size, max_tokens, n_best,
+                                         on_batch=on_batch, on_total=on_total)  # fmt: skip
+        results = []
+        for number in range(len(lines)):
+            sentences = [i for ids in batch.segment_sentences(number) for i in ids]
+            lists = [found[i].hypotheses for i in sentences]
+            if not lists or not all(lists):
+                text = batch.rebuild_one(number, found) if lists else ""
+                results.append([Hypothesis([], 0.0, 0.0, one_line(text))])
+                continue
+            candidates = []
+            for choice in best_combinations([[h.score for h in hyps] for hyps in lists], n_best):
+                chosen = dict(zip(sentences, choice, strict=True))
+                picked = [replace(t, texts=[t.texts[chosen[i]]], alignment=None)
+                          if i in chosen else t for i, t in enumerate(found)]  # fmt: skip
+                hyps = [hyps[k] for hyps, k in zip(lists, choice, strict=True)]
+                candidates.append(Hypothesis([t for h in hyps for t in h.tokens],
+                                             sum(h.score for h in hyps),
+                                             sum(h.log_prob for h in hyps),
+                                             one_line(batch.rebuild_one(number, picked))))  # fmt: skip
+            results.append(candidates)
+        return results
 
     def translate_text(
         self, texts: Sequence[str], format: str = "text", beam_size: int = 5,
@@ -373,7 +440,8 @@ class Translator:
         [] for an empty line. ``translate_sentences`` gives their texts too."""
         found = self.translate_sentences([line.replace("\n", " ") for line in lines], beam_size,
                                          max_tokens, n_best, on_batch=on_batch)  # fmt: skip
-        return [sentence.hypotheses for sentence in found]
+        return [[replace(h, text=text) for h, text in zip(s.hypotheses, s.texts, strict=True)]
+                for s in found]  # fmt: skip
 
     def decode_encoded(
         self,
@@ -499,6 +567,40 @@ def cut_source(ids: list[int], limit: int, tokenizer: Any) -> list[int]:
     if tokenizer.source_ends_with_eos:
         return ids[: limit - 1] + ids[-1:]
     return ids[:limit]
+
+
+def best_combinations(scores: list[list[float]], n: int) -> list[tuple[int, ...]]:
+    """The ``n`` choices of one index per list with the highest summed score, best first
+    (each list sorted best first): a lazy walk from (0, ..., 0) that raises one index at a
+    time, as in k-best extraction from a lattice."""
+    start = (0,) * len(scores)
+    heap = [(-sum(s[0] for s in scores), start)]
+    seen, best = {start}, []
+    while heap and len(best) < n:
+        negative, choice = heapq.heappop(heap)
+        best.append(choice)
+        for position, index in enumerate(choice):
+            if index + 1 < len(scores[position]):
+                after = choice[:position] + (index + 1,) + choice[position + 1 :]
+                if after not in seen:
+                    seen.add(after)
+                    total = negative + scores[position][index] - scores[position][index + 1]
+                    heapq.heappush(heap, (total, after))
+    return best
+
+
+def line_windows(lines: Iterable[str], size: int) -> Iterator[list[str]]:
+    """``lines`` in consecutive lists of ``size`` (the last one shorter), read lazily."""
+    if size < 1:
+        raise ValueError(f"window must be >= 1 line, got {size}")
+    window: list[str] = []
+    for line in lines:
+        window.append(line)
+        if len(window) == size:
+            yield window
+            window = []
+    if window:
+        yield window
 
 
 def token_batches(encoded: list[list[int]], max_tokens: int, extra: int = 0) -> Iterable[list[int]]:
