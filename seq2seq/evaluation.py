@@ -1,11 +1,12 @@
 """Scoring translations: the one corpus BLEU / chrF scorer (``seq2seq evaluate``, validation
-BLEU during training, the benchmarks), and the evaluation sets it scores: reference files or
-the held-out split a checkpoint was trained with."""
+BLEU during training, the benchmarks), the evaluation sets it scores (reference files, or the
+held-out split a checkpoint was trained with) and the names their hypotheses are saved under."""
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Iterable
+import hashlib
+import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -67,16 +68,51 @@ def reference_streams(references: list[list[str]]) -> list[list[str | None]]:
     return [[refs[k] if k < len(refs) else None for refs in references] for k in range(n_streams)]
 
 
+EVAL_JSON_FIELDS = ("bleu", "chrf", "bleu_signature", "chrf_signature")
+
+
+def read_eval_json(path: str | Path) -> dict[str, Any]:
+    """A ``seq2seq evaluate --json`` result read back (``export --eval-json``).
+
+    Raises:
+        DataError: not JSON, or not an ``evaluate --json`` result (naming what is missing).
+    """
+    import json
+
+    try:
+        result = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise DataError.at(path, None, f"not JSON ({error}); give 'seq2seq evaluate --json' "
+                           "output") from None  # fmt: skip
+    missing = [k for k in EVAL_JSON_FIELDS if not isinstance(result, dict) or k not in result]
+    if missing:
+        raise DataError.at(path, None, f"not 'seq2seq evaluate --json' output (no "
+                           f"{', '.join(missing)})")  # fmt: skip
+    return result
+
+
+def print_progress(line: str) -> None:
+    """A progress line on stderr (stdout holds the results, e.g. ``evaluate --json``)."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def load_eval_set(
     checkpoint: str | Path,
     split: str | None = None,
     src: str | None = None,
     refs: list[str] | None = None,
     engine: str = "torch",
+    progress: Callable[[str], None] = print_progress,
 ) -> tuple[list[str], list[list[str | None]], str]:
     """Sources, reference streams and a name: from a source file and its reference files, or
     else from the held-out ``split`` (default test) of the data ``checkpoint`` was trained on
-    (one item per distinct English sentence, with all its references)."""
+    (one item per distinct English sentence, with all its references).
+
+    The name tells the hypotheses files apart (:func:`hypotheses_path`): the split (``test``),
+    or the source's stem and a digest of the files (``test-3f2a9c1d``), which never equals a
+    split nor the name of other files. ``progress`` gets the lines of a data preparation
+    (a split whose cache is gone: minutes for a big corpus).
+    """
     if src:
         if not refs:
             raise DataError("evaluate: --src needs at least one --ref file")
@@ -87,17 +123,47 @@ def load_eval_set(
                 raise DataError(
                     f"{path}: {len(stream)} reference lines but {src} has {len(sources)}"
                 )
-        return sources, references, Path(src).stem
+        return sources, references, files_name(src, *refs)
     split = split or "test"
     if engine != "torch":
         raise DataError("evaluate: with --engine ctranslate2, give --src and --ref files")
-    sources, references = held_out_split(checkpoint, split)
+    sources, references = held_out_split(checkpoint, split, progress)
     return sources, reference_streams(references), split
 
 
-def held_out_split(checkpoint_path: str | Path, split: str) -> tuple[list[str], list[list[str]]]:
+def files_name(*paths: str | Path) -> str:
+    """``<stem of the first>-<8 hex digits>``: a digest of the resolved paths, so that two
+    source files of one stem (or one source with other references) get different names."""
+    resolved = "\n".join(str(Path(path).resolve()) for path in paths)
+    return f"{Path(paths[0]).stem}-{hashlib.sha256(resolved.encode()).hexdigest()[:8]}"
+
+
+def hypotheses_path(checkpoint: str | Path, name: str, data_from: str | Path | None = None) -> Path:
+    """Where ``evaluate`` writes the hypotheses of eval set ``name`` (:func:`load_eval_set`):
+    beside the checkpoint, ``last.test.hyp.zh`` or ``last.test-3f2a9c1d.hyp.zh``. A split of
+    another checkpoint's data (``--data-from``) adds that checkpoint's :func:`files_name`."""
+    if data_from is not None:
+        name = f"{name}-of-{files_name(data_from)}"
+    return Path(checkpoint).with_suffix(f".{name}.hyp.zh")
+
+
+def eval_set_label(name: str, src: str | None = None, data_from: str | None = None) -> str:
+    """What was scored, for the ``eval_set`` of ``evaluate --json`` (and so the model card of
+    ``export --eval-json``): the source file as given, or the split (and whose data)."""
+    if src:
+        return src
+    return f"{name} split of {data_from}" if data_from else name
+
+
+def held_out_split(
+    checkpoint_path: str | Path, split: str, progress: Callable[[str], None] = print_progress
+) -> tuple[list[str], list[list[str]]]:
     """The dev/test set of the data a checkpoint was trained on (prepared again if needed), as
-    :func:`group_references` items: distinct English sources and each one's references."""
+    :func:`group_references` items: distinct English sources and each one's references.
+
+    The data is found from any directory (see ``TranslationDataModule.trained_with``);
+    ``progress`` gets the lines of a preparation.
+    """
     from seq2seq.data.datamodule import TranslationDataModule
 
     checkpoint = read_checkpoint(checkpoint_path)
@@ -107,14 +173,10 @@ def held_out_split(checkpoint_path: str | Path, split: str) -> tuple[list[str], 
             f"{checkpoint_path}: no data settings stored; evaluate with --src and --ref, or "
             "--data-from a checkpoint trained on the data"
         )
-    # Lightning adds bookkeeping entries (e.g. '_instantiator'); keep the constructor's own.
-    accepted = inspect.signature(TranslationDataModule).parameters
-    settings = {k: v for k, v in hparams.items() if k in accepted}
-    if settings.get("tokenizer_from"):
-        # A fine-tuned checkpoint holds the tokenizer its data was cut with: read it there, so
-        # the checkpoint it started from may have moved (same bytes, same cache).
-        settings["tokenizer_from"] = str(checkpoint_path)
-    datamodule = TranslationDataModule(**settings)
-    datamodule.prepare_data()
+    try:
+        datamodule = TranslationDataModule.trained_with(hparams, checkpoint_path)
+    except DataError as error:
+        raise DataError(f"{error}; evaluate with --src and --ref files instead") from None
+    datamodule.prepare_data(progress)
     sources, targets = datamodule.split_texts(split)
     return group_references(zip(sources, targets, strict=True))

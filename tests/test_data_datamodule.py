@@ -1,7 +1,9 @@
 """TranslationDataModule: prepare → cache → loaders, and mid-epoch resume under Lightning."""
 
 import json
+import logging
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -9,6 +11,7 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 
 from helpers import synthetic_pairs
 from seq2seq.data import UNK_ID, Batch, DataError, Tokenizer, TranslationDataModule, prepare
+from seq2seq.data.datamodule import DATA_LOCATION
 from seq2seq.data.split import split_name
 
 
@@ -41,6 +44,42 @@ def test_prepare_writes_cache_and_report(prepared):
     assert report["clean"]["total"] == 961 and report["clean"]["duplicate"] == 1
     assert sum(report["split"].values()) + report["held_out_english_dropped"] == 960
     assert report == prepared.report
+
+
+def test_prepare_data_reports_each_stage(corpus, tmp_path):
+    lines = []
+    dm = make_dm(corpus, tmp_path)
+    dm.prepare_data(lines.append)
+    assert lines[0] == f"preparing the data once (cached in {dm.cache_path})"
+    assert lines[1:4] == [f"  reading {corpus}", "  cleaning 961 pairs",
+                          "  split: train 923, dev 24, test 13 pairs"]  # fmt: skip
+    assert lines[4].startswith("  training the tokenizer: 556 pieces on ")
+    assert [line.split(":")[0] for line in lines[5:8]] == [
+        f"  tokenizing {name}" for name in ("train", "dev", "test")
+    ]
+    assert lines[8].startswith("data prepared in ") and len(lines) == 9
+    dm.prepare_data(lines.append)  # cached: nothing to say
+    assert len(lines) == 9
+    log = logging.getLogger(prepare.__name__)  # left as it was
+    assert not log.handlers and log.propagate and log.level == logging.NOTSET
+
+
+def test_setup_records_where_the_data_was_found(prepared, corpus):
+    location = prepared.hparams[DATA_LOCATION]
+    assert Path(location["cache_dir"]) / location["cache_name"] == prepared.cache_path.resolve()
+    assert location["path"] == str(corpus.resolve()) and location["tgt_path"] is None
+    assert location["hf_name"] is None
+
+
+def test_trained_with_reads_the_recorded_cache_without_the_corpus(prepared, tmp_path):
+    gone = str(tmp_path / "gone.tsv")
+    hparams = {**prepared.hparams, "path": gone, "_instantiator": "lightning"}
+    hparams[DATA_LOCATION] = {**hparams[DATA_LOCATION], "path": gone}
+    dm = TranslationDataModule.trained_with(hparams, tmp_path / "last.ckpt")
+    assert dm.cache_path == prepared.cache_path.resolve()
+    assert dm.split_texts("test") == prepared.split_texts("test")
+    with pytest.raises(DataError, match="not a prepared data cache"):
+        dm.use_cache(tmp_path)
 
 
 def test_tokenizer_and_splits(prepared):

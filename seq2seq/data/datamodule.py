@@ -12,11 +12,19 @@ text packed into blocks for a language model (``task: lm``). What lives where:
 - :mod:`seq2seq.data.batching`: the token-budget sampler and the resumable loader.
 
 This module is the Lightning glue: ``prepare_data`` builds the cache once (one process per
-node), ``setup`` loads it on every rank, and the loaders shard token-budget batches.
+node), ``setup`` loads it on every rank and records where the data was found (absolute paths, in
+the hyperparameters that every checkpoint keeps), and the loaders shard token-budget batches.
+:meth:`TranslationDataModule.trained_with` builds a checkpoint's data module again, from any
+directory, for ``evaluate --split``.
 """
 
 from __future__ import annotations
 
+import inspect
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +33,13 @@ from lightning.pytorch.utilities import rank_zero_info
 
 from seq2seq.data.batching import TokenBatchLoader, TokenBatchSampler
 from seq2seq.data.layouts import Dataset, choose_layout
-from seq2seq.data.prepare import PrepareSettings, build_atomically, is_prepared, read_report
+from seq2seq.data.prepare import (
+    PrepareSettings,
+    build_atomically,
+    is_prepared,
+    log,
+    read_report,
+)
 from seq2seq.data.sources import CorpusSpec
 from seq2seq.data.split import SPLITS
 from seq2seq.data.tokenizer import (
@@ -34,6 +48,16 @@ from seq2seq.data.tokenizer import (
     checkpoint_tokenizer_bytes,
     load_tokenizer,
 )
+from seq2seq.errors import DataError
+
+Progress = Callable[[str], None]  # takes one line of progress
+
+# The hyperparameter that records where the data was found, as absolute paths: the cache
+# (``cache_dir`` and ``cache_name``) and the corpus's ``CORPUS_FILES`` (None where not a local
+# file or directory). Not a constructor argument: Lightning's loaders and ``trained_with`` keep
+# only those. Checkpoints saved before it existed have only the paths as given to ``fit``.
+DATA_LOCATION = "data_location"
+CORPUS_FILES = ("path", "tgt_path", "hf_name")
 
 
 class TranslationDataModule(LightningDataModule):
@@ -129,6 +153,38 @@ class TranslationDataModule(LightningDataModule):
         self._tokenizer: Tokenizer | PairedTokenizer | None = None
         self._data: dict[str, Dataset] = {}
         self._reported = False
+        self._found_cache: Path | None = None  # see use_cache
+
+    @classmethod
+    def trained_with(cls, hparams: dict[str, Any], checkpoint: str | Path) -> TranslationDataModule:
+        """The data module a checkpoint was trained with, from its ``datamodule_hyper_parameters``,
+        wherever this runs.
+
+        The data is looked for where training left it: the prepared cache (in the recorded
+        absolute directory, else under ``cache_dir`` from here: a moved project), else the corpus
+        files (at their recorded absolute paths, else as given, from here), prepared again.
+
+        Raises:
+            DataError: neither the cache nor a corpus file is found; the message names where
+                each was looked for.
+        """
+        # Lightning adds bookkeeping entries (e.g. '_instantiator'); keep the constructor's own.
+        accepted = inspect.signature(cls).parameters
+        settings = {k: v for k, v in hparams.items() if k in accepted}
+        if settings.get("tokenizer_from"):
+            # A fine-tuned checkpoint holds the tokenizer its data was cut with: read it there, so
+            # the checkpoint it started from may have moved (same bytes, same cache).
+            settings["tokenizer_from"] = str(checkpoint)
+        location = hparams.get(DATA_LOCATION) or {}
+        cache = _recorded_cache(location, settings.get("cache_dir", "data_cache"))
+        if cache is not None:
+            datamodule = cls(**settings)
+            datamodule.use_cache(cache)
+            return datamodule
+        settings.update(_corpus_files(settings, location, checkpoint))
+        if location.get("cache_dir") and Path(location["cache_dir"]).is_dir():
+            settings["cache_dir"] = location["cache_dir"]  # rebuilt where training kept it
+        return cls(**settings)
 
     def _settings(self) -> PrepareSettings:
         # Built on demand from the attributes, so the cache always follows them.
@@ -148,19 +204,39 @@ class TranslationDataModule(LightningDataModule):
     # ----------------------------------------------------------------------------- cache
     @property
     def cache_path(self) -> Path:
-        """The cache directory for these arguments."""
+        """The cache directory for these arguments (or the one given to :meth:`use_cache`)."""
+        if self._found_cache is not None:
+            return self._found_cache
         return self.cache_dir / self.layout.cache_name(self._settings())
+
+    def use_cache(self, cache: Path) -> None:
+        """Reads the prepared ``cache``, a cache of these arguments found elsewhere, instead of
+        the one they name: that name hashes the corpus files, which need not be here any more.
+        """
+        if not is_prepared(cache):
+            raise DataError.at(cache, None, "not a prepared data cache")
+        self._found_cache = cache
 
     def is_prepared(self) -> bool:
         """Whether the cache for these arguments exists."""
         return is_prepared(self.cache_path)
 
-    def prepare_data(self) -> None:
-        """Builds the cache unless it exists (Lightning runs this on one process per node)."""
+    def prepare_data(self, progress: Progress | None = None) -> None:
+        """Builds the cache unless it exists (Lightning runs this on one process per node).
+
+        Args:
+            progress: gets a line as preparation starts, one (indented) per stage and one at the
+                end, since a big corpus takes minutes; None: quiet.
+        """
         if self.is_prepared():
             return
         settings = self._settings()
-        build_atomically(self.cache_path, lambda out: self.layout.build(out, settings))
+        say = progress or _quiet
+        say(f"preparing the data once (cached in {self.cache_path})")
+        start = time.perf_counter()
+        with _stage_lines(progress):
+            build_atomically(self.cache_path, lambda out: self.layout.build(out, settings))
+        say(f"data prepared in {_duration(time.perf_counter() - start)}")
 
     # ----------------------------------------------------------------------------- loading
     def setup(self, stage: str | None = None) -> None:
@@ -170,7 +246,17 @@ class TranslationDataModule(LightningDataModule):
         self._tokenizer = load_tokenizer(self.cache_path / "spm.model")
         for name in SPLITS:
             self._data[name] = self.layout.load(self.cache_path / f"{name}.npz")
+        self._record_location()
         self._log_report_once()
+
+    def _record_location(self) -> None:
+        # In the hyperparameters, so in every checkpoint: ``evaluate --split`` then finds the data
+        # from any directory (trained_with). Absolute, as the paths given may be relative to the
+        # directory training ran in. Paths only: the corpus itself stays out of checkpoints.
+        cache = self.cache_path.resolve()
+        files = {field: _absolute(getattr(self.spec, field)) for field in CORPUS_FILES}
+        self.hparams[DATA_LOCATION] = {"cache_dir": str(cache.parent), "cache_name": cache.name,
+                                       **files}  # fmt: skip
 
     def _log_report_once(self) -> None:
         if self._reported:
@@ -242,3 +328,96 @@ class TranslationDataModule(LightningDataModule):
     def val_dataloader(self) -> TokenBatchLoader:
         """Dev-split token batches, shortest first, same every epoch."""
         return self._loader("dev", shuffle=False)
+
+
+# ----------------------------------------------------------------------------- finding the data
+def _absolute(path: str | None) -> str | None:
+    """``path`` resolved, if it names a local file or directory (a hub name does not)."""
+    return str(Path(path).resolve()) if path is not None and Path(path).exists() else None
+
+
+def _recorded_cache(location: dict[str, Any], cache_dir: str) -> Path | None:
+    """The prepared cache that training used: in its recorded directory, or under ``cache_dir``
+    from here; None if neither holds it (or nothing was recorded)."""
+    name = location.get("cache_name")
+    for directory in (location.get("cache_dir"), cache_dir):
+        if name and directory and is_prepared(Path(directory) / name):
+            return Path(directory) / name
+    return None
+
+
+def _corpus_files(
+    settings: dict[str, Any], location: dict[str, Any], checkpoint: str | Path
+) -> dict[str, str]:
+    """Each corpus file or directory where training read it (absolute), else as given from here.
+
+    Raises:
+        DataError: one is in neither place; the message names every place looked at.
+    """
+    found, missing = {}, []
+    for field in CORPUS_FILES:
+        given, recorded = settings.get(field), location.get(field)
+        if field == "hf_name" and recorded is None:
+            continue  # a hub name, or a checkpoint older than DATA_LOCATION: as given
+        candidates = list(dict.fromkeys(path for path in (recorded, given) if path))
+        if given is not None and _absolute(given) == recorded:
+            candidates = [given]  # the same file: as given, it keeps the cache name fit gives
+        hit = next((path for path in candidates if Path(path).exists()), None)
+        if hit is not None:
+            found[field] = hit
+        else:
+            missing += [path if Path(path).is_absolute() else f"{path} in {Path.cwd()}"
+                        for path in candidates]  # fmt: skip
+    if missing:
+        raise _data_not_found(checkpoint, location, missing)
+    return found
+
+
+def _data_not_found(
+    checkpoint: str | Path, location: dict[str, Any], missing: list[str]
+) -> DataError:
+    looked = [f"no {path}" for path in missing]
+    if location.get("cache_name"):
+        looked.insert(0, f"no cache {Path(location['cache_dir']) / location['cache_name']}")
+    return DataError(f"{checkpoint}: the data it was trained on is not here ({', '.join(looked)})")
+
+
+# ----------------------------------------------------------------------------- progress
+def _quiet(line: str) -> None:
+    pass
+
+
+class _ProgressHandler(logging.Handler):
+    """Hands each log record to a progress callback as one indented line."""
+
+    def __init__(self, progress: Progress) -> None:
+        super().__init__(logging.INFO)
+        self.progress = progress
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.progress(f"  {record.getMessage()}")
+
+
+@contextmanager
+def _stage_lines(progress: Progress | None) -> Iterator[None]:
+    """Routes the preparation's stage lines (INFO records of :data:`seq2seq.data.prepare.log`)
+    to ``progress`` while the block runs; with None, logging goes on as configured."""
+    if progress is None:
+        yield
+        return
+    handler, saved = _ProgressHandler(progress), (log.level, log.propagate)
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False  # each line said once, through progress
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(saved[0])
+        log.propagate = saved[1]
+
+
+def _duration(seconds: float) -> str:
+    """``5 min 40 s`` or ``12.3 s``."""
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s" if minutes else f"{seconds:.1f} s"

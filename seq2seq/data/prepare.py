@@ -16,7 +16,8 @@ blocks, ``blocks``: (n_blocks, block_size + 1) int32 (:func:`seq2seq.data.lm.pac
 :func:`build_atomically` writes the directory under a temporary name and renames it into place,
 so a crash never leaves a half-written cache behind. Which pipeline runs and which settings
 enter the hash is the layout's choice (:mod:`seq2seq.data.layouts`); nothing here imports
-Lightning.
+Lightning. Each stage of a pipeline logs one INFO line to :data:`log` (the big corpora take
+minutes); whoever prepares the data decides where the lines go (see ``prepare_data``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import shutil
 import time
@@ -44,6 +46,8 @@ from seq2seq.textio import write_lines
 CACHE_VERSION = 2  # bump when the cached format or the pipeline's output changes
 # (2: byte-fallback tokenizer; an English sentence in one split only; no HSK placeholders)
 LANGS = ("en", "zh")  # file suffixes of the cached text, source first
+
+log = logging.getLogger(__name__)  # one line per stage of a preparation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,6 +191,11 @@ def _read_cache_lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").split("\n")[:-1]
 
 
+def _sizes(splits: dict[str, list]) -> str:
+    """``train 9,600, dev 120, test 118``."""
+    return ", ".join(f"{name} {len(split):,}" for name, split in splits.items())
+
+
 def _write_report(out: Path, report: dict[str, Any]) -> None:
     (out / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
 
@@ -197,7 +206,9 @@ def _train_tokenizer(
     """The joint tokenizer trained on ``texts``, and the seconds it took; the given one
     (``settings.tokenizer``, when fine-tuning a checkpoint) as it is."""
     if settings.tokenizer is not None:
+        log.info("tokenizer: the given one (data.tokenizer_from), not trained")
         return tokenizer_from_bytes(settings.tokenizer), 0.0
+    log.info(f"training the tokenizer: {settings.vocab_size:,} pieces on {len(texts):,} texts")
     start = time.perf_counter()
     tokenizer = Tokenizer.train(
         texts,
@@ -216,10 +227,12 @@ def prepare_pairs(out: Path, settings: PrepareSettings, user_symbols: Sequence[s
     ``user_symbols`` are extra tokenizer pieces (a decoder-only model's ``<sep>``).
     """
     spec = settings.spec
-    cleaned, clean_report = clean_pairs(
-        load_corpus(spec), settings.max_len_chars, settings.max_ratio
-    )
+    log.info(f"reading {spec.name}")
+    pairs = load_corpus(spec)
+    log.info(f"cleaning {len(pairs):,} pairs")
+    cleaned, clean_report = clean_pairs(pairs, settings.max_len_chars, settings.max_ratio)
     splits = split_pairs(cleaned)
+    log.info(f"split: {_sizes(splits)} pairs")
     if not splits["train"]:
         raise DataError.at(spec.name, None, f"no training pairs left ({clean_report})")
     train_text = [text for pair in splits["train"] for text in pair]
@@ -234,6 +247,7 @@ def prepare_pairs(out: Path, settings: PrepareSettings, user_symbols: Sequence[s
     }
     tokenizer.save(out / "spm.model")
     for name, split in splits.items():
+        log.info(f"tokenizing {name}: {len(split):,} pairs")
         for i, lang in enumerate(LANGS):
             write_lines([pair[i] for pair in split], out / f"{name}.{lang}")
         # Test keeps every pair: every test sentence must be translated.
@@ -265,9 +279,12 @@ def tokenize_pairs(
 def prepare_blocks(out: Path, settings: PrepareSettings) -> None:
     """Language-model text: documents → clean → split → tokenizer → packed blocks, into ``out``."""
     spec = settings.spec
+    log.info(f"reading {spec.name}")
     texts = load_texts(spec, settings.lm_side, settings.text_field)
+    log.info(f"cleaning {len(texts):,} documents")
     docs, clean_report = clean_documents(texts, settings.lm_side)
     splits = split_documents(docs)
+    log.info(f"split: {_sizes(splits)} documents")
     if not splits["train"]:
         raise DataError.at(spec.name, None, f"no training text left ({clean_report})")
     tokenizer, seconds = _train_tokenizer(splits["train"], settings)
@@ -281,6 +298,7 @@ def prepare_blocks(out: Path, settings: PrepareSettings) -> None:
     }
     tokenizer.save(out / "spm.model")
     for name, split in splits.items():
+        log.info(f"tokenizing and packing {name}: {len(split):,} documents")
         write_lines(split, out / f"{name}.txt")
         ids = tokenizer.encode_batch(split)
         blocks = pack_blocks(
