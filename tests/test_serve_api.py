@@ -18,7 +18,6 @@ pytestmark = pytest.mark.slow
 SENTENCES = ["I will buy apples today.", "She can see the book tomorrow.", "We should eat."]
 
 
-
 def translate(http, **args) -> httpx.Response:
     return http.post("/translate", json={"source": "en", "target": "zh", **args})
 
@@ -58,7 +57,9 @@ def test_an_array_q_answers_an_array_in_order_with_alternatives_and_detection(ht
     nbest = translator.translate_hypotheses(q, beam_size=5, n_best=3)
     decoded = [[translator.tokenizer.decode(h.tokens) for h in hyps] for hyps in nbest]
     assert answer["alternatives"][0] == decoded[0][1:]
-    assert answer["detectedLanguage"] == [{"confidence": 100.0, "language": "en"}] * 3
+    english = {"confidence": 100.0, "language": "en"}
+    nothing = {"confidence": 0.0, "language": "en"}  # "": LibreTranslate's "none detected"
+    assert answer["detectedLanguage"] == [english, nothing, english]
     single = translate(http, q=SENTENCES[1], alternatives=1).json()
     assert single["alternatives"] == decoded[0][1:2] and "detectedLanguage" not in single
 
@@ -151,9 +152,22 @@ def test_native_endpoint_gives_scored_nbest_lists_and_attention(http, translator
     weights = attention["weights"]
     assert len(weights) == len(attention["target"]) and {len(r) for r in weights} == {len(ids)}
     assert all(abs(sum(row) - 1.0) < 1e-2 for row in weights)  # each row a distribution
-    plain = http.post("/v1/translate", json={"text": SENTENCES[0], "beam_size": 4})
-    plain = plain.json()["translations"][0]
-    assert plain == {"text": first["text"]}
+    plain = http.post("/v1/translate", json={"text": SENTENCES[0], "beam_size": 4}).json()
+    assert plain["translations"] == [{"text": first["text"]}] and "warnings" not in answer
+
+
+def test_native_endpoint_says_when_it_widens_the_beam_to_fit_n_best(http, translator):
+    answer = http.post("/v1/translate", json={"text": SENTENCES[0], "beam_size": 2,
+                                              "n_best": 3}).json()  # fmt: skip
+    assert answer["beam_size"] == 3
+    assert answer["warnings"] == ["beam_size 2 raised to 3 to return n_best 3 (a beam finds at "
+                                  "most beam_size hypotheses)"]  # fmt: skip
+    nbest = translator.translate_hypotheses([SENTENCES[0]], beam_size=3, n_best=3)[0]
+    scores = [h["score"] for h in answer["translations"][0]["hypotheses"]]
+    assert scores == [round(h.score, 4) for h in nbest]  # decoded with the beam it names
+    # no beam_size asked: the server's 5 widened to n_best 6 overrides nothing the client said
+    default = http.post("/v1/translate", json={"text": SENTENCES[2], "n_best": 6}).json()
+    assert default["beam_size"] == 6 and "warnings" not in default
 
 
 @pytest.mark.parametrize(
@@ -163,6 +177,29 @@ def test_native_endpoint_validation_errors_are_one_line_400s(http, body):
     response = http.post("/v1/translate", json=body)
     assert response.status_code == 400
     assert response.json()["error"].startswith("Invalid request:")
+
+
+def test_detect_answers_the_languages_of_the_text_by_script(http, translation_server):
+    from libretranslatepy import LibreTranslateAPI
+
+    def detect(q: str) -> list[dict]:
+        response = http.post("/detect", json={"q": q})
+        assert response.status_code == 200
+        return response.json()
+
+    assert detect("Where is the station?") == [{"confidence": 100.0, "language": "en"}]
+    assert detect("车站在哪里？") == [{"confidence": 100.0, "language": "zh"}]
+    # mixed: each script's share of the letters (4 of 6 here), most confident first
+    assert detect("我爱 ab 北京") == [{"confidence": 66.7, "language": "zh"},
+                                    {"confidence": 33.3, "language": "en"}]  # fmt: skip
+    assert detect("12:30 !?") == [{"confidence": 0.0, "language": "en"}]  # LibreTranslate's
+    empty = http.post("/detect", json={"q": ""})
+    assert (empty.status_code, empty.json()) == (400, {"error": "Invalid request: missing q "
+                                                                "parameter"})  # fmt: skip
+    client = LibreTranslateAPI(translation_server.url)  # form-encoded, as it sends
+    assert client.detect("车站在哪里？") == [{"confidence": 100.0, "language": "zh"}]
+    auto = translate(http, q=["车站在哪里？", "Hi."], source="auto").json()
+    assert [d["language"] for d in auto["detectedLanguage"]] == ["zh", "en"]
 
 
 def test_health_languages_settings_and_page(http):
@@ -182,9 +219,25 @@ def test_requests_are_logged_one_line_each(http, translation_server):
     lines = [line for line in translation_server.log if "POST /translate 200 2 sentences" in line]
     assert lines and lines[-1].rstrip().endswith("ms")
     assert any(
-        "serving translator (encoder-decoder translator, torch engine" in line
+        "serving translator (encoder-decoder translator, torch engine on cpu, float32, beam 5)"
+        in line
         for line in translation_server.log
     )
+
+
+def test_an_int8_server_says_int8_when_it_starts(translation_checkpoint):
+    from seq2seq.quantization import QUANTIZATION_AVAILABLE
+    from serving import running_server
+
+    if not QUANTIZATION_AVAILABLE:
+        pytest.skip("no fbgemm in this torch")
+    expected = Translator.from_checkpoint(translation_checkpoint, quantize="int8")
+    with running_server(translation_checkpoint, "--quantize", "int8", "--beam-size", "2") as server:
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            answer = translate(http, q=SENTENCES[:2]).json()
+    [line] = [line for line in server.log if " serving translator " in line]
+    assert "(encoder-decoder translator, torch engine on cpu, int8, beam 2)" in line
+    assert answer == {"translatedText": expected.translate(SENTENCES[:2], beam_size=2)}
 
 
 def test_api_keys_are_required_when_a_key_file_is_given(translation_checkpoint, tmp_path):
@@ -249,25 +302,6 @@ def test_a_ctranslate2_export_is_served_with_the_same_api(translation_checkpoint
             refused = http.post("/v1/translate", json={"text": "a", "return_attention": True})
             assert refused.status_code == 400 and "torch engine" in refused.json()["error"]
             assert http.get("/frontend/settings").json()["attention"] is False
-
-
-@pytest.mark.parametrize(
-    ("options", "message"),
-    [
-        (["--checkpoint", "missing.ckpt"], "missing.ckpt"),
-        (
-            ["--checkpoint", "x.ckpt", "--batch-limit", "50", "--max-queue", "10"],
-            "--batch-limit (50) must not exceed --max-queue (10)",
-        ),
-        (["--checkpoint", "x.ckpt", "--api-keys", "no-such-keys.txt"], "no-such-keys.txt"),
-    ],
-)
-def test_bad_server_options_are_one_line_errors(options, message, capsys):
-    from seq2seq.cli import main
-
-    assert main(["serve", *options]) == 2
-    error = capsys.readouterr().err
-    assert message in error and error.count("\n") == 1
 
 
 def test_attention_requests_get_attention_whatever_they_are_batched_with(http):

@@ -8,6 +8,7 @@ from seq2seq.serve.completion_routes import StopScanner, cut_at_stop
 from seq2seq.serve.protocol import (
     ApiError,
     Limits,
+    detect_languages,
     detected_language,
     parse_body,
     translate_args,
@@ -80,9 +81,19 @@ def test_good_translate_arguments():
     assert translate_args(good(alternatives=None), Limits()).alternatives == 0  # JSON null
 
 
-def test_lines_and_detection():
-    assert detected_language("Hello there") == {"confidence": 100.0, "language": "en"}
-    assert detected_language("你好 world")["confidence"] < 100.0
+def test_detection_is_each_scripts_share_of_the_letters_most_confident_first():
+    assert detect_languages("Hello there") == [{"confidence": 100.0, "language": "en"}]
+    assert detect_languages("你好，世界！") == [{"confidence": 100.0, "language": "zh"}]
+    assert detect_languages("你好 world") == [{"confidence": 71.4, "language": "en"},
+                                              {"confidence": 28.6, "language": "zh"}]  # fmt: skip
+    assert detected_language("你好 world") == {"confidence": 71.4, "language": "en"}
+    assert detect_languages("ＡＢ中文") == [{"confidence": 50.0, "language": "en"},
+                                            {"confidence": 50.0, "language": "zh"}]  # fmt: skip
+    # other scripts count as letters that are neither: Japanese kana lower zh's share
+    assert detect_languages("日本語です") == [{"confidence": 60.0, "language": "zh"}]
+    nothing = [{"confidence": 0.0, "language": "en"}]  # what LibreTranslate answers
+    assert detect_languages("") == detect_languages("3.14 !?") == nothing
+    assert detect_languages("Привет") == nothing
 
 
 def test_stop_strings_cut_the_text_and_streaming_never_shows_what_the_cut_removes():

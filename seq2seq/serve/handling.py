@@ -10,6 +10,7 @@ from typing import Any
 
 from fastapi import Request
 
+from seq2seq.checks import at_least, finite
 from seq2seq.serve.batching import BatchingWorker, Job, QueueFull, WorkerClosed
 from seq2seq.serve.protocol import ApiError, Limits
 
@@ -26,6 +27,23 @@ class ServerSettings:
     api_keys: frozenset[str] | None = None
     continuous: bool = True  # sentences join and leave the batch between decoder steps
     file_limit: int = 200_000  # characters of a file sent to /translate_file
+
+    def __post_init__(self) -> None:
+        """Refuse a bad value when the settings are made, before the model loads; each error
+        names the option of ``seq2seq serve`` that sets the field."""
+        for option, value in (("--beam-size", self.beam_size),
+                              ("--max-batch-tokens", self.max_batch_tokens),
+                              ("--max-queue", self.max_queue),
+                              ("--char-limit", self.limits.char_limit),
+                              ("--batch-limit", self.limits.batch_limit),
+                              ("--file-limit", self.file_limit)):  # fmt: skip
+            at_least(value, 1, option)
+        finite(self.max_wait_ms, "--max-wait-ms")  # inf would stop the worker at its first job
+        at_least(self.max_wait_ms, 0, "--max-wait-ms")
+        if self.limits.batch_limit > self.max_queue:
+            raise ValueError(f"--batch-limit ({self.limits.batch_limit}) must not exceed "
+                             f"--max-queue ({self.max_queue}): such a request could never be "
+                             "queued")  # fmt: skip
 
 
 def authorize(settings: ServerSettings, key: Any, request: Request) -> None:

@@ -56,13 +56,15 @@ class ServedModel:
     or a CTranslate2 export), or a ``Generator`` (a decoder-only language model)."""
 
     def __init__(self, name: str, translator: Translator | None = None,
-                 generator: Generator | None = None, engine: str = "torch") -> None:  # fmt: skip
+                 generator: Generator | None = None, engine: str = "torch",
+                 quantize: str | None = None) -> None:  # fmt: skip
         if (translator is None) == (generator is None):
             raise ValueError("a ServedModel holds a translator or a generator")
         self.name = name
         self.translator = translator
         self.generator = generator
         self.engine = engine
+        self.quantize = quantize
 
     @classmethod
     def load(cls, path: str | Path, engine: str = "torch", device: str = "cpu",
@@ -72,14 +74,15 @@ class ServedModel:
         name = name or model_name(path)
         if engine == "ctranslate2":
             translator = Translator.from_ctranslate2(path, device, quantize)
-            return cls(name, translator=translator, engine=engine)
+            return cls(name, translator=translator, engine=engine, quantize=quantize)
         check_quantize(quantize, device)
         loaded = load_model(path, device)
         model = prepare_for_inference(loaded.model, quantize)
         if loaded.is_language_model:
-            return cls(name, generator=Generator(model, loaded.tokenizer, loaded.search))
+            generator = Generator(model, loaded.tokenizer, loaded.search)
+            return cls(name, generator=generator, quantize=quantize)
         translator = Translator(TorchEngine(model, loaded.search), loaded.tokenizer)
-        return cls(name, translator=translator)
+        return cls(name, translator=translator, quantize=quantize)
 
     @property
     def translates(self) -> bool:
@@ -89,6 +92,14 @@ class ServedModel:
     def attention(self) -> bool:
         """Whether ``/v1/translate`` can return attention (our engine, not CTranslate2)."""
         return self.translator is not None and isinstance(self.translator.engine, TorchEngine)
+
+    @property
+    def precision(self) -> str:
+        """What the weights decode in: ``int8`` when quantized at load; otherwise float32 (our
+        engine) or what the CTranslate2 export holds."""
+        if self.quantize is not None:
+            return self.quantize
+        return "float32" if self.engine == "torch" else "precision as exported"
 
     @property
     def kind(self) -> str:

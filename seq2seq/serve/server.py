@@ -1,14 +1,17 @@
-"""Start the server: load and warm up the model, then serve it with uvicorn until SIGINT or
-SIGTERM (stop accepting, finish the requests in flight and the queued work, exit 0)."""
+"""Start the server: check the options and take the port, load and warm up the model, then
+serve it with uvicorn until SIGINT or SIGTERM (stop accepting, finish the requests in flight and
+the queued work, exit 0)."""
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import socket
 import time
 from pathlib import Path
 
+from seq2seq.checks import readable_file
 from seq2seq.errors import ConfigError
 from seq2seq.serve.protocol import Limits
 
@@ -18,11 +21,13 @@ WARM_UP = ["This sentence warms the model up.", "Hello!"]
 
 def read_api_keys(path: str | Path) -> frozenset[str]:
     """One key per line; blank lines and ``#`` comments are skipped."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"--api-keys {path}: file not found")
-    lines = path.read_text(encoding="utf-8").splitlines()
-    keys = frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+    path = readable_file(path, "--api-keys file")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"--api-keys {path}: not UTF-8 text (byte {error.start})") from None
+    keys = frozenset(line.strip() for line in lines
+                     if line.strip() and not line.strip().startswith("#"))  # fmt: skip
     if not keys:
         raise ConfigError(f"--api-keys {path}: no keys in the file")
     return keys
@@ -53,23 +58,26 @@ def serve(
     from seq2seq.serve.handling import ServerSettings
     from seq2seq.serve.model import ServedModel
 
-    _check(beam_size, max_batch_tokens, max_wait_ms, max_queue, char_limit, batch_limit)
-    if file_limit < 1:
-        raise ConfigError(f"--file-limit must be >= 1, got {file_limit}")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    # The settings, the key file and the address are checked before the slow load.
     settings = ServerSettings(beam_size, max_batch_tokens, max_wait_ms, max_queue,
                               Limits(char_limit, batch_limit),
                               read_api_keys(api_keys) if api_keys else None,
                               continuous, file_limit)  # fmt: skip
-    start = time.perf_counter()
-    served = ServedModel.load(checkpoint, engine, device, name, quantize)
-    warm_up(served)
-    app = create_app(served, settings)
-    listener = socket.create_server((host, port), reuse_port=False)  # port 0: any free port
+    listener = bind(host, port)
+    try:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+        start = time.perf_counter()
+        served = ServedModel.load(checkpoint, engine, device, name, quantize)
+        warm_up(served)
+        app = create_app(served, settings)
+        _listen(listener, host, port)  # the port opens once the model is ready
+    except BaseException:
+        listener.close()
+        raise
     address = f"http://{_url_host(host)}:{listener.getsockname()[1]}"
-    log.info("serving %s (%s, %s engine on %s, beam %d) from %s at %s; loaded in %.1f s",
-             served.name, served.kind, engine, device, beam_size, checkpoint, address,
-             time.perf_counter() - start)  # fmt: skip
+    log.info("serving %s (%s, %s engine on %s, %s, beam %d) from %s at %s; loaded in %.1f s",
+             served.name, served.kind, engine, device, served.precision, beam_size, checkpoint,
+             address, time.perf_counter() - start)  # fmt: skip
     config = uvicorn.Config(app, log_config=None, access_log=False, timeout_graceful_shutdown=60)
     # uvicorn drains on SIGINT/SIGTERM, then raises the signal again for the handlers it found:
     # no-op ones make a drained shutdown exit 0, as process managers expect.
@@ -90,16 +98,39 @@ def warm_up(served) -> None:  # noqa: ANN001
         served.generator.complete(["warm up"], 4, SamplingConfig(temperature=0.0))
 
 
-def _check(beam_size, max_batch_tokens, max_wait_ms, max_queue, char_limit, batch_limit) -> None:  # noqa: ANN001
-    for name, value, low in (("--beam-size", beam_size, 1), ("--max-batch-tokens",
-                             max_batch_tokens, 1), ("--max-wait-ms", max_wait_ms, 0),
-                             ("--max-queue", max_queue, 1), ("--char-limit", char_limit, 1),
-                             ("--batch-limit", batch_limit, 1)):  # fmt: skip
-        if value < low:
-            raise ConfigError(f"{name} must be >= {low}, got {value}")
-    if batch_limit > max_queue:
-        raise ConfigError(f"--batch-limit ({batch_limit}) must not exceed --max-queue "
-                          f"({max_queue}): such a request could never be queued")  # fmt: skip
+def bind(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (port 0: any free one; host "": every address), not
+    yet listening: a port in use or a host that is not this machine's is found before the
+    model loads, and clients are refused, not kept waiting, until ``_listen``. An IPv6
+    literal host binds IPv6."""
+    if not 0 <= port <= 65535:
+        raise ValueError(f"--port must be between 0 and 65535, got {port}")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        address = socket.getaddrinfo(host or None, port, family, socket.SOCK_STREAM, 0,
+                                     socket.AI_PASSIVE)[0][4]  # fmt: skip
+    except socket.gaierror as error:
+        raise ValueError(f"--host {host}: cannot resolve it ({error.strerror})") from None
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        if os.name == "posix":  # as socket.create_server: a restart takes its port at once
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(address)
+    except OSError as error:  # in use, below 1024 without root, not this machine's address
+        listener.close()
+        raise _cannot_listen(host, port, error) from None
+    return listener
+
+
+def _listen(listener: socket.socket, host: str, port: int) -> None:
+    try:
+        listener.listen()
+    except OSError as error:  # another process took the port while the model loaded
+        raise _cannot_listen(host, port, error) from None
+
+
+def _cannot_listen(host: str, port: int, error: OSError) -> ValueError:
+    return ValueError(f"cannot listen on --host {host} --port {port}: {error.strerror or error}")
 
 
 def _url_host(host: str) -> str:

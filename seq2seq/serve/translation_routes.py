@@ -22,6 +22,7 @@ from seq2seq.serve.model import ServedModel, TranslatedSentence, TranslationWork
 from seq2seq.serve.protocol import (
     MAX_BEAM,
     ApiError,
+    detect_languages,
     detected_language,
     languages,
     parse_body,
@@ -155,11 +156,13 @@ def add_translation_routes(app: FastAPI, served: ServedModel, settings: ServerSe
 
     @app.post("/detect")
     async def libre_detect(request: Request) -> list[dict[str, Any]]:
+        """LibreTranslate's /detect: the languages of q by script, most confident first
+        (``protocol.detect_languages``); an empty q is a 400, as there."""
         args = await _libre_arguments(request)
         authorize(settings, args.get("api_key"), request)
-        if not isinstance(args.get("q"), str):
+        if not args.get("q") or not isinstance(args["q"], str):
             raise ApiError(400, "Invalid request: missing q parameter", "q")
-        return [detected_language(args["q"])]
+        return detect_languages(args["q"])
 
     @app.post("/v1/translate")
     async def native_translate(body: NativeTranslateRequest, request: Request) -> dict:
@@ -170,6 +173,10 @@ def add_translation_routes(app: FastAPI, served: ServedModel, settings: ServerSe
         if body.return_attention and not served.attention:
             raise ApiError(400, "return_attention needs a torch engine (not CTranslate2)")
         beam = max(body.beam_size or settings.beam_size, body.n_best)
+        asked, warnings = body.beam_size, []
+        if asked is not None and beam > asked:  # never silent: the answer differs from the ask
+            warnings.append(f"beam_size {asked} raised to {beam} to return n_best {body.n_best} "
+                            "(a beam finds at most beam_size hypotheses)")  # fmt: skip
         if body.return_attention and body.format != "text":
             raise ApiError(400, "Invalid request: return_attention takes plain text (format: "
                                 "text)", "return_attention")  # fmt: skip
@@ -197,7 +204,8 @@ def add_translation_routes(app: FastAPI, served: ServedModel, settings: ServerSe
             if result.windowed:
                 item["windowed"] = True
             out.append(item)
-        return {"model": served.name, "beam_size": beam, "translations": out}
+        answer = {"model": served.name, "beam_size": beam, "translations": out}
+        return {**answer, "warnings": warnings} if warnings else answer
 
 
 def _results(batch: TextBatch, finished: list[SentenceTranslation],
