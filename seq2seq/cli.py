@@ -186,7 +186,23 @@ def check_arguments(args: argparse.Namespace) -> None:
             checks.checkpoint(path)
     if given("device") is not None:
         checks.device(args.device, given("engine") or "torch")
+    if given("hf") is not None:
+        _check_hf_source(args.hf)
+    if given("eval_json") is not None:
+        from seq2seq.evaluation import read_eval_json
+
+        read_eval_json(args.eval_json)
     _check_outputs(args, checks)
+
+
+def _check_hf_source(name: str) -> None:
+    """``import --hf``: a save_pretrained directory, or a hub name (``owner/model``)."""
+    path = Path(name).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise ValueError(f"--hf {name}: not a save_pretrained directory (no config.json)")
+    elif name.startswith(("/", ".", "~")) or name.count("/") != 1:
+        raise ValueError(f"--hf {name}: no such directory (nor a hub name like owner/model)")
 
 
 def _check_outputs(args: argparse.Namespace, checks) -> None:
@@ -283,7 +299,7 @@ def _add_translate(p: argparse.ArgumentParser) -> None:
                    "if smaller); text format only")  # fmt: skip
     p.add_argument("--window", type=int, default=1000, metavar="LINES",
                    help="lines sorted and batched together before their translations are "
-                   "written, in input order (default 1000; 1 when typing at a terminal)")  # fmt: skip
+                   "written, in input order (default 1000; 1 at a terminal)")  # fmt: skip
     p.set_defaults(run=run_translate)
 
 
@@ -622,17 +638,28 @@ class LineProgress:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
-    from seq2seq.evaluation import load_eval_set, score_translations
+    from seq2seq import checks
+    from seq2seq.evaluation import (
+        eval_set_label,
+        hypotheses_path,
+        load_eval_set,
+        score_translations,
+    )
     from seq2seq.textio import write_lines
 
     translator = _load_translator(args)
     sources, references, name = load_eval_set(args.data_from or args.checkpoint, args.split,
                                               args.src, args.ref, args.engine)  # fmt: skip
+    if not sources:
+        raise ValueError(f"{args.src or name}: no sentences to score")
+    data_from = None if args.src else args.data_from  # whose split was scored, if not its own
+    hyps_path = Path(args.hyps or hypotheses_path(args.checkpoint, name, data_from))
+    checks.writable_file(hyps_path, "hypotheses file")  # before the translating, not after
     hypotheses = _translate_with_progress(translator, sources, args, show=True)
     result = score_translations(hypotheses, references)
-    hyps_path = Path(args.hyps or Path(args.checkpoint).with_suffix(f".{name}.hyp.zh"))
     write_lines(hypotheses, hyps_path)
-    result.update({"beam_size": args.beam_size, "hypotheses": str(hyps_path), "eval_set": name})
+    result.update({"beam_size": args.beam_size, "hypotheses": str(hyps_path),
+                   "eval_set": eval_set_label(name, args.src, data_from)})  # fmt: skip
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     else:

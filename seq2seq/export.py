@@ -37,6 +37,7 @@ from seq2seq.config import ModelConfig
 from seq2seq.ctranslate2_engine import SETTINGS_FILE, SPM_FILE
 from seq2seq.data.paired_tokenizer import PairedTokenizer
 from seq2seq.errors import CheckpointError
+from seq2seq.evaluation import read_eval_json
 from seq2seq.model import Transformer
 
 
@@ -306,7 +307,7 @@ def _source_note(tokenizer: Any) -> list[str]:
 
 def _evaluation_lines(raw: dict, eval_json: str | None) -> list[str]:
     if eval_json:
-        result = json.loads(Path(eval_json).read_text(encoding="utf-8"))
+        result = read_eval_json(eval_json)
         return [
             f"sacreBLEU on {result.get('eval_set', '?')} ({result.get('sentences', '?')} "
             f"sentences, beam {result.get('beam_size', '?')}):",

@@ -257,11 +257,11 @@ class Translator:
                 chosen = dict(zip(sentences, choice, strict=True))
                 picked = [replace(t, texts=[t.texts[chosen[i]]], alignment=None)
                           if i in chosen else t for i, t in enumerate(found)]  # fmt: skip
-                hyps = [hyps[k] for hyps, k in zip(lists, choice, strict=True)]
-                candidates.append(Hypothesis([t for h in hyps for t in h.tokens],
-                                             sum(h.score for h in hyps),
-                                             sum(h.log_prob for h in hyps),
-                                             one_line(batch.rebuild_one(number, picked))))  # fmt: skip
+                parts = [hyps[k] for hyps, k in zip(lists, choice, strict=True)]
+                text = one_line(batch.rebuild_one(number, picked))
+                candidates.append(Hypothesis([t for h in parts for t in h.tokens],
+                                             sum(h.score for h in parts),
+                                             sum(h.log_prob for h in parts), text))  # fmt: skip
             results.append(candidates)
         return results
 

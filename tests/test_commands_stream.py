@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -204,6 +203,11 @@ def test_errors_before_work_are_one_line(translation_checkpoint, tmp_path, capsy
         ("serve", "--checkpoint", checkpoint, "--max-batch-tokens", "0"): "--max-batch-tokens",
         ("serve", "--checkpoint", checkpoint, "--api-keys", str(tmp_path / "k")): "not found",
         ("export", "--checkpoint", checkpoint, "--output", str(text)): "not a directory",
+        ("export", "--checkpoint", checkpoint, "--output", str(tmp_path / "out"),
+         "--eval-json", str(text)): "in.en: not JSON",
+        ("import", "--hf", str(tmp_path / "none"), "--output", str(tmp_path / "x.ckpt")):
+            "no such directory",
+        ("import", "--hf", str(tmp_path), "--output", str(tmp_path / "x.ckpt")): "no config.json",
         ("average", "--checkpoints", checkpoint, str(tmp_path / "b.ckpt"), "--output",
          str(tmp_path / "avg.ckpt")): "b.ckpt: checkpoint not found",
     }
