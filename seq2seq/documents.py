@@ -11,7 +11,8 @@ newline kept where one stood), markup placed by alignment (``seq2seq.formats.inl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import heapq
+from dataclasses import dataclass, field, replace
 
 from seq2seq.data.sentences import Sentence, join_translations, split_sentences
 from seq2seq.formats.inline import (
@@ -87,6 +88,30 @@ class TextBatch:
         """Each document with its segments translated (``translations`` of ``sentences``)."""
         return [self.rebuild_one(i, translations) for i in range(len(self.documents))]
 
+    def n_best(self, document: int, translations: list[SentenceTranslation],
+               n: int) -> list[Hypothesis]:  # fmt: skip
+        """The ``n`` best translations of document ``document``, best first, each with its
+        text (the document rebuilt with those sentence translations): the combinations of its
+        sentences' hypotheses with the highest summed score (tokens joined, scores and
+        log-probabilities added). The first is ``rebuild``'s. A document with no sentence, or
+        one whose sentence has no hypothesis, has one hypothesis, empty, of score 0."""
+        sentences = [i for ids in self.segment_sentences(document) for i in ids]
+        lists = [translations[i].hypotheses for i in sentences]
+        if not lists or not all(lists):
+            return [Hypothesis([], 0.0, 0.0, self.rebuild_one(document, translations))]
+        found = []
+        for choice in best_combinations([[h.score for h in hyps] for hyps in lists], n):
+            picked = list(translations)
+            for i, k in zip(sentences, choice, strict=True):
+                if k:  # rank 0 keeps its text and its alignment (markup placed by attention)
+                    picked[i] = replace(translations[i], texts=[translations[i].texts[k]],
+                                        alignment=None)  # fmt: skip
+            parts = [hyps[k] for hyps, k in zip(lists, choice, strict=True)]
+            found.append(Hypothesis([t for h in parts for t in h.tokens],
+                                    sum(h.score for h in parts), sum(h.log_prob for h in parts),
+                                    self.rebuild_one(document, picked)))  # fmt: skip
+        return found
+
     def rebuild_one(self, document: int, translations: list[SentenceTranslation]) -> str:
         """Document ``document`` with its segments translated."""
         rendered = [_render(segment, found, [translations[i] for i in ids])
@@ -131,6 +156,26 @@ def windowed_lines(batch: TextBatch, translations: list[SentenceTranslation]) ->
     return [number for number in range(1, len(batch.documents) + 1)
             if any(translations[i].windowed
                    for ids in batch.segment_sentences(number - 1) for i in ids)]  # fmt: skip
+
+
+def best_combinations(scores: list[list[float]], n: int) -> list[tuple[int, ...]]:
+    """The ``n`` choices of one index per list with the highest summed score, best first
+    (each list sorted best first): a lazy walk from (0, ..., 0) that raises one index at a
+    time, as in k-best extraction from a lattice."""
+    start = (0,) * len(scores)
+    heap = [(-sum(s[0] for s in scores), start)]
+    seen, best = {start}, []
+    while heap and len(best) < n:
+        negative, choice = heapq.heappop(heap)
+        best.append(choice)
+        for position, index in enumerate(choice):
+            if index + 1 < len(scores[position]):
+                after = choice[:position] + (index + 1,) + choice[position + 1 :]
+                if after not in seen:
+                    seen.add(after)
+                    total = negative + scores[position][index] - scores[position][index + 1]
+                    heapq.heappush(heap, (total, after))
+    return best
 
 
 def combine_hypotheses(pieces: list[list[Hypothesis]], n_best: int) -> list[Hypothesis]:

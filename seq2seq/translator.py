@@ -9,7 +9,6 @@ comes from an engine: ``TorchEngine`` (our model and searches) here, ``CTranslat
 
 from __future__ import annotations
 
-import heapq
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -238,32 +237,14 @@ class Translator:
         """The ``n_best`` best translations of each line, best first, each a ``Hypothesis``
         with its ``text``. A line of several sentences has each sentence searched apart; its
         candidates are the ``n_best`` combinations of their hypotheses with the highest summed
-        score (tokens joined, scores and log-probabilities added). An empty line has one empty
-        hypothesis (score 0), so no line is left without an answer."""
+        score (``TextBatch.n_best``). An empty line has one empty hypothesis (score 0), so no
+        line is left without an answer."""
         documents = [parse_text(line.replace("\n", " ")) for line in lines]
         batch = TextBatch(documents, split)
         found = self.translate_sentences(batch.sentences, beam_size, max_tokens, n_best,
                                          on_batch=on_batch, on_total=on_total)  # fmt: skip
-        results = []
-        for number in range(len(lines)):
-            sentences = [i for ids in batch.segment_sentences(number) for i in ids]
-            lists = [found[i].hypotheses for i in sentences]
-            if not lists or not all(lists):
-                text = batch.rebuild_one(number, found) if lists else ""
-                results.append([Hypothesis([], 0.0, 0.0, one_line(text))])
-                continue
-            candidates = []
-            for choice in best_combinations([[h.score for h in hyps] for hyps in lists], n_best):
-                chosen = dict(zip(sentences, choice, strict=True))
-                picked = [replace(t, texts=[t.texts[chosen[i]]], alignment=None)
-                          if i in chosen else t for i, t in enumerate(found)]  # fmt: skip
-                parts = [hyps[k] for hyps, k in zip(lists, choice, strict=True)]
-                text = one_line(batch.rebuild_one(number, picked))
-                candidates.append(Hypothesis([t for h in parts for t in h.tokens],
-                                             sum(h.score for h in parts),
-                                             sum(h.log_prob for h in parts), text))  # fmt: skip
-            results.append(candidates)
-        return results
+        return [[replace(h, text=one_line(h.text)) for h in batch.n_best(i, found, n_best)]
+                for i in range(len(lines))]  # fmt: skip
 
     def translate_text(
         self, texts: Sequence[str], format: str = "text", beam_size: int = 5,
@@ -567,26 +548,6 @@ def cut_source(ids: list[int], limit: int, tokenizer: Any) -> list[int]:
     if tokenizer.source_ends_with_eos:
         return ids[: limit - 1] + ids[-1:]
     return ids[:limit]
-
-
-def best_combinations(scores: list[list[float]], n: int) -> list[tuple[int, ...]]:
-    """The ``n`` choices of one index per list with the highest summed score, best first
-    (each list sorted best first): a lazy walk from (0, ..., 0) that raises one index at a
-    time, as in k-best extraction from a lattice."""
-    start = (0,) * len(scores)
-    heap = [(-sum(s[0] for s in scores), start)]
-    seen, best = {start}, []
-    while heap and len(best) < n:
-        negative, choice = heapq.heappop(heap)
-        best.append(choice)
-        for position, index in enumerate(choice):
-            if index + 1 < len(scores[position]):
-                after = choice[:position] + (index + 1,) + choice[position + 1 :]
-                if after not in seen:
-                    seen.add(after)
-                    total = negative + scores[position][index] - scores[position][index + 1]
-                    heapq.heappush(heap, (total, after))
-    return best
 
 
 def line_windows(lines: Iterable[str], size: int) -> Iterator[list[str]]:

@@ -150,3 +150,24 @@ def test_n_best_of_a_sentence_in_pieces_joins_the_pieces(translator):
     assert found.texts[0] == "".join(firsts)
     assert replace(found, texts=[]).hypotheses[0].tokens == [
         t for h in found.hypotheses[:1] for t in h.tokens]  # fmt: skip
+
+
+def test_best_combinations_are_the_top_sums_in_order():
+    import itertools
+    import random
+
+    from seq2seq.documents import best_combinations
+
+    rng = random.Random(0)
+    for _ in range(200):
+        lists = [sorted((rng.random() for _ in range(rng.randint(1, 4))), reverse=True)
+                 for _ in range(rng.randint(1, 4))]  # fmt: skip
+        n = rng.randint(1, 8)
+        got = best_combinations(lists, n)
+
+        def total(choice, lists=lists):
+            return sum(scores[i] for scores, i in zip(lists, choice, strict=True))
+
+        every = sorted(itertools.product(*(range(len(s)) for s in lists)), key=total, reverse=True)
+        assert len(set(got)) == len(got) == min(n, len(every))
+        assert [total(c) for c in got] == pytest.approx([total(c) for c in every[:n]])

@@ -319,3 +319,13 @@ def test_attention_requests_get_attention_whatever_they_are_batched_with(http):
     answers = asyncio.run(together())
     attention = answers[4].json()["translations"][0]["attention"]
     assert attention is not None and len(attention["weights"]) == len(attention["target"])
+
+
+def test_n_best_of_a_text_of_sentences_is_the_translate_n_best_of_the_cli(http, translator):
+    text = f"{SENTENCES[0]} {SENTENCES[1]}"
+    answer = http.post("/v1/translate", json={"text": text, "n_best": 3, "beam_size": 3}).json()
+    served = answer["translations"][0]["hypotheses"]
+    local = translator.translate_n_best([text], 3, beam_size=3)[0]
+    assert [h["text"] for h in served] == [h.text for h in local]
+    assert [h["score"] for h in served] == [round(h.score, 4) for h in local]
+    assert [h["score"] for h in served] == sorted((h["score"] for h in served), reverse=True)

@@ -4,14 +4,14 @@ our ``/v1/translate`` (n-best lists, scores, attention)."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from seq2seq.documents import SentenceTranslation, TextBatch, combine_hypotheses
+from seq2seq.documents import SentenceTranslation, TextBatch
 from seq2seq.errors import DataError
 from seq2seq.formats import parse
 from seq2seq.search import Hypothesis
@@ -47,9 +47,9 @@ class NativeTranslateRequest(BaseModel):
 
 @dataclass
 class TextResult:
-    """One text of a request, translated: its best text, the n-best alternatives (the k-th
-    joins its sentences' k-th), combined hypotheses, and whether a sentence in it could not
-    be translated whole (cut into windows)."""
+    """One text of a request, translated: its best text, the texts of its other n-best
+    hypotheses (alternatives), the hypotheses, and whether a sentence in it could not be
+    translated whole (cut into windows)."""
 
     text: str
     alternatives: list[str]
@@ -183,8 +183,9 @@ def add_translation_routes(app: FastAPI, served: ServedModel, settings: ServerSe
         if body.return_attention:  # attention is drawn over one sentence: each text whole
             lines = [" ".join(valid_text(text).split()) for text in texts]
             sentences = await translate(request, lines, beam, body.n_best, True)
-            results = [TextResult(served.text(s.hypotheses[0]) if s.hypotheses else "", [],
-                                  s.hypotheses, False) for s in sentences]  # fmt: skip
+            results = [TextResult(served.text(s.hypotheses[0]) if s.hypotheses else "",
+                                  [served.text(h) for h in s.hypotheses[1:]], s.hypotheses,
+                                  False) for s in sentences]  # fmt: skip
         else:
             results = await translate_texts(request, texts, body.format, body.split, beam,
                                             body.n_best)  # fmt: skip
@@ -210,21 +211,13 @@ def add_translation_routes(app: FastAPI, served: ServedModel, settings: ServerSe
 
 def _results(batch: TextBatch, finished: list[SentenceTranslation],
              n_best: int) -> list[TextResult]:  # fmt: skip
-    """Each text's best translation, its alternatives and combined hypotheses."""
-    best = batch.rebuild(finished)
-    ranks = max((len(f.texts) for f in finished), default=1)
-    alternatives = [batch.rebuild([replace(f, texts=[f.texts[min(k, len(f.texts) - 1)]])
-                                   if f.texts else f for f in finished])
-                    for k in range(1, min(n_best, ranks))]  # fmt: skip
+    """Each text's best translation, its n-best hypotheses (the best combinations of its
+    sentences' hypotheses, ``TextBatch.n_best``) and their texts as alternatives."""
     results = []
-    for index, text in enumerate(best):
+    for index, text in enumerate(batch.rebuild(finished)):
         ids = [i for segment in batch.segment_sentences(index) for i in segment]
-        own = [finished[i].hypotheses for i in ids]
-        hypotheses = combine_hypotheses(own, n_best) if ids else []
-        # alternative k exists where some sentence of the text has a (k+1)-th hypothesis
-        kept = [alt[index] for k, alt in enumerate(alternatives, start=1)
-                if any(len(finished[i].texts) > k for i in ids)]  # fmt: skip
-        results.append(TextResult(text, kept, hypotheses,
+        hypotheses = batch.n_best(index, finished, n_best) if ids else []
+        results.append(TextResult(text, [h.text for h in hypotheses[1:]], hypotheses,
                                   any(finished[i].windowed for i in ids)))  # fmt: skip
     return results
 
