@@ -3,21 +3,30 @@
 * ``ThroughputMonitor``: training tokens per second in the progress bar and the logs;
 * ``BestAndLastCheckpoint``: the best model by validation BLEU, an always-recent
   ``last.ckpt`` for ``--ckpt_path last``, and one run per checkpoint directory;
-* ``AtomicCheckpointIO``: checkpoints written whole or not at all.
+* ``AtomicCheckpointIO``: checkpoints written whole or not at all;
+* ``SignalStop``: SIGINT (Ctrl+C) and SIGTERM stop ``fit`` at the end of an optimizer step,
+  after ``BestAndLastCheckpoint`` has saved ``last.ckpt`` (``Interrupted``).
 
 The checkpoint format itself is ``seq2seq.checkpoint``'s (plain PyTorch).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import lightning as L
+import torch
+from lightning.fabric.plugins.environments import SLURMEnvironment
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.plugins.io import TorchCheckpointIO
+from lightning.pytorch.trainer.states import TrainerFn
 
 from seq2seq.checkpoint import atomic_save
 from seq2seq.errors import CheckpointDirInUse
@@ -82,6 +91,11 @@ class BestAndLastCheckpoint(ModelCheckpoint):
     ``overwrite`` is set, and no run starts in a directory that a live run on this machine
     holds (a lock file with its process id; a lock left by a killed run is ignored).
 
+    And it ends an interrupted run (SIGINT, SIGTERM: see ``SignalStop``) in a resumable state:
+    at the end of the optimizer step in progress (or of the validation in progress), every rank
+    agreeing, it writes ``last.ckpt`` and raises ``Interrupted``. No validation starts after a
+    signal: stopping through ``trainer.should_stop`` would run one first.
+
     Args:
         last_every_n_train_steps: refresh ``last.ckpt`` this often (0 = only at validation and
             at the end of training).
@@ -104,6 +118,8 @@ class BestAndLastCheckpoint(ModelCheckpoint):
             )
         self.last_every_n_train_steps = last_every_n_train_steps
         self._step_in_last = -1  # the global step that last.ckpt holds
+        self.signals = SignalStop()  # seq2seq fit catches SIGINT/SIGTERM with it
+        self._step_checked = -1  # the last global step whose end was checked for a signal
 
     def on_train_start(self, trainer, pl_module) -> None:
         super().on_train_start(trainer, pl_module)
@@ -115,6 +131,8 @@ class BestAndLastCheckpoint(ModelCheckpoint):
         problem = trainer.strategy.broadcast(problem)
         if problem:
             raise CheckpointDirInUse(problem)
+        self._step_checked = trainer.global_step
+        self.signals.training = True  # from now on a signal waits for the end of a step
 
     def teardown(self, trainer, pl_module, stage: str) -> None:
         self._release(trainer)
@@ -179,9 +197,29 @@ class BestAndLastCheckpoint(ModelCheckpoint):
         final = trainer.should_stop or 0 < trainer.max_steps <= trainer.global_step
         if final or (every and trainer.global_step % every == 0):
             self._refresh_last(trainer)
+        if trainer.global_step != self._step_checked:  # an update ended, not a micro-batch of one
+            self._step_checked = trainer.global_step
+            self._stop_if_interrupted(trainer)
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        super().on_validation_end(trainer, pl_module)  # the best checkpoint, and last.ckpt
+        if trainer.state.fn == TrainerFn.FITTING and not trainer.sanity_checking:
+            self._stop_if_interrupted(trainer)  # a signal that came during the validation
 
     def on_train_end(self, trainer, pl_module) -> None:
         self._refresh_last(trainer)  # only if nothing above saved this step (e.g. max_epochs)
+
+    def _stop_if_interrupted(self, trainer) -> None:
+        """If any rank received SIGINT/SIGTERM: save ``last.ckpt`` at this step and stop.
+
+        Every rank calls this at the same points (the decision is a collective), so they all
+        stop at the same step and none is left waiting for the others."""
+        signum = self.signals.received_anywhere(trainer)
+        if not signum:
+            return
+        self._refresh_last(trainer)
+        saved = self.last_model_path if self._step_in_last == trainer.global_step else None
+        raise Interrupted(signum, trainer.global_step, saved, report=trainer.is_global_zero)
 
     def _refresh_last(self, trainer) -> None:
         if not self.save_last or trainer.global_step == 0 or trainer.sanity_checking:
@@ -198,6 +236,121 @@ class BestAndLastCheckpoint(ModelCheckpoint):
     def _save_last_checkpoint(self, trainer, monitor_candidates) -> None:
         super()._save_last_checkpoint(trainer, monitor_candidates)
         self._step_in_last = trainer.global_step
+
+
+class Interrupted(BaseException):
+    """``fit`` stopped by a signal (SIGINT, SIGTERM), ``last.ckpt`` saved if training had begun.
+
+    A BaseException, as KeyboardInterrupt is: no ``except Exception`` on the way out may take
+    it for an error.
+
+    Args:
+        signum: the signal.
+        step: the global step ``last.ckpt`` holds; None if training had not started.
+        path: the ``last.ckpt`` written (None: nothing saved).
+        report: whether this process tells the user (rank 0 does; the other ranks keep quiet).
+    """
+
+    def __init__(
+        self, signum: int, step: int | None = None, path: str | None = None, report: bool = True
+    ) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum, self.step, self.path, self.report = signum, step, path, report
+
+
+class SignalStop:
+    """SIGINT (Ctrl+C) and SIGTERM during ``seq2seq fit``: stop where the run can resume exactly.
+
+    While training runs, the first signal is only noted (one line on stderr says so): the run
+    finishes the optimizer step in progress, or the validation in progress, then
+    ``BestAndLastCheckpoint`` writes ``last.ckpt`` and raises ``Interrupted``. Before training
+    starts there is nothing to save, so the signal stops the run at once. A second signal always
+    quits at once, without saving.
+
+    Under DDP every rank notes its own signals and the ranks decide together at the end of each
+    step (``received_anywhere``), so a signal to any one rank stops them all at the same step.
+    """
+
+    def __init__(self) -> None:
+        self.signum = 0  # the first signal this process received (0: none yet)
+        self.training = False  # set by BestAndLastCheckpoint when training starts
+        self._trainer = None
+        self._pid = os.getpid()
+
+    @contextlib.contextmanager
+    def caught(self, trainer) -> Iterator[None]:
+        """Handle SIGINT and SIGTERM while the block (``trainer.fit``) runs, then put back the
+        handlers that were there. Under SLURM auto-requeue, SIGTERM stays Lightning's."""
+        if threading.current_thread() is not threading.main_thread():
+            yield  # only the main thread may set signal handlers
+            return
+        self._trainer, self._pid = trainer, os.getpid()
+        signals = [signal.SIGINT]
+        if not lightning_requeues(trainer):
+            signals.append(signal.SIGTERM)
+        previous = {number: signal.signal(number, self._handle) for number in signals}
+        try:
+            yield
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+
+    def received_anywhere(self, trainer) -> int:
+        """The signal that any rank received (0: none). A collective: every rank must call it
+        at the same point of the run."""
+        if trainer.world_size == 1:
+            return self.signum  # no collective, and no device round trip every step
+        mine = torch.tensor(self.signum, device=trainer.strategy.root_device)
+        return int(trainer.strategy.reduce(mine, reduce_op="max"))
+
+    def _handle(self, signum: int, frame) -> None:
+        if os.getpid() != self._pid:
+            return  # a forked DataLoader worker: its main process ends it when it stops
+        if self.signum:
+            self._quit_now(signum)
+        self.signum = signum
+        trainer = self._trainer
+        if not self.training:
+            self._end_launched_ranks()
+            raise Interrupted(signum, report=trainer.is_global_zero)
+        if trainer.is_global_zero:
+            name = signal.Signals(signum).name
+            what = "the validation" if trainer.validating else "this step"
+            again = "Ctrl+C" if signum == signal.SIGINT else name
+            _say(
+                f"seq2seq fit: {name}: finishing {what}, then saving last.ckpt and stopping "
+                f"({again} again quits at once, without saving)"
+            )
+
+    def _quit_now(self, signum: int) -> None:
+        """A second signal: end this process, and the ranks it launched, at once."""
+        if self._trainer.is_global_zero:
+            _say(f"seq2seq fit: {signal.Signals(signum).name} again: quitting without saving")
+        self._end_launched_ranks()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)  # die of the signal, as a shell expects of Ctrl+C
+        os._exit(128 + signum)  # (only if the signal did not end the process)
+
+    def _end_launched_ranks(self) -> None:
+        """Kill the ranks that Lightning's launcher started from this process (if it is their
+        rank 0): they cannot go on without it, and would wait for it until a timeout."""
+        launcher = self._trainer.strategy.launcher
+        if launcher is not None:
+            launcher.kill(signal.SIGKILL)
+
+
+def lightning_requeues(trainer) -> bool:
+    """Whether Lightning runs SLURM's auto-requeue here: on SIGUSR1 it saves an hpc checkpoint
+    and requeues the job, and it handles SIGTERM itself (the requeue sends one), so SIGTERM is
+    left to it. The same test as Lightning's ``_SignalConnector``."""
+    environment = trainer._accelerator_connector.cluster_environment
+    return isinstance(environment, SLURMEnvironment) and environment.auto_requeue
+
+
+def _say(line: str) -> None:
+    """One line on stderr from a signal handler, written straight to the file descriptor: the
+    handler may have interrupted a write to ``sys.stderr``, which cannot be re-entered."""
+    os.write(2, (line + "\n").encode())
 
 
 def _lock_owner(lock: Path) -> int | None:

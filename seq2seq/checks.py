@@ -141,3 +141,24 @@ def checkpoint(path: str | Path, engine: str = "torch") -> Path:
     if not os.access(path, os.R_OK):
         raise CheckpointError(f"{path}: checkpoint not readable (permission denied)")
     return path
+
+
+def unknown_options_message(parser, unknown: list[str]) -> str:
+    """"unknown option --beam; did you mean --beam-size?" for the first unknown option of an
+    argparse ``parser``'s command line. A dotted option (``--model.warmup_step``) is compared
+    with the options under the same parent (``--model.*``), by its last part."""
+    import difflib
+
+    options = [o for o in unknown if o.startswith("-")]
+    if not options:
+        return f"unexpected argument {unknown[0]!r}"
+    name = options[0].split("=", 1)[0]
+    known = [o for o in parser._option_string_actions if o.startswith("--")]
+    parent, _, last = name.rpartition(".")
+    siblings = {o.rpartition(".")[2]: o for o in known if parent and o.rpartition(".")[0] == parent}
+    if siblings:  # --model.config.colour is not --model.config.norm, however alike the paths
+        close = [siblings[m] for m in difflib.get_close_matches(last, siblings, 1, 0.6)]
+    else:  # no such parent either (--trianer.max_steps): the whole name
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = close or [o for o in known if o.startswith(name)]
+    return f"unknown option {name}" + (f"; did you mean {hint[0]}?" if hint else "")

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from seq2seq import checks
+
 COMMANDS = {
     "fit": "train a model (LightningCLI: seq2seq fit --config configs/tiny.yaml)",
     "validate": "run validation of a checkpoint (LightningCLI)",
@@ -31,8 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     from seq2seq.errors import USER_ERRORS
 
     if argv and argv[0] in LIGHTNING_COMMANDS:
-        from seq2seq.lightning_cli import lightning_command
-
+        try:
+            from seq2seq.lightning_cli import lightning_command  # seconds: Lightning loads
+        except KeyboardInterrupt:
+            print(f"seq2seq {argv[0]}: interrupted before training started", file=sys.stderr)
+            return 130
         return lightning_command(argv)
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
@@ -40,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 1
     if unknown:
-        parser.subcommand(args.command).error(unknown_options_message(
-            parser.subcommand(args.command), unknown))  # fmt: skip
+        command = parser.subcommand(args.command)
+        command.error(checks.unknown_options_message(command, unknown))
     try:
         check_arguments(args)  # before any model is loaded or any input read
         with interrupts_as_keyboard_interrupt():
@@ -63,28 +68,13 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         if message.startswith("unrecognized arguments: "):
-            message = unknown_options_message(self, message.split(": ", 1)[1].split())
+            message = checks.unknown_options_message(self, message.split(": ", 1)[1].split())
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
     def subcommand(self, name: str) -> Parser:
         """The parser of one command (``seq2seq translate``)."""
         return next(a for a in self._actions
                     if isinstance(a, argparse._SubParsersAction)).choices[name]  # fmt: skip
-
-
-def unknown_options_message(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
-    """"unknown option --beam; did you mean --beam-size?" for the first unknown option."""
-    import difflib
-
-    options = [o for o in unknown if o.startswith("-")]
-    if not options:
-        return f"unexpected argument {unknown[0]!r}"
-    name = options[0].split("=", 1)[0]
-    known = [o for o in parser._option_string_actions if o.startswith("--")]
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    prefixed = [o for o in known if o.startswith(name)]
-    hint = close or prefixed
-    return f"unknown option {name}" + (f"; did you mean {hint[0]}?" if hint else "")
 
 
 class Interrupted(KeyboardInterrupt):
@@ -156,7 +146,6 @@ def check_arguments(args: argparse.Namespace) -> None:
     """Every option a command took, checked before any model is loaded or input read: the
     one place where all commands validate numbers, paths and the device (``seq2seq.checks``
     does each check, with a one-line error)."""
-    from seq2seq import checks
 
     def given(name: str):
         return getattr(args, name, None)
@@ -638,7 +627,6 @@ class LineProgress:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
-    from seq2seq import checks
     from seq2seq.evaluation import (
         eval_set_label,
         hypotheses_path,

@@ -87,3 +87,12 @@ def paper_optimizer(
         )
 
     return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+
+
+def refresh_rate(scheduler: torch.optim.lr_scheduler.LambdaLR) -> None:
+    """Set the optimizer's current rate again, as ``scheduler`` set it after the last update but
+    with its inputs as they are now: for ``paper_optimizer``'s schedule, the clock
+    (``time_used``), which may have moved a lot since (a validation in between)."""
+    lambdas, bases = scheduler.lr_lambdas, scheduler.base_lrs
+    for group, base, rate in zip(scheduler.optimizer.param_groups, bases, lambdas, strict=True):
+        group["lr"] = base * rate(scheduler.last_epoch)

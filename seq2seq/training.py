@@ -28,7 +28,12 @@ from seq2seq.errors import ConfigError, TrainingStopped
 from seq2seq.evaluation import score_translations
 from seq2seq.loss import label_smoothed_cross_entropy
 from seq2seq.model import Transformer
-from seq2seq.schedule import inverse_sqrt_schedule, paper_optimizer, training_progress
+from seq2seq.schedule import (
+    inverse_sqrt_schedule,
+    paper_optimizer,
+    refresh_rate,
+    training_progress,
+)
 from seq2seq.search import SearchConfig
 from seq2seq.translator import TorchEngine, Translator
 
@@ -112,6 +117,7 @@ class TranslationModule(L.LightningModule):
         self._update_has_finite_batch = False  # in the current (accumulated) update
         self._update_tokens = 0  # target tokens of this rank's finite batches in this update
         self._time_used = 0.0  # share of trainer.max_time used (rank 0's clock), see below
+        self._last_update_rate = 0.0  # the learning rate of the latest optimizer update
         self._val_sums = torch.zeros(3)  # label-smoothed loss, NLL, target tokens
 
     # -- optimisation --------------------------------------------------------------------
@@ -219,12 +225,10 @@ class TranslationModule(L.LightningModule):
         batches more. Runs before gradient clipping, which then sees the true gradient.
         """
         world, accumulate = self.trainer.world_size, self.trainer.accumulate_grad_batches
-        rank_zero_clock = self._time_used_on_this_rank() if self.global_rank == 0 else 0.0
-        shared = torch.tensor([float(self._update_tokens), rank_zero_clock], device=self.device)
-        if world > 1:  # one all-reduce per update: the token count and rank 0's clock
-            shared = self.trainer.strategy.reduce(shared, reduce_op="sum")
-        tokens, self._time_used = float(shared[0]), float(shared[1])
+        # One all-reduce per update: the token count and rank 0's clock.
+        tokens, self._time_used = self._sum_over_ranks([self._update_tokens, self._clock()])
         self._update_tokens = 0
+        self._last_update_rate = optimizer.param_groups[0]["lr"]
         if not self._update_has_finite_batch:
             for parameter in self.parameters():
                 parameter.grad = None  # Adam skips parameters without gradients: no update
@@ -235,25 +239,51 @@ class TranslationModule(L.LightningModule):
                     parameter.grad.mul_(scale)
         self._update_has_finite_batch = False
 
+    def _clock(self) -> float:
+        """Rank 0's share of the time budget used; 0 on the other ranks (summed over ranks, it
+        is rank 0's everywhere)."""
+        return self._time_used_on_this_rank() if self.global_rank == 0 else 0.0
+
+    def _sum_over_ranks(self, values: list[float]) -> list[float]:
+        shared = torch.tensor([float(v) for v in values], device=self.device)
+        if self.trainer.world_size > 1:
+            shared = self.trainer.strategy.reduce(shared, reduce_op="sum")
+        return shared.tolist()
+
+    def on_validation_end(self) -> None:
+        """With ``trainer.max_time``, set the next update's rate from the clock as it is after
+        a validation during training.
+
+        The scheduler set that rate right after the previous update, and a validation can take
+        a good share of a time budget: the update after it would run at a rate from before it,
+        e.g. far above 0 when the time ran out during the validation."""
+        trainer = self.trainer
+        if self._timer() is None or trainer.state.fn != "fit" or trainer.sanity_checking:
+            return
+        (self._time_used,) = self._sum_over_ranks([self._clock()])
+        refresh_rate(self.lr_schedulers())
+
     def on_train_end(self) -> None:
-        """Say so in one line when ``trainer.max_time`` ended the run before ``max_steps``."""
+        """Say so in one line when ``trainer.max_time`` ended the run before ``max_steps``:
+        where, and the rate of the last update. With a cooldown the schedule reaches 0 at
+        max_time, but the last update began before the time ran out, so its rate is what is
+        left of the cooldown for one step (as a run that max_steps ends, whose last update has
+        1/cooldown_steps of the cooldown left)."""
         timer, total = self._timer(), self.trainer.max_steps
         if timer is None or total <= 0 or self.global_step >= total:
             return
         if timer.time_remaining() > 0:
             return  # stopped for another reason (max_epochs, an exception, a signal)
-        rate = self.trainer.optimizers[0].param_groups[0]["lr"]
         hp = self.hparams
         peak = inverse_sqrt_schedule(hp.warmup_steps, self.config.d_model, hp.warmup_steps,
                                      self.lr_scale())  # fmt: skip
-        annealed = (
-            f"schedule annealed to {rate:.2g} (peak {peak:.2g})"
-            if self.hparams.cooldown_steps > 0
-            else f"learning rate still {rate:.2g} (no cooldown_steps)"
-        )
+        cooldown = "no cooldown_steps"
+        if hp.cooldown_steps > 0:
+            cooldown = "the cooldown reaches 0 at max_time"
         rank_zero_info(
             f"stopped by max_time ({timedelta(seconds=round(timer.time_elapsed()))}) at step "
-            f"{self.global_step}/{total}; {annealed}"
+            f"{self.global_step}/{total}; learning rate of the last update "
+            f"{self._last_update_rate:.2g} (peak {peak:.2g}; {cooldown})"
         )
 
     def _finite_on_every_rank(self, loss: Tensor) -> bool:

@@ -1,5 +1,6 @@
 """The Lightning callbacks (callbacks.py): a kill in the middle of a checkpoint save never leaves
-a truncated file behind, and the run lock is taken atomically and only once."""
+a truncated file behind, the run lock is taken atomically and only once, and fit's signal
+handling waits for the end of a step on the first Ctrl+C and quits on the second."""
 
 import random
 import subprocess
@@ -87,3 +88,68 @@ def test_the_run_lock_is_taken_atomically_and_only_once(tmp_path):
     assert checkpoint._take_lock() is None  # its process is gone: a stale lock is replaced
     assert lock.read_text().split() == [socket.gethostname(), str(os.getpid())]
     assert sorted(p.name for p in lock.parent.iterdir()) == [LOCK_NAME]  # no temporary left
+
+
+# A long optimizer step under SignalStop, as fit runs one: a real process, real signals.
+LONG_STEP = """
+import time
+from types import SimpleNamespace
+
+from seq2seq.callbacks import SignalStop
+
+strategy = SimpleNamespace(launcher=None)
+connector = SimpleNamespace(cluster_environment=None)
+trainer = SimpleNamespace(is_global_zero=True, validating=False, strategy=strategy,
+                          _accelerator_connector=connector)
+stop = SignalStop()
+stop.training = True
+with stop.caught(trainer):
+    print("training", flush=True)
+    time.sleep(120)  # the step that the first signal lets finish
+"""
+
+
+def fake_trainer(environment=None):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        is_global_zero=True, validating=False, strategy=SimpleNamespace(launcher=None),
+        _accelerator_connector=SimpleNamespace(cluster_environment=environment),
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_second_ctrl_c_quits_at_once(tmp_path):
+    import signal
+
+    process = subprocess.Popen([sys.executable, "-c", LONG_STEP], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert process.stdout.readline() == "training\n"
+    process.send_signal(signal.SIGINT)
+    notice = process.stderr.readline()
+    assert notice.startswith("seq2seq fit: SIGINT: finishing this step, then saving last.ckpt")
+    assert process.poll() is None  # the first one waits for the end of the step
+    started = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=30) == -signal.SIGINT  # died of it, as a shell expects
+    assert time.monotonic() - started < 10
+    assert process.stderr.read() == "seq2seq fit: SIGINT again: quitting without saving\n"
+
+
+def test_signal_stop_handles_sigint_and_sigterm_only_while_fit_runs():
+    import signal
+
+    from lightning.fabric.plugins.environments import SLURMEnvironment
+
+    from seq2seq.callbacks import SignalStop
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    stop = SignalStop()
+    with stop.caught(fake_trainer()):
+        assert signal.getsignal(signal.SIGINT) == signal.getsignal(signal.SIGTERM) == stop._handle
+    assert {s: signal.getsignal(s) for s in before} == before
+    # Under SLURM auto-requeue, SIGTERM is Lightning's (the requeue sends one).
+    with stop.caught(fake_trainer(SLURMEnvironment(auto_requeue=True))):
+        assert signal.getsignal(signal.SIGINT) == stop._handle
+        assert signal.getsignal(signal.SIGTERM) == before[signal.SIGTERM]
+    assert {s: signal.getsignal(s) for s in before} == before

@@ -4,9 +4,12 @@ torchrun, and Lightning's own launcher behind ``seq2seq fit --trainer.devices 2`
 from __future__ import annotations
 
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -151,53 +154,108 @@ def test_fit_command_runs_ddp_with_lightnings_launcher(prepared, tmp_path):
     assert "seq2seq" in checkpoint  # the tokenizer and config travel with it under DDP too
 
 
-def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(prepared, tmp_path):
+def fit_command(root: Path, corpus: Path, *extra: str) -> list[str]:
+    """``seq2seq fit`` of 60 steps on 2 processes (Lightning's launcher), writing into root."""
+    root.mkdir(exist_ok=True)
+    config = root / "config.yaml"
+    config.write_text(CONFIG.format(corpus=corpus, root=root, max_steps=60))
+    return [
+        sys.executable, "-m", "seq2seq", "fit", "--config", str(config),
+        "--trainer.devices", "2", "--trainer.strategy", "ddp", *extra,
+    ]  # fmt: skip
+
+
+def run_fit(argv: list[str]) -> None:
+    env = {**quiet_env(), "MASTER_PORT": str(free_port())}
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def start_fit(argv: list[str], **kwargs) -> subprocess.Popen:
+    """Starts it in a session of its own, so that the rank it launches can be found (killpg)."""
+    env = {**quiet_env(), "MASTER_PORT": str(free_port())}
+    return subprocess.Popen(argv, env=env, start_new_session=True, **kwargs)
+
+
+def wait_for_step(last: Path, step: int, process: subprocess.Popen) -> None:
+    deadline = time.time() + 300
+    while time.time() < deadline and process.poll() is None:
+        if last.exists() and torch.load(last, weights_only=False)["global_step"] >= step:
+            return
+        time.sleep(0.02)
+
+
+@pytest.fixture(scope="module")
+def straight(prepared, tmp_path_factory) -> dict:
+    """The last.ckpt of an uninterrupted 2-process run of 60 steps."""
+    root = tmp_path_factory.mktemp("straight")
+    run_fit(fit_command(root, prepared[1]))
+    return torch.load(root / "checkpoints" / "last.ckpt", weights_only=False)
+
+
+def assert_ends_like(straight: dict, last: Path) -> None:
+    b = torch.load(last, weights_only=False)
+    assert straight["global_step"] == b["global_step"] == 60
+    for key, value in straight["state_dict"].items():
+        torch.testing.assert_close(b["state_dict"][key], value, rtol=1e-4, atol=1e-5)
+    for x, y in zip(straight["optimizer_states"][0]["state"].values(),
+                    b["optimizer_states"][0]["state"].values(), strict=True):  # fmt: skip
+        torch.testing.assert_close(y["exp_avg_sq"], x["exp_avg_sq"], rtol=1e-4, atol=1e-8)
+
+
+def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(prepared, straight, tmp_path):
     """Kill a real 2-process run (both ranks, SIGKILL) mid-epoch, resume it with
     ``--ckpt_path last``: it ends where an uninterrupted run of the same seed ends."""
-    import signal
-    import time
-
-    _, corpus, _ = prepared
-
-    def command(root: Path, *extra: str) -> list[str]:
-        root.mkdir(exist_ok=True)
-        config = root / "config.yaml"
-        config.write_text(CONFIG.format(corpus=corpus, root=root, max_steps=60))
-        return [
-            sys.executable, "-m", "seq2seq", "fit", "--config", str(config),
-            "--trainer.devices", "2", "--trainer.strategy", "ddp", *extra,
-        ]  # fmt: skip
-
-    def run(argv: list[str]) -> None:
-        env = {**quiet_env(), "MASTER_PORT": str(free_port())}
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-3000:]
-
-    straight, killed = tmp_path / "straight", tmp_path / "killed"
-    run(command(straight))
-    argv = command(killed, "--checkpoint.last_every_n_train_steps", "3")
-    env = {**quiet_env(), "MASTER_PORT": str(free_port())}
-    victim = subprocess.Popen(argv, env=env, start_new_session=True, stderr=subprocess.DEVNULL)
-    last = killed / "checkpoints" / "last.ckpt"
-    deadline = time.time() + 300
-    while time.time() < deadline and victim.poll() is None:
-        if last.exists() and torch.load(last, weights_only=False)["global_step"] >= 9:
-            break
-        time.sleep(0.02)
+    corpus = prepared[1]
+    argv = fit_command(tmp_path, corpus, "--checkpoint.last_every_n_train_steps", "3")
+    victim = start_fit(argv, stderr=subprocess.DEVNULL)
+    last = tmp_path / "checkpoints" / "last.ckpt"
+    wait_for_step(last, 9, victim)
     os.killpg(victim.pid, signal.SIGKILL)  # rank 0 and the rank it launched
     victim.wait()
     stopped_at = torch.load(last, weights_only=False)["global_step"]
     assert 9 <= stopped_at < 60, f"the run was not killed mid-training (step {stopped_at})"
 
-    run(command(killed, "--ckpt_path", "last"))
-    a = torch.load(straight / "checkpoints" / "last.ckpt", weights_only=False)
-    b = torch.load(last, weights_only=False)
-    assert a["global_step"] == b["global_step"] == 60
-    for key, value in a["state_dict"].items():
-        torch.testing.assert_close(b["state_dict"][key], value, rtol=1e-4, atol=1e-5)
-    for x, y in zip(a["optimizer_states"][0]["state"].values(),
-                    b["optimizer_states"][0]["state"].values(), strict=True):  # fmt: skip
-        torch.testing.assert_close(y["exp_avg_sq"], x["exp_avg_sq"], rtol=1e-4, atol=1e-8)
+    run_fit(fit_command(tmp_path, corpus, "--ckpt_path", "last"))
+    assert_ends_like(straight, last)
+
+
+def test_sigterm_to_rank_0_stops_both_ranks_at_one_step_with_a_checkpoint_that_resumes(
+    prepared, straight, tmp_path
+):
+    """SIGTERM to rank 0 alone (``kill PID``): the ranks agree to stop after the same step,
+    last.ckpt holds it, one line says where (exit 143), the launched rank exits too, and
+    resuming ends where an uninterrupted run ends."""
+    corpus = prepared[1]
+    argv = fit_command(tmp_path, corpus, "--checkpoint.last_every_n_train_steps", "3")
+    with open(tmp_path / "stderr.txt", "w") as stderr:
+        victim = start_fit(argv, stderr=stderr)
+    last = tmp_path / "checkpoints" / "last.ckpt"
+    wait_for_step(last, 3, victim)
+    victim.send_signal(signal.SIGTERM)
+    assert victim.wait(timeout=300) == 128 + signal.SIGTERM
+    err = (tmp_path / "stderr.txt").read_text()
+    lines = err.strip().splitlines()
+    assert sum(line.startswith("seq2seq fit: SIGTERM: finishing") for line in lines) == 1, err
+    stopped = re.fullmatch(r"seq2seq fit: interrupted \(SIGTERM\) at step (\d+); saved (\S+); "
+                           r"resume with: seq2seq fit .* --ckpt_path last", lines[-1])  # fmt: skip
+    assert stopped and "Traceback" not in err, err
+    step = int(stopped[1])
+    assert 3 <= step < 60 and Path(stopped[2]) == last.resolve()
+    assert torch.load(last, weights_only=False)["global_step"] == step
+    deadline = time.time() + 60
+    while time.time() < deadline:  # the rank that rank 0 launched ends by itself
+        try:
+            os.killpg(victim.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.killpg(victim.pid, signal.SIGKILL)
+        pytest.fail("rank 1 was still running a minute after rank 0 stopped")
+
+    run_fit(fit_command(tmp_path, corpus, "--ckpt_path", "last"))
+    assert_ends_like(straight, last)
 
 
 def test_nonfinite_losses_under_ddp_skip_together_then_stop_with_one_line(prepared, tmp_path):

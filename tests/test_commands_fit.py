@@ -106,7 +106,8 @@ def test_fit_config_errors_are_one_line(run, corpus, tmp_path, capsys):
     bad = {
         ("--model.config.n_heads", "3"): "d_model (32) must be divisible by n_heads (3)",
         ("--model.config.d_model", "wide"): "model.config.d_model",  # wrong type
-        ("--model.config.colour", "blue"): "unrecognized arguments",  # unknown key
+        ("--model.config.colour", "blue"): "error: unknown option --model.config.colour",
+        ("--model.warmup_step", "3"): "did you mean --model.warmup_steps?",  # no abbreviations
     }
     for extra, problem in bad.items():
         try:
@@ -115,6 +116,7 @@ def test_fit_config_errors_are_one_line(run, corpus, tmp_path, capsys):
             code = exit.code
         err = capsys.readouterr().err
         assert code == 2 and problem in err and "Traceback" not in err, err
+        assert len(err.strip().splitlines()) == 1, err  # not the usage of every option
 
 
 def test_a_new_run_refuses_a_directory_with_checkpoints(run, corpus, tmp_path, capsys):
@@ -188,7 +190,7 @@ def test_fit_data_errors_are_one_line_naming_file_and_line(tmp_path, capsys):
 
 def test_fit_log_is_clean_and_says_when_max_time_stopped_it(corpus, tmp_path):
     """A real ``seq2seq fit`` process whose time budget ends it long before max_steps: one
-    plain line says where it stopped and that the schedule annealed; the log holds no product
+    plain line says where it stopped and the rate of its last update; the log holds no product
     tips and no deprecation warnings."""
     import subprocess
     import sys
@@ -203,8 +205,8 @@ def test_fit_log_is_clean_and_says_when_max_time_stopped_it(corpus, tmp_path):
     log = done.stdout + done.stderr
     (line,) = [x for x in log.splitlines() if "stopped by max_time" in x]
     assert re.fullmatch(
-        r"stopped by max_time \(0:00:\d\d\) at step \d+/100000; schedule annealed to \S+ "
-        r"\(peak \S+\)",
+        r"stopped by max_time \(0:00:\d\d\) at step \d+/100000; learning rate of the last "
+        r"update \S+ \(peak \S+; the cooldown reaches 0 at max_time\)",
         line,
     ), line
     assert "💡" not in log and "Tip:" not in log

@@ -194,8 +194,9 @@ def test_a_run_stopped_by_max_time_ends_annealed_and_says_so(caplog, monkeypatch
     assert rates.rates[-1] < 0.1 * peak
     assert rates.rates[14] > 0.9 * rates.rates[13] > 0  # no cooldown in the first half
     (said,) = [r.getMessage() for r in caplog.records if "stopped by max_time" in r.getMessage()]
-    assert said == f"stopped by max_time (0:00:03) at step 30/100; schedule annealed to 0 " \
-                   f"(peak {module_peak(module):.2g})"  # fmt: skip
+    assert said == f"stopped by max_time (0:00:03) at step 30/100; learning rate of the last " \
+                   f"update {rates.rates[-1]:.2g} (peak {module_peak(module):.2g}; the cooldown " \
+                   f"reaches 0 at max_time)"  # fmt: skip
 
 
 def test_the_time_used_survives_a_resume(tmp_path, monkeypatch):
