@@ -2,8 +2,9 @@
 validates its paths, numbers and device, so a mistake costs a one-line error, not a model load
 or a translated corpus thrown away.
 
-Each check returns its (normalised) value or raises a one-line error from ``seq2seq.errors``.
-It imports nothing of the package but the errors, so any layer can use it.
+Each check returns its (normalised) value or raises a one-line error: ``DataError`` or
+``CheckpointError`` for a path, ``ValueError`` for a value. It imports nothing of the package but
+the errors, so any layer can use it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ CT2_MARKER = "model.bin"  # what a CTranslate2 export directory always holds
 
 
 def readable_file(path: str | Path, what: str = "file") -> Path:
-    """``path`` as a Path if it is a file this process may read."""
+    """``path`` as a Path if this process may read it: a file, or a pipe or device
+    (``--input <(zcat news.en.gz)``, ``/dev/stdin``), not a directory."""
     path = Path(path)
     if path.is_dir():
         raise DataError.at(path, None, f"is a directory, not a {what}")
@@ -29,17 +31,24 @@ def readable_file(path: str | Path, what: str = "file") -> Path:
     return path
 
 
-def writable_file(path: str | Path, what: str = "output") -> Path:
-    """``path`` as a Path if a file may be written there: not a directory, in an existing
-    directory this process may write to (checked before the work that fills it)."""
+def writable_file(path: str | Path, what: str = "output", make_parents: bool = False) -> Path:
+    """``path`` as a Path if a file may be written there: not a directory, and either an
+    existing file this process may write (``/dev/null`` too) or a new one in a directory this
+    process may write to; ``make_parents``: the writer creates missing directories, so the
+    nearest one that exists decides. Checked before the work that fills it."""
     path = Path(path)
     if path.is_dir():
         raise DataError.at(path, None, f"{what} is a directory; give a file name")
-    parent = path.parent if str(path.parent) else Path(".")
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            raise DataError.at(path, None, f"{what} not writable (permission denied)")
+        return path
+    parent = path.parent
+    if make_parents:
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
     if not parent.is_dir():
         raise DataError.at(path, None, f"{what} directory {parent} does not exist")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise DataError.at(path, None, f"{what} not writable (permission denied)")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise DataError.at(path, None, f"{what} directory {parent} not writable")
     return path
@@ -101,7 +110,12 @@ def device(name: str, engine: str = "torch") -> str:
 
 
 def _ctranslate2_device(name: str) -> str:
-    import ctranslate2
+    try:
+        import ctranslate2
+    except ImportError:
+        raise ValueError(
+            "--engine ctranslate2 needs its extra: pip install -e '.[export]'"
+        ) from None
 
     kind, _, index = name.partition(":")
     if kind not in ("cpu", "cuda") or (index and not index.isdigit()):

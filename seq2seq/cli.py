@@ -101,6 +101,19 @@ def interrupts_as_keyboard_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM held back while the block runs, delivered when it ends."""
+    import signal
+
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def _interrupt_status(interrupt: KeyboardInterrupt) -> int:
     """128 + the signal, as a shell reports a process a signal ended: 130 Ctrl+C, 143 TERM."""
     import signal
@@ -134,12 +147,13 @@ def build_parser() -> argparse.ArgumentParser:
 # Options whose values must be at least 1 / at least 0, wherever a command has them.
 AT_LEAST_ONE = ("beam_size", "max_tokens", "n_best", "window", "max_new_tokens",
                 "max_batch_tokens", "max_queue", "char_limit", "batch_limit", "file_limit")
-AT_LEAST_ZERO = ("max_len_a", "max_len_b", "top_k", "max_wait_ms", "temperature", "top_p",
+AT_LEAST_ZERO = ("max_len_a", "top_k", "max_wait_ms", "temperature", "top_p",
                  "layer", "head")
 FINITE = ("length_penalty", "max_len_a", "temperature", "top_p", "max_wait_ms")
 READABLE = {"input": "input file", "src": "source file", "api_keys": "key file",
             "eval_json": "evaluation JSON", "font": "font file"}
 OUTPUT_DIRECTORIES = {"export"}  # commands whose --output is a directory
+MAKES_PARENTS = {"import", "average"}  # commands that create --output's directories
 
 
 def check_arguments(args: argparse.Namespace) -> None:
@@ -173,6 +187,10 @@ def check_arguments(args: argparse.Namespace) -> None:
     for path in [given("data_from"), *(given("checkpoints") or [])]:
         if path is not None:
             checks.checkpoint(path)
+    if given("quantize") is not None:  # int8 on a GPU says so, whatever the GPU
+        from seq2seq.packing import check_quantize
+
+        check_quantize(args.quantize, given("device") or "cpu")
     if given("device") is not None:
         checks.device(args.device, given("engine") or "torch")
     if given("hf") is not None:
@@ -199,7 +217,7 @@ def _check_outputs(args: argparse.Namespace, checks) -> None:
     if output is not None and args.command in OUTPUT_DIRECTORIES:
         checks.writable_directory(output, "--output")
     elif output is not None:
-        checks.writable_file(output, "--output")
+        checks.writable_file(output, "--output", args.command in MAKES_PARENTS)
         source = getattr(args, "input", None)
         if source is not None and Path(source).resolve() == Path(output).resolve():
             raise ValueError(f"--output {output} is the --input file; write elsewhere")
@@ -566,7 +584,8 @@ def _translate_lines(translator, args: argparse.Namespace) -> int:
 
     typing = args.input is None and sys.stdin.isatty()
     window = 1 if typing else args.window  # at a terminal, answer each line as it is typed
-    total = count_lines(args.input) if args.input is not None else None
+    # A pipe (--input <(zcat ...)) can be read once only: no count, no total.
+    total = count_lines(args.input) if args.input and Path(args.input).is_file() else None
     destination = args.output or "stdout"
     with LineWriter(args.output) as out, \
             progress_bar(total, "lines", show=args.input is not None) as bar:  # fmt: skip
@@ -574,12 +593,15 @@ def _translate_lines(translator, args: argparse.Namespace) -> int:
         try:
             for chunk in line_windows(stream_lines(args.input), window):
                 lines.start(len(chunk))
-                out.write(_translate_chunk(translator, chunk, args, lines))
-                lines.finish()
+                outputs = _translate_chunk(translator, chunk, args, lines)
+                with signals_deferred():  # the lines written and their count agree
+                    out.write(outputs)
+                    lines.finish()
         except KeyboardInterrupt as interrupt:
             bar.stop()
-            print(f"seq2seq translate: interrupted; the first {out.written:,} line(s) of the "
-                  f"translation are in {destination}", file=sys.stderr)  # fmt: skip
+            print(f"seq2seq translate: interrupted; the translations of the first "
+                  f"{lines.done_lines:,} input line(s) are in {destination}",
+                  file=sys.stderr)  # fmt: skip
             return _interrupt_status(interrupt)
         except BrokenPipeError:  # the reader went away (| head): stop quietly, as cat does
             sys.stdout = None  # nothing more to flush at exit
@@ -591,7 +613,8 @@ def _translate_chunk(translator, chunk: list[str], args, progress: LineProgress)
     """A window's output lines: translations, or with ``--n-best`` N lines per input line."""
     if args.n_best is None:
         return translator.translate(chunk, args.beam_size, args.max_tokens, progress.advance,
-                                    args.split_sentences, progress.set_total)  # fmt: skip
+                                    args.split_sentences, progress.set_total,
+                                    first_line=progress.done_lines + 1)  # fmt: skip
     beam = max(args.beam_size, args.n_best)
     found = translator.translate_n_best(chunk, args.n_best, beam, args.max_tokens,
                                         args.split_sentences, progress.advance,

@@ -93,20 +93,25 @@ class TextBatch:
         """The ``n`` best translations of document ``document``, best first, each with its
         text (the document rebuilt with those sentence translations): the combinations of its
         sentences' hypotheses with the highest summed score (tokens joined, scores and
-        log-probabilities added). The first is ``rebuild``'s. A document with no sentence, or
+        log-probabilities added; a sentence that occurs twice takes the same hypothesis both
+        times and counts twice). The first is ``rebuild``'s. A document with no sentence, or
         one whose sentence has no hypothesis, has one hypothesis, empty, of score 0."""
-        sentences = [i for ids in self.segment_sentences(document) for i in ids]
-        lists = [translations[i].hypotheses for i in sentences]
+        occurrences = [i for ids in self.segment_sentences(document) for i in ids]
+        distinct = list(dict.fromkeys(occurrences))
+        lists = [translations[i].hypotheses for i in distinct]
         if not lists or not all(lists):
             return [Hypothesis([], 0.0, 0.0, self.rebuild_one(document, translations))]
+        times = [occurrences.count(i) for i in distinct]
+        scores = [[h.score * k for h in hyps] for hyps, k in zip(lists, times, strict=True)]
         found = []
-        for choice in best_combinations([[h.score for h in hyps] for hyps in lists], n):
+        for choice in best_combinations(scores, n):
+            rank = dict(zip(distinct, choice, strict=True))
             picked = list(translations)
-            for i, k in zip(sentences, choice, strict=True):
+            for i, k in rank.items():
                 if k:  # rank 0 keeps its text and its alignment (markup placed by attention)
                     picked[i] = replace(translations[i], texts=[translations[i].texts[k]],
                                         alignment=None)  # fmt: skip
-            parts = [hyps[k] for hyps, k in zip(lists, choice, strict=True)]
+            parts = [translations[i].hypotheses[rank[i]] for i in occurrences]
             found.append(Hypothesis([t for h in parts for t in h.tokens],
                                     sum(h.score for h in parts), sum(h.log_prob for h in parts),
                                     self.rebuild_one(document, picked)))  # fmt: skip

@@ -178,6 +178,7 @@ class Translator:
         on_batch: Callable[[int], None] | None = None,
         split: bool = True,
         on_total: Callable[[int], None] | None = None,
+        first_line: int = 1,
     ) -> list[str]:
         """Translate ``lines``: exactly one output string (without newlines) per input line.
 
@@ -193,10 +194,11 @@ class Translator:
             split: split each line into sentences and translate those (the model was trained
                 on sentences); False: each line is one sentence (one-sentence-per-line data).
             on_total: called once with the number of distinct sentences (pieces) to decode.
+            first_line: the number of ``lines[0]`` in its file, for warnings naming lines.
         """
         documents = [parse_text(line.replace("\n", " ")) for line in lines]
         outputs = self.translate_documents(documents, beam_size, max_tokens, split, on_batch,
-                                           on_total)  # fmt: skip
+                                           on_total, first_line)  # fmt: skip
         return [one_line(text) for text in outputs]
 
     def translate_stream(
@@ -215,14 +217,18 @@ class Translator:
         long file shows output early and an interrupted run keeps what was finished.
 
         Sorting by length and token batching happen within a window; with windows of 1,000
-        lines the demo test set decodes as fast as in one pass (README, "Translating files").
+        lines the demo test set decodes as fast as in one pass (README, "Streamed output";
+        ``seq2seq translate`` decodes the same windows, with ``--n-best`` as an option).
         ``on_window`` is called with each window's number of lines before it is decoded;
         ``on_batch`` and ``on_total`` as in ``translate``, per window.
         """
+        done = 0
         for chunk in line_windows(lines, window):
             if on_window is not None:
                 on_window(len(chunk))
-            yield self.translate(chunk, beam_size, max_tokens, on_batch, split, on_total)
+            yield self.translate(chunk, beam_size, max_tokens, on_batch, split, on_total,
+                                 first_line=done + 1)  # fmt: skip
+            done += len(chunk)
 
     def translate_n_best(
         self,
@@ -267,13 +273,15 @@ class Translator:
         split: bool = True,
         on_batch: Callable[[int], None] | None = None,
         on_total: Callable[[int], None] | None = None,
+        first_line: int = 1,
     ) -> list[str]:
         """Parsed documents (``seq2seq.formats``) translated: every distinct sentence of all
-        of them decoded in one token-batched pass, then each document rebuilt."""
+        of them decoded in one token-batched pass, then each document rebuilt. A warning
+        names document i as line ``first_line + i``."""
         batch = TextBatch(documents, split)
         found = self.translate_sentences(batch.sentences, beam_size, max_tokens, 1,
                                          batch.aligned, on_batch, on_total)  # fmt: skip
-        windowed = windowed_lines(batch, found)
+        windowed = [first_line - 1 + number for number in windowed_lines(batch, found)]
         if windowed:
             limit = self.engine.source_limit()
             warn_lines(f"{len(windowed)} input(s) held a sentence longer than the model's "

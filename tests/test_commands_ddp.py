@@ -124,10 +124,14 @@ def test_ddp_validation_equals_one_process_on_the_same_dev_set(torchrun_results,
     score = seq2seq.training.score_translations
     monkeypatch.setattr(seq2seq.training, "score_translations",
                         lambda h, r: scored.append((h, r[0])) or score(h, r))  # fmt: skip
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as each rank: the same float sums
-    trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
-                        enable_model_summary=False)  # fmt: skip
-    (single,) = trainer.validate(module, datamodule=data, verbose=False)
+    try:
+        trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
+                            enable_model_summary=False)  # fmt: skip
+        (single,) = trainer.validate(module, datamodule=data, verbose=False)
+    finally:
+        torch.set_num_threads(threads)  # later tests in this process compare float sums too
     n_dev = len(data.split_texts("dev")[0])
     ((hypotheses, references),) = scored
     assert len(hypotheses) == n_dev == len(references) > 10

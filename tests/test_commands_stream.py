@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -98,7 +99,7 @@ def test_an_interrupted_translation_keeps_every_finished_line(translation_checkp
     assert written.endswith("\n")
     done = written.split("\n")[:-1]
     assert 0 < len(done) < len(lines)
-    assert f"the first {len(done):,} line(s)" in message[0]
+    assert f"the first {len(done):,} input line(s)" in message[0]
     expected = Translator.from_checkpoint(translation_checkpoint).translate(lines[: len(done)],
                                                                            beam_size=2)
     assert done == expected
@@ -243,3 +244,56 @@ def test_version(capsys):
         main(["--version"])
     out = capsys.readouterr().out
     assert exit.value.code == 0 and out.startswith("seq2seq 0.") and "torch 2." in out
+
+
+def test_a_pipe_as_input_is_read_once_and_translated(translation_checkpoint, tmp_path):
+    """--input <(zcat news.en.gz): a FIFO can be read once only (no line count first)."""
+    import threading
+
+    lines = lines_with_blanks(6)
+    fifo, output = tmp_path / "fifo.en", tmp_path / "out.zh"
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(fifo, "w", encoding="utf-8") as pipe:
+            pipe.write("\n".join(lines) + "\n")
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    code = main(["translate", "--checkpoint", str(translation_checkpoint), "--input", str(fifo),
+                 "--output", str(output), "--beam-size", "1"])  # fmt: skip
+    writer.join(timeout=30)
+    expected = Translator.from_checkpoint(translation_checkpoint).translate(lines, beam_size=1)
+    assert code == 0 and output.read_text(encoding="utf-8").split("\n")[:-1] == expected
+
+
+def test_warnings_name_lines_of_the_file_not_of_the_window(translation_checkpoint, tmp_path,
+                                                           capsys):  # fmt: skip
+    lines = ["I will buy apples today."] * 4 + ["apples " * 400, "He can see the book."]
+    source = tmp_path / "in.en"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    output = tmp_path / "out.zh"
+    code = main(["translate", "--checkpoint", str(translation_checkpoint), "--input", str(source),
+                 "--output", str(output), "--window", "2", "--beam-size", "1"])  # fmt: skip
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "windows" in line]
+    assert code == 0 and len(warnings) == 1 and warnings[0].endswith("line 5"), warnings
+
+
+def test_n_best_of_a_repeated_sentence_takes_one_hypothesis_for_both(translator):
+    sentence = "I will buy apples today."
+    [alone] = translator.translate_n_best([sentence], 3, beam_size=3)
+    [twice] = translator.translate_n_best([f"{sentence} {sentence}"], 3, beam_size=3)
+    assert [h.text for h in twice] == [h.text * 2 for h in alone]
+    assert [h.score for h in twice] == pytest.approx([2 * h.score for h in alone])
+
+
+def test_outputs_the_writer_can_make_or_a_device_are_accepted(translation_checkpoint, tmp_path):
+    from seq2seq import checks
+
+    assert checks.writable_file("/dev/null", "--output") == Path("/dev/null")
+    nested = tmp_path / "new" / "dir" / "avg.ckpt"
+    with pytest.raises(Exception, match="does not exist"):
+        checks.writable_file(nested, "--output")  # translate's writer makes no directories
+    code = main(["average", "--checkpoints", str(translation_checkpoint),
+                 str(translation_checkpoint), "--output", str(nested)])  # fmt: skip
+    assert code == 0 and nested.is_file()
