@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import shutil
+import socket
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -157,9 +158,12 @@ def is_prepared(cache: Path) -> bool:
 def build_atomically(cache: Path, build: Callable[[Path], None]) -> None:
     """Runs ``build(directory)`` in a fresh temporary directory, then renames it to ``cache``.
 
-    Another process may finish the same cache first; its copy is kept and ours dropped.
+    Another process may finish the same cache first; its copy is kept and ours dropped. The
+    temporary name holds the host as well as the process id: on a shared filesystem, nodes
+    (containers especially) repeat process ids, and one node's clean-up must never delete
+    another's half-built cache.
     """
-    tmp = cache.with_name(f"{cache.name}.tmp-{os.getpid()}")
+    tmp = cache.with_name(f"{cache.name}.tmp-{socket.gethostname()}-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
