@@ -77,18 +77,18 @@ class Parser(argparse.ArgumentParser):
                     if isinstance(a, argparse._SubParsersAction)).choices[name]  # fmt: skip
 
 
-class Interrupted(KeyboardInterrupt):
+class Terminated(KeyboardInterrupt):
     """SIGTERM (a job killed, a cluster preempting): handled like Ctrl+C."""
 
 
 @contextmanager
 def interrupts_as_keyboard_interrupt() -> Iterator[None]:
-    """SIGTERM raises ``Interrupted`` while a command runs, so a killed ``translate`` keeps
+    """SIGTERM raises ``Terminated`` while a command runs, so a killed ``translate`` keeps
     what it wrote and says so, as after Ctrl+C."""
     import signal
 
     def terminate(signum, frame):
-        raise Interrupted(signum)
+        raise Terminated(signum)
 
     try:
         previous = signal.signal(signal.SIGTERM, terminate)
@@ -118,7 +118,7 @@ def _interrupt_status(interrupt: KeyboardInterrupt) -> int:
     """128 + the signal, as a shell reports a process a signal ended: 130 Ctrl+C, 143 TERM."""
     import signal
 
-    signum = interrupt.args[0] if isinstance(interrupt, Interrupted) else signal.SIGINT
+    signum = interrupt.args[0] if isinstance(interrupt, Terminated) else signal.SIGINT
     return 128 + int(signum)
 
 
@@ -145,13 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Options whose values must be at least 1 / at least 0, wherever a command has them.
-AT_LEAST_ONE = ("beam_size", "max_tokens", "n_best", "window", "max_new_tokens",
-                "max_batch_tokens", "max_queue", "char_limit", "batch_limit", "file_limit")
-AT_LEAST_ZERO = ("max_len_a", "top_k", "max_wait_ms", "temperature", "top_p",
-                 "layer", "head")
-FINITE = ("length_penalty", "max_len_a", "temperature", "top_p", "max_wait_ms")
-READABLE = {"input": "input file", "src": "source file", "api_keys": "key file",
-            "eval_json": "evaluation JSON", "font": "font file"}
+# (serve's own settings, port included, are checked by seq2seq.serve before its model loads.)
+AT_LEAST_ONE = ("beam_size", "max_tokens", "n_best", "window", "max_new_tokens")
+AT_LEAST_ZERO = ("max_len_a", "top_k", "temperature", "top_p", "layer", "head")
+FINITE = ("length_penalty", "max_len_a", "temperature", "top_p")
+READABLE = {"input": "input file", "src": "source file", "eval_json": "evaluation JSON",
+            "font": "font file"}
 OUTPUT_DIRECTORIES = {"export"}  # commands whose --output is a directory
 MAKES_PARENTS = {"import", "average"}  # commands that create --output's directories
 
@@ -175,8 +174,6 @@ def check_arguments(args: argparse.Namespace) -> None:
     for name in AT_LEAST_ZERO:
         if given(name) is not None:
             checks.at_least(given(name), 0, option(name))
-    if given("port") is not None and not 0 <= args.port <= 65535:
-        raise ValueError(f"--port must be between 0 and 65535, got {args.port}")
     for name, what in READABLE.items():
         if given(name) is not None:
             checks.readable_file(given(name), what)

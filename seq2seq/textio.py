@@ -40,7 +40,7 @@ def read_lines(path: str | Path | None, strict: bool = False) -> list[str]:
         return [line for _, line in numbered_lines(path)]
     if strict:  # stdin, strictly
         return split_lines(sys.stdin.buffer.read().decode("utf-8"))
-    return split_lines(read_text(path))
+    return list(stream_lines(path))
 
 
 def read_text(path: str | Path | None) -> str:
