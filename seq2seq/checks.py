@@ -43,10 +43,7 @@ def writable_file(path: str | Path, what: str = "output", make_parents: bool = F
         if not os.access(path, os.W_OK):
             raise DataError.at(path, None, f"{what} not writable (permission denied)")
         return path
-    parent = path.parent
-    if make_parents:
-        while not parent.exists() and parent != parent.parent:
-            parent = parent.parent
+    parent = _nearest_existing(path.parent) if make_parents else path.parent
     if not parent.is_dir():
         raise DataError.at(path, None, f"{what} directory {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
@@ -59,11 +56,17 @@ def writable_directory(path: str | Path, what: str = "output") -> Path:
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise DataError.at(path, None, f"{what} exists and is not a directory")
-    existing = path
-    while not existing.exists():  # the nearest ancestor that exists decides
-        existing = existing.parent
+    existing = _nearest_existing(path)
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         raise DataError.at(path, None, f"{what} directory not writable ({existing})")
+    return path
+
+
+def _nearest_existing(path: Path) -> Path:
+    """``path``, or its nearest ancestor that exists: what decides whether directories that
+    a writer makes on the way may be made."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
     return path
 
 
