@@ -1,6 +1,7 @@
 """Token-budget batch sampler, collation and the resumable loader."""
 
 import itertools
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from seq2seq.data import (
     collate,
     padding_fraction,
 )
+from seq2seq.data.batching import keyed_permutation
 
 MAX_TOKENS = 256
 
@@ -142,6 +144,190 @@ def test_sampler_resume_mid_epoch(lengths):
     assert head + middle + list(again) == expected
     again.set_epoch(3)
     assert list(again) == batches(full, 3)
+
+
+def reference_batch_sizes(lengths, max_tokens):
+    """The greedy rule written plainly: walk the ascending lengths, cut before the example
+    that would take the batch over budget (the newest example sets the padded width)."""
+    sizes, size = [], 0
+    for length in sorted(lengths):
+        if (size + 1) * length > max_tokens:
+            sizes.append(size)
+            size = 0
+        size += 1
+    return sizes + [size] if size else sizes
+
+
+def random_lengths(n, high, seed=0):
+    return np.random.default_rng(seed).integers(1, high + 1, n).tolist()
+
+
+@pytest.mark.parametrize(
+    ("lengths", "max_tokens"),
+    [
+        ([7] * 500, 64),  # one group
+        ([8] * 64, 64),  # one group, budget a multiple of the length
+        (random_lengths(3000, 200, seed=1), 256),  # many groups
+        (random_lengths(3000, 256, seed=2), 256),  # the longest length equals the budget
+        (random_lengths(500, 16, seed=3), 16),  # budget equal to a length, few groups
+        (random_lengths(2000, 5, seed=4), 1000),  # batches spanning many groups
+        ([3, 3, 4, 4, 4, 5, 9, 9], 12),
+        ([5], 5),
+    ],
+)
+def test_boundaries_match_the_plain_greedy_rule(lengths, max_tokens):
+    unshuffled = TokenBatchSampler(lengths, max_tokens, shuffle=False)
+    got = unshuffled.global_batches()
+    assert [len(b) for b in got] == reference_batch_sizes(lengths, max_tokens)
+    # Shortest first, ties in index order: the stable sort, cut into runs.
+    assert list(itertools.chain.from_iterable(got)) == np.argsort(lengths, kind="stable").tolist()
+    # Shuffling only permutes ties and the batch order, never the boundaries.
+    shuffled = TokenBatchSampler(lengths, max_tokens, seed=5).global_batches()
+    assert sorted(map(len, shuffled)) == sorted(map(len, got))
+    assert sorted(sorted(lengths[i] for i in b) for b in shuffled) == sorted(
+        sorted(lengths[i] for i in b) for b in got
+    )
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 1000, 4097])
+@pytest.mark.parametrize("key", [0, 1, 12345, 2**64 - 1])
+def test_keyed_permutation_is_a_bijection(size, key):
+    image = keyed_permutation(np.arange(size), size, key)
+    assert sorted(image.tolist()) == list(range(size))
+    # Evaluating a few positions gives the same images as evaluating all of them.
+    some = np.arange(size)[size // 3 : size // 3 + 5]
+    assert keyed_permutation(some, size, key).tolist() == image[some].tolist()
+
+
+def test_keyed_permutation_depends_on_the_key():
+    images = {tuple(keyed_permutation(np.arange(1000), 1000, key).tolist()) for key in range(5)}
+    assert len(images) == 5
+    assert images != {tuple(range(1000))}
+
+
+def test_ties_are_broken_differently_each_epoch_and_not_without_shuffle():
+    lengths = [4] * 300  # one length: every batch is a choice among ties
+    shuffled = TokenBatchSampler(lengths, 64, seed=0)
+    compositions = [{frozenset(b) for b in shuffled.global_batches(e)} for e in range(3)]
+    assert compositions[0] != compositions[1] != compositions[2]
+    unshuffled = TokenBatchSampler(lengths, 64, shuffle=False)
+    assert unshuffled.global_batches() == [
+        list(range(s, min(s + 16, 300))) for s in range(0, 300, 16)
+    ]
+
+
+@pytest.mark.parametrize("lengths", [random_lengths(2000, 40), [6] * 1000, [1, 2] * 700])
+def test_each_epoch_covers_every_example_once_within_budget(lengths):
+    sampler = TokenBatchSampler(lengths, 100, seed=2)
+    for epoch in range(4):
+        got = sampler.global_batches(epoch)
+        assert sorted(itertools.chain.from_iterable(got)) == list(range(len(lengths)))
+        assert all(len(b) * max(lengths[i] for i in b) <= 100 for b in got)
+        # Within a batch the examples ascend in length, as in the sorted order.
+        assert all([lengths[i] for i in b] == sorted(lengths[i] for i in b) for b in got)
+
+
+@pytest.mark.parametrize("n_ranks", [2, 3])
+@pytest.mark.parametrize("n_examples", [3000, 2999, 7])
+def test_ranks_together_are_the_padded_global_list(lengths, n_ranks, n_examples):
+    lens = lengths[:n_examples]
+    ranks = [
+        TokenBatchSampler(lens, MAX_TOKENS, seed=4, num_replicas=n_ranks, rank=r)
+        for r in range(n_ranks)
+    ]
+    for epoch in (0, 1):
+        global_list = ranks[0].global_batches(epoch)
+        padded_total = len(ranks[0]) * n_ranks
+        assert 0 <= padded_total - len(global_list) < n_ranks
+        padded = [global_list[i % len(global_list)] for i in range(padded_total)]
+        per_rank = [sampler.rank_batches(epoch) for sampler in ranks]
+        assert per_rank == [batches(sampler, epoch) for sampler in ranks]  # lazy == eager
+        assert [per_rank[i % n_ranks][i // n_ranks] for i in range(padded_total)] == padded
+        # Disjoint apart from the repeats that pad the list.
+        seen = [set(itertools.chain.from_iterable(b)) for b in per_rank]
+        repeats = set(itertools.chain.from_iterable(padded[len(global_list) :]))
+        for a, b in itertools.combinations(seen, 2):
+            assert a & b <= repeats
+
+
+@pytest.mark.parametrize("shuffle", [True, False])
+def test_precomputed_memmapped_order_gives_the_same_batches(lengths, tmp_path, shuffle):
+    np.save(tmp_path / "lengths.npy", np.asarray(lengths, dtype=np.uint16))
+    np.save(tmp_path / "order.npy", np.argsort(lengths, kind="stable"))
+    stored_lengths = np.load(tmp_path / "lengths.npy", mmap_mode="r")
+    stored_order = np.load(tmp_path / "order.npy", mmap_mode="r")
+    stored = TokenBatchSampler(
+        stored_lengths, MAX_TOKENS, shuffle=shuffle, seed=1, order=stored_order
+    )
+    computed = TokenBatchSampler(lengths, MAX_TOKENS, shuffle=shuffle, seed=1)
+    for epoch in (0, 1):
+        assert stored.global_batches(epoch) == computed.global_batches(epoch)
+        assert batches(stored, epoch) == batches(computed, epoch)
+    assert stored.padding_fraction() == computed.padding_fraction()
+
+
+def test_an_order_for_other_lengths_is_rejected(lengths):
+    with pytest.raises(ValueError, match="does not sort lengths"):
+        TokenBatchSampler(lengths, MAX_TOKENS, order=np.arange(len(lengths)))
+    with pytest.raises(ValueError, match="shape"):
+        TokenBatchSampler(lengths, MAX_TOKENS, order=np.arange(len(lengths) - 1))
+
+
+@pytest.mark.parametrize(
+    ("shuffle", "n_ranks", "n_examples"), [(True, 1, 3000), (False, 1, 3000), (False, 4, 3)]
+)
+def test_padding_fraction_equals_the_explicit_count(lengths, shuffle, n_ranks, n_examples):
+    lens = lengths[:n_examples]  # 3 examples over 4 ranks: runs halved so every rank validates
+    sampler = TokenBatchSampler(lens, MAX_TOKENS, shuffle=shuffle, num_replicas=n_ranks)
+    for epoch in (0, 1):
+        explicit = padding_fraction(sampler.global_batches(epoch), lens)
+        assert sampler.padding_fraction(epoch) == pytest.approx(explicit, abs=1e-12)
+
+
+def test_no_examples():
+    sampler = TokenBatchSampler([], MAX_TOKENS)
+    assert len(sampler) == 0 and list(sampler) == [] and sampler.global_batches() == []
+    assert sampler.padding_fraction() == 0.0
+
+
+def test_resume_skips_batches_without_computing_them(lengths, monkeypatch):
+    sampler = TokenBatchSampler(lengths, MAX_TOKENS, seed=7, num_replicas=2, rank=1)
+    sampler.set_epoch(1)
+    expected = list(sampler)
+    calls = []
+    members = TokenBatchSampler._members
+    monkeypatch.setattr(
+        TokenBatchSampler, "_members", lambda self, *a: calls.append(a) or members(self, *a)
+    )
+    resumed = TokenBatchSampler(lengths, MAX_TOKENS, seed=7, num_replicas=2, rank=1)
+    resumed.load_state_dict({"epoch": 1, "batches_yielded": 10})
+    assert list(resumed) == expected[10:]
+    assert len(calls) == len(expected) - 10
+
+
+def test_large_corpus_keeps_only_per_batch_state(tmp_path):
+    """3M examples: no per-example Python objects or private arrays survive construction, and
+    the first batch is computed alone."""
+    n = 3_000_000
+    rng = np.random.default_rng(0)
+    lengths = (rng.gamma(3.0, 4.0, size=n) + 2).clip(max=200).astype(np.uint16)
+    np.save(tmp_path / "lengths.npy", lengths)
+    np.save(tmp_path / "order.npy", np.argsort(lengths, kind="stable"))
+    del lengths
+    stored_lengths = np.load(tmp_path / "lengths.npy", mmap_mode="r")
+    stored_order = np.load(tmp_path / "order.npy", mmap_mode="r")
+    tracemalloc.start()
+    try:
+        sampler = TokenBatchSampler(
+            stored_lengths, 6250, seed=0, num_replicas=2, rank=1, order=stored_order
+        )
+        kept, _ = tracemalloc.get_traced_memory()
+        first = next(iter(sampler))
+    finally:
+        tracemalloc.stop()
+    assert len(sampler._starts) < n / 10
+    assert kept < n  # under a byte per example: nothing of size N is held
+    assert len(first) * int(stored_lengths[first].max()) <= 6250
 
 
 def test_collate_shapes_and_specials():

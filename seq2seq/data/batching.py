@@ -5,6 +5,13 @@ padded positions, the "~25k source + 25k target tokens per batch" recipe of the 
 paper scaled to one machine. Nothing here imports Lightning; :class:`TokenBatchLoader` just
 follows the ``state_dict``/``load_state_dict`` and ``sampler.set_epoch`` conventions that
 Lightning's fit loop looks for.
+
+The sampler is built for corpora of 100M pairs under DDP: its memory per rank does not grow
+with the corpus. It keeps the sorted lengths as a run-length code (one entry per distinct
+length) and the batch boundaries as positions in the sorted order (one per batch); the
+length-sorting permutation can be a memmapped file that all ranks share. Ties between equal
+lengths are broken each epoch by a keyed permutation evaluated only where a batch needs it,
+so a rank computes the members of its own batches only, one batch at a time.
 """
 
 from __future__ import annotations
@@ -35,17 +42,80 @@ def joined_length(src_len: int, tgt_len: int) -> int:
     return src_len + tgt_len + 2
 
 
-def _greedy_boundaries(sorted_lengths: np.ndarray, max_tokens: int) -> list[tuple[int, int]]:
-    """Cuts ascending lengths into contiguous [start, end) runs with size × max ≤ max_tokens."""
-    bounds, start = [], 0
-    for i, length in enumerate(sorted_lengths.tolist()):
-        # Lengths ascend, so the newest example sets the batch's padded width.
-        if (i - start + 1) * length > max_tokens:
-            bounds.append((start, i))
-            start = i
-    if start < len(sorted_lengths):
-        bounds.append((start, len(sorted_lengths)))
-    return bounds
+# ----------------------------------------------------------------------------- the sorted lengths
+# The sampler never holds the lengths themselves, only their run-length code: the distinct
+# lengths ascending, how many examples have each, and where each group starts in the sorted
+# order. That is a few hundred numbers however large the corpus, which is what keeps every
+# DDP rank's memory independent of the corpus size.
+_CHUNK = 1 << 20  # examples counted per step: bounds the transient memory of the counting pass
+_BINCOUNT_LIMIT = 1 << 20  # above this length a histogram would be wasteful; sort the chunk
+
+
+def _length_counts(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct lengths, ascending, and how many examples have each.
+
+    Reads ``lengths`` (which may be a memmap) in chunks, so the transient memory is one
+    chunk's, not the corpus's.
+
+    Shape:
+        lengths: (N,) integers.
+        returns: two (K,) int64 arrays, K the number of distinct lengths.
+    """
+    values, counts = [], []
+    for begin in range(0, len(lengths), _CHUNK):
+        part = np.asarray(lengths[begin : begin + _CHUNK], dtype=np.int64)
+        if part.min() >= 0 and part.max() < _BINCOUNT_LIMIT:  # the usual case, and fast
+            histogram = np.bincount(part)
+            present = np.flatnonzero(histogram)
+            values.append(present)
+            counts.append(histogram[present])
+        else:
+            part_values, part_counts = np.unique(part, return_counts=True)
+            values.append(part_values)
+            counts.append(part_counts)
+    if not values:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    distinct, where = np.unique(np.concatenate(values), return_inverse=True)
+    total = np.zeros(len(distinct), np.int64)
+    np.add.at(total, where, np.concatenate(counts))
+    return distinct.astype(np.int64), total
+
+
+def _greedy_starts(values: np.ndarray, counts: np.ndarray, max_tokens: int) -> np.ndarray:
+    """Where each batch starts in the length-sorted order, cut greedily within ``max_tokens``.
+
+    The rule, on the ascending lengths ``l``: a batch starting at ``s`` takes examples while
+    ``(i - s + 1) * l[i] <= max_tokens`` (lengths ascend, so the newest example sets the padded
+    width) and the first ``i`` that breaks it starts the next batch. On the run-length code that
+    first ``i`` is, within group ``j`` (start ``G_j``, length ``L_j``),
+    ``max(G_j, s + max_tokens // L_j)`` if that lies inside the group; otherwise the batch runs
+    on into the next group. Inside one group the batches are all ``max_tokens // L_j`` long, so
+    each group costs one vectorised step plus the walk of the batch that spills out of it.
+
+    Shape:
+        values, counts: (K,) the run-length code, see :func:`_length_counts`.
+        returns: (B,) int64 start positions, ascending, the first 0 (empty if there are no
+        examples); batch b is ``[starts[b], starts[b + 1])``, the last one runs to the end.
+    """
+    group_ends = np.cumsum(counts).tolist()
+    group_starts = [0, *group_ends[:-1]]
+    n = group_ends[-1] if group_ends else 0
+    # Examples per batch of width L; lengths <= 0 never break the budget.
+    capacity = [max_tokens // v if v > 0 else n for v in values.tolist()]
+    pieces, start, group = [], 0, 0
+    while start < n:  # `start` lies in `group`: 0, or where the last spilling batch was cut
+        # Batches of this group's width that end inside the group, then the one that does not.
+        full = (group_ends[group] - 1 - start) // capacity[group]
+        pieces.append(start + capacity[group] * np.arange(full + 1, dtype=np.int64))
+        last = start + capacity[group] * full
+        start, group = n, group + 1
+        while group < len(capacity):
+            cut = max(group_starts[group], last + capacity[group])
+            if cut < group_ends[group]:
+                start = cut
+                break
+            group += 1
+    return np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
 
 
 def _at_least(bounds: list[tuple[int, int]], count: int) -> list[tuple[int, int]]:
@@ -61,49 +131,130 @@ def _at_least(bounds: list[tuple[int, int]], count: int) -> list[tuple[int, int]
     return bounds
 
 
+# ----------------------------------------------------------------------------- tie-breaking
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # splitmix64's increment
+_FEISTEL_ROUNDS = 6  # 4 suffice balanced (Luby-Rackoff); ours is unbalanced, so a margin
+_TIE_STREAM = 1  # spawn key: the tie keys must not reuse the batch-order generator's seed words
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: a fast bijection on uint64 whose output bits all depend on every
+    input bit. ``x`` is a uint64 array (array arithmetic wraps modulo 2**64 without a warning)."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _feistel(x: np.ndarray, round_keys: np.ndarray, bits: int) -> np.ndarray:
+    """One pass of an unbalanced Feistel network: a bijection on ``[0, 2**bits)``.
+
+    Each round replaces the high part by itself xor a keyed hash of the low part, which is
+    invertible whatever the hash, then swaps the parts (so their widths alternate). Splitting
+    unevenly lets ``2**bits`` be the smallest power of two that holds the range.
+    """
+    high_bits, low_bits = (bits + 1) // 2, bits // 2
+    high, low = x >> np.uint64(low_bits), x & np.uint64((1 << low_bits) - 1)
+    for round_key in round_keys:
+        mixed = high ^ (_mix64(low ^ round_key) & np.uint64((1 << high_bits) - 1))
+        high, low, high_bits, low_bits = low, mixed, low_bits, high_bits
+    return (high << np.uint64(low_bits)) | low
+
+
+def keyed_permutation(positions: np.ndarray, size: int, key: int) -> np.ndarray:
+    """Images of ``positions`` under a pseudo-random permutation of ``[0, size)`` chosen by ``key``.
+
+    Evaluates the permutation only where asked, so a batch of ``m`` tied examples costs O(m),
+    not O(size): a Feistel network on the smallest ``[0, 2**bits)`` that holds ``size``
+    values, with cycle walking (apply it again while the image is ``>= size``, which ends
+    because the cycle through a position in range returns to the range; more than half the
+    values are in range, so few passes are needed). Different keys give unrelated permutations.
+
+    Args:
+        positions: Integers in ``[0, size)``.
+        size: Size of the permuted range.
+        key: Any integer in ``[0, 2**64)``.
+
+    Shape:
+        positions: (M,); returns (M,) int64, distinct where ``positions`` are.
+    """
+    bits = max(2, int(size - 1).bit_length())  # two bits at least: both parts non-empty
+    steps = _GOLDEN * np.arange(1, _FEISTEL_ROUNDS + 1, dtype=np.uint64)
+    round_keys = _mix64(np.uint64(key) + steps)
+    images = np.asarray(positions, dtype=np.uint64)
+    out = np.empty(len(images), dtype=np.int64)
+    pending = np.arange(len(images))
+    while len(pending):
+        images = _feistel(images, round_keys, bits)
+        landed = images < np.uint64(size)
+        out[pending[landed]] = images[landed]
+        pending, images = pending[~landed], images[~landed]
+    return out
+
+
+# ----------------------------------------------------------------------------- the sampler
 class TokenBatchSampler(Sampler[list[int]]):
     """Yields lists of example indices whose padded size stays within ``max_tokens``.
 
     The padded size of a batch is ``len(batch) * max(lengths in batch)``. Examples are sorted
-    by length, so a batch holds examples of (nearly) equal length and padding is small. Each
-    epoch breaks ties between equal lengths at random (so batch composition changes) and
-    shuffles the batch order. The batch boundaries depend only on the sorted lengths, which
-    makes the number of batches the same every epoch: Lightning reads ``len()`` once.
+    by length and cut greedily into contiguous runs, so a batch holds examples of (nearly)
+    equal length and padding is small. Each epoch breaks ties between equal lengths at random
+    (so batch composition changes) and shuffles the batch order. The batch boundaries depend
+    only on the sorted lengths, which makes the number of batches the same every epoch:
+    Lightning reads ``len()`` once.
 
-    Under DDP every rank builds the same global batch list from ``(seed, epoch)`` and takes
-    every ``num_replicas``-th batch. For training (``shuffle``) the list is first padded by
+    Under DDP every rank derives the same global batch order from ``(seed, epoch)`` and takes
+    every ``num_replicas``-th batch. For training (``shuffle``) the order is first padded by
     repeating its first batches to a multiple of ``num_replicas``, so ranks see disjoint
     batches (apart from the repeats) and exactly the same number of them: every update
     all-reduces gradients, and no rank may run out first. Validation needs no such lockstep,
     so its batches are not padded: every dev sentence counts exactly once over all ranks
     (one rank may then have a batch more than another).
 
+    Memory per rank does not grow with the corpus (26M pairs and more), apart from ``order``:
+    the sampler keeps the sorted lengths only as a run-length code (one entry per distinct
+    length) and the batch boundaries as two arrays of positions in the sorted order (one entry
+    per batch). A rank computes the members of its own batches only, one at a time as it
+    iterates: the sorted positions of batch ``[s, e)`` within the group of length ``L_j`` map
+    to examples ``order[G_j + perm_j(position - G_j)]``, where ``perm_j`` is a
+    :func:`keyed_permutation` of the group keyed by ``(seed, epoch, j)``, so tie-breaking
+    never shuffles all N indices. Without ``shuffle`` there is no permutation: ties keep their
+    index order, shortest batches first.
+
     Args:
-        lengths: Length of each example, see :func:`example_length`.
+        lengths: Length of each example, see :func:`example_length`: a 1-D integer
+            array-like, e.g. a read-only ``np.memmap``. Read once, while constructing; not kept.
         max_tokens: Padded-token budget per batch; every length must fit within it.
         shuffle: Randomise composition and order each epoch. Off (validation), batches run
             shortest first and are the same every epoch.
-        seed: Base seed; the epoch's order comes from ``(seed, epoch)`` only.
+        seed: Base seed (non-negative); the epoch's order comes from ``(seed, epoch)`` only.
         num_replicas: Number of DDP processes.
         rank: This process's rank in ``[0, num_replicas)``.
+        order: ``np.argsort(lengths, kind="stable")``, when the caller has it stored (e.g. a
+            memmapped ``.npy`` that all ranks share); None computes it, which costs 8 bytes
+            per example in this process.
 
     The state (:meth:`state_dict`) is the epoch and the number of batches this rank has
-    yielded in it; after :meth:`load_state_dict` the next iteration skips those batches.
+    yielded in it; after :meth:`load_state_dict` the next iteration skips those batches
+    without computing them.
     """
 
     def __init__(
         self,
-        lengths: Sequence[int],
+        lengths: Sequence[int] | np.ndarray,
         max_tokens: int,
         shuffle: bool = True,
         seed: int = 0,
         num_replicas: int = 1,
         rank: int = 0,
+        order: np.ndarray | None = None,
     ) -> None:
-        self.lengths = np.asarray(lengths, dtype=np.int64)
-        if self.lengths.size and self.lengths.max() > max_tokens:
+        lengths = np.asarray(lengths)  # a view of an array or memmap; lists are converted
+        if lengths.dtype.kind not in "iu":
+            lengths = lengths.astype(np.int64)
+        values, counts = _length_counts(lengths)
+        if len(values) and values[-1] > max_tokens:
             raise ValueError(
-                f"an example of length {self.lengths.max()} exceeds max_tokens={max_tokens}; "
+                f"an example of length {values[-1]} exceeds max_tokens={max_tokens}; "
                 "raise max_tokens or drop longer examples"
             )
         if not 0 <= rank < num_replicas:
@@ -114,11 +265,40 @@ class TokenBatchSampler(Sampler[list[int]]):
         self.num_replicas = num_replicas
         self.rank = rank
         self.epoch = 0
-        self._bounds = _greedy_boundaries(np.sort(self.lengths), max_tokens)
-        if not shuffle:  # unpadded: every rank must still get a batch to validate
-            self._bounds = _at_least(self._bounds, num_replicas)
+        self._values = values  # (K,) distinct lengths, ascending
+        self._counts = counts  # (K,) examples of each length
+        self._group_starts = np.cumsum(counts) - counts  # (K,) first sorted position of each
+        self._order = self._checked_order(lengths, order)
+        self._starts, self._ends = self._boundaries(num_replicas)  # (B,) each
         self._resume_from = 0  # batches to skip at the next __iter__ (set by load_state_dict)
         self._yielded = 0  # batches yielded in self.epoch so far
+
+    def _checked_order(self, lengths: np.ndarray, order: np.ndarray | None) -> np.ndarray:
+        """The stable argsort of ``lengths``: ``order`` after a cheap check, else computed."""
+        if order is None:
+            return np.argsort(lengths, kind="stable")
+        order = np.asarray(order)
+        if order.shape != lengths.shape:
+            raise ValueError(f"order has shape {order.shape}, lengths {lengths.shape}")
+        # Each group's first and last example must have the group's length: catches an order
+        # stored for other data without reading all of it.
+        firsts, lasts = self._group_starts, self._group_starts + self._counts - 1
+        if len(firsts) and not (
+            np.array_equal(lengths[order[firsts]], self._values)
+            and np.array_equal(lengths[order[lasts]], self._values)
+        ):
+            raise ValueError("order does not sort lengths; expected argsort(lengths)")
+        return order
+
+    def _boundaries(self, num_replicas: int) -> tuple[np.ndarray, np.ndarray]:
+        """Every batch's ``[start, end)`` in the sorted order, (B,) int64 each."""
+        starts = _greedy_starts(self._values, self._counts, self.max_tokens)
+        ends = np.append(starts[1:], len(self._order)).astype(np.int64)
+        if not self.shuffle and 0 < len(starts) < num_replicas:
+            # Unpadded: every rank must still get a batch to validate. Rare and tiny.
+            bounds = _at_least(list(zip(starts.tolist(), ends.tolist(), strict=True)), num_replicas)
+            starts, ends = (np.array(side, dtype=np.int64) for side in zip(*bounds, strict=True))
+        return starts, ends
 
     def set_epoch(self, epoch: int) -> None:
         """Selects the epoch whose order the next iteration yields.
@@ -136,43 +316,71 @@ class TokenBatchSampler(Sampler[list[int]]):
         """How many batches the next iteration skips (non-zero only after a restore)."""
         return self._resume_from
 
+    def _batch_order(self, epoch: int) -> np.ndarray:
+        """All ranks' batch numbers in ``epoch``'s order, before padding; (B,) int64."""
+        if not self.shuffle:
+            return np.arange(len(self._starts))
+        return np.random.default_rng([self.seed, epoch]).permutation(len(self._starts))
+
+    def _rank_batch_order(self, epoch: int) -> np.ndarray:
+        """This rank's batch numbers in ``epoch`` (training: padded by cycling from the start
+        so that every rank has ``len(self)``); (len(self),) int64."""
+        batches = self._batch_order(epoch)
+        if self.shuffle and len(batches):
+            batches = batches[np.arange(len(self) * self.num_replicas) % len(batches)]
+        return batches[self.rank :: self.num_replicas]
+
+    def _group_keys(self, epoch: int) -> np.ndarray | None:
+        """One permutation key per length group for ``epoch``, (K,) uint64; None unshuffled."""
+        if not self.shuffle:
+            return None
+        entropy = np.random.SeedSequence([self.seed, epoch], spawn_key=(_TIE_STREAM,))
+        base = entropy.generate_state(1, np.uint64)[0]
+        # splitmix64's stream: base + i * golden, mixed.
+        return _mix64(base + _GOLDEN * np.arange(1, len(self._values) + 1, dtype=np.uint64))
+
+    def _members(self, batch: int, keys: np.ndarray | None) -> np.ndarray:
+        """Example indices of batch number ``batch``, shortest first; (size,) int64."""
+        start, end = int(self._starts[batch]), int(self._ends[batch])
+        if keys is None:
+            return np.asarray(self._order[start:end], dtype=np.int64)
+        positions = []
+        group = int(np.searchsorted(self._group_starts, start, side="right")) - 1
+        while group < len(self._values) and self._group_starts[group] < end:
+            first, size = int(self._group_starts[group]), int(self._counts[group])
+            offsets = np.arange(max(start, first), min(end, first + size)) - first
+            positions.append(first + keyed_permutation(offsets, size, keys[group]))
+            group += 1
+        return np.asarray(self._order[np.concatenate(positions)], dtype=np.int64)
+
     def global_batches(self, epoch: int | None = None) -> list[list[int]]:
-        """All ranks' batches for ``epoch`` (default: the current one), before padding."""
+        """All ranks' batches for ``epoch`` (default: the current one), before padding.
+
+        Materialises every index: for tests and small data."""
         epoch = self.epoch if epoch is None else epoch
-        if self.shuffle:
-            rng = np.random.default_rng([self.seed, epoch])
-            # lexsort sorts by the last key first: by length, ties broken by a random key.
-            order = np.lexsort((rng.random(len(self.lengths)), self.lengths))
-        else:
-            order = np.argsort(self.lengths, kind="stable")
-        batches = [order[start:end].tolist() for start, end in self._bounds]
-        if self.shuffle:
-            batches = [batches[i] for i in rng.permutation(len(batches))]
-        return batches
+        keys = self._group_keys(epoch)
+        return [self._members(b, keys).tolist() for b in self._batch_order(epoch).tolist()]
 
     def rank_batches(self, epoch: int | None = None) -> list[list[int]]:
         """This rank's batches for ``epoch`` (training: padded so every rank has as many)."""
-        batches = self.global_batches(epoch)
-        if not batches or not self.shuffle:
-            return batches[self.rank :: self.num_replicas]
-        padded_total = len(self) * self.num_replicas
-        # Repeat from the start (cycling, in case there are fewer batches than ranks).
-        batches += [batches[i % len(batches)] for i in range(padded_total - len(batches))]
-        return batches[self.rank :: self.num_replicas]
+        epoch = self.epoch if epoch is None else epoch
+        keys = self._group_keys(epoch)
+        return [self._members(b, keys).tolist() for b in self._rank_batch_order(epoch).tolist()]
 
     def __len__(self) -> int:
         if not self.shuffle:  # unpadded: the batches rank, rank + N, rank + 2N, ...
-            return len(range(self.rank, len(self._bounds), self.num_replicas))
-        return math.ceil(len(self._bounds) / self.num_replicas)
+            return len(range(self.rank, len(self._starts), self.num_replicas))
+        return math.ceil(len(self._starts) / self.num_replicas)
 
     def __iter__(self) -> Iterator[list[int]]:
-        batches = self.rank_batches()
+        batches = self._rank_batch_order(self.epoch)
+        keys = self._group_keys(self.epoch)
         start, self._resume_from = self._resume_from, 0
         self._yielded = start
-        for batch in batches[start:]:
+        for batch in batches[start:].tolist():
             # Count before yielding: the consumer holds this batch when it next saves state.
             self._yielded += 1
-            yield batch
+            yield self._members(batch, keys).tolist()
 
     def state_dict(self) -> dict[str, int]:
         """``{"epoch", "batches_yielded"}``; restore with :meth:`load_state_dict`."""
@@ -184,8 +392,33 @@ class TokenBatchSampler(Sampler[list[int]]):
         self._resume_from = self._yielded = int(state["batches_yielded"])
 
     def padding_fraction(self, epoch: int | None = None) -> float:
-        """Fraction of padded positions over all of ``epoch``'s (unpadded) global batches."""
-        return padding_fraction(self.global_batches(epoch), self.lengths)
+        """Fraction of padded positions over all (unpadded) global batches.
+
+        The same every epoch, as ties do not change a batch's lengths; ``epoch`` is accepted
+        for symmetry with :meth:`global_batches`. Computed from the run-length code without
+        building any batch: the real tokens of batch ``[s, e)`` are a range sum of the sorted
+        lengths and its padded size is ``(e - s)`` times the length at ``e - 1``.
+        """
+        if not len(self._starts):
+            return 0.0
+        padded = (self._ends - self._starts) * self._sorted_length_at(self._ends - 1)
+        real = self._tokens_before(self._ends) - self._tokens_before(self._starts)
+        return 1.0 - int(real.sum()) / int(padded.sum()) if padded.sum() else 0.0
+
+    def _group_of(self, positions: np.ndarray) -> np.ndarray:
+        """Length group holding each sorted position; (M,) -> (M,)."""
+        return np.searchsorted(self._group_starts, positions, side="right") - 1
+
+    def _sorted_length_at(self, positions: np.ndarray) -> np.ndarray:
+        """The ascending lengths at ``positions``; (M,) -> (M,)."""
+        return self._values[self._group_of(positions)]
+
+    def _tokens_before(self, positions: np.ndarray) -> np.ndarray:
+        """Sum of the ascending lengths before each position in ``[0, N]``; (M,) -> (M,)."""
+        group = self._group_of(positions)
+        tokens_before_group = np.cumsum(self._values * self._counts) - self._values * self._counts
+        offset = positions - self._group_starts[group]
+        return tokens_before_group[group] + offset * self._values[group]
 
 
 def padding_fraction(batches: Sequence[Sequence[int]], lengths: Sequence[int]) -> float:
