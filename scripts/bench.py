@@ -174,8 +174,12 @@ def check_checkpoint_tokenizer(checkpoint: str, tokenizer) -> None:
     """The decode batches are tokenized with the config's data: the checkpoint must share it."""
     from seq2seq.checkpoint import load_model
 
-    if load_model(checkpoint).tokenizer.to_bytes() != tokenizer.to_bytes():
+    stored = load_model(checkpoint).tokenizer
+    if stored.to_bytes() != tokenizer.to_bytes():
         raise SystemExit(f"bench.py: {checkpoint} was not trained on --config's vocabulary")
+    if stored.source_ends_with_eos != tokenizer.source_ends_with_eos:
+        raise SystemExit(f"bench.py: {checkpoint} and --config's data disagree on whether "
+                         "sources end with </s>")  # fmt: skip
 
 
 # -- workers: one measurement per process -----------------------------------------------------

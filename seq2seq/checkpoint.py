@@ -10,6 +10,10 @@ makes it self-contained:
     tokenizer      the SentencePiece model's bytes (an imported Marian model's
                    PairedTokenizer: seq2seq.data.paired_tokenizer)
     task           "translation" (pairs) or "lm" (monolingual text)
+    source_ends_with_eos
+                   whether the model was trained on sources ending with </s> (new
+                   encoder-decoder models, imported Marian models). Checkpoints written before
+                   the key existed lack it: their models were trained without, and load so.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 import torch
 
 from seq2seq.config import ModelConfig
+from seq2seq.data.tokenizer import SOURCE_EOS_KEY, section_tokenizer
 from seq2seq.errors import CheckpointError, ConfigError
 from seq2seq.model import Transformer
 from seq2seq.search import SearchConfig
@@ -31,14 +36,20 @@ TRAINING_STATE = ("optimizer_states", "lr_schedulers", "loops", "callbacks")
 
 
 def checkpoint_section(
-    config: ModelConfig, search: SearchConfig, tokenizer_bytes: bytes | None, task: str
+    config: ModelConfig,
+    search: SearchConfig,
+    tokenizer_bytes: bytes | None,
+    task: str,
+    source_ends_with_eos: bool,
 ) -> dict[str, Any]:
-    """Our section of a checkpoint (see the module docstring)."""
+    """Our section of a checkpoint (see the module docstring); ``source_ends_with_eos`` is
+    the flag of the tokenizer the model was trained with."""
     return {
         "model_config": config.to_dict(),
         "search": asdict(search),
         "tokenizer": tokenizer_bytes,
         "task": task,
+        SOURCE_EOS_KEY: bool(source_ends_with_eos),
     }
 
 
@@ -77,14 +88,12 @@ class LoadedModel:
 
 def load_model(path: str | Path, device: str = "cpu") -> LoadedModel:
     """Model, tokenizer and search settings of a ``.ckpt`` written by ``seq2seq fit``."""
-    from seq2seq.data.tokenizer import tokenizer_from_bytes
-
     checkpoint = read_checkpoint(path)
     section = checkpoint[CHECKPOINT_KEY]
     config = _model_config(path, section)
     if section.get("tokenizer") is None:
         raise CheckpointError(f"{path}: checkpoint holds no SentencePiece model")
-    tokenizer = tokenizer_from_bytes(section["tokenizer"])
+    tokenizer = section_tokenizer(section)
     if tokenizer.vocab_size != config.vocab_size:
         raise CheckpointError(
             f"{path}: vocab_size {config.vocab_size} disagrees with the tokenizer "

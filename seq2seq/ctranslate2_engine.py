@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from seq2seq.checkpoint import search_from_dict
+from seq2seq.checkpoint import SOURCE_EOS_KEY, search_from_dict
 from seq2seq.config import ModelConfig
 from seq2seq.errors import CheckpointError
 from seq2seq.search import Hypothesis, SearchConfig
@@ -25,7 +25,8 @@ SPM_FILE = "spm.model"
 class CTranslate2Engine:
     """A CTranslate2 model directory as an ``Engine`` (``seq2seq.translator``).
 
-    Greedy output equals ours exactly: the source pieces are the same, and a greedy output cut
+    Greedy output equals ours exactly: the source pieces are the same (ending with ``</s>``
+    exactly when the model was trained so: CTranslate2 adds nothing), and a greedy output cut
     to a sentence's own length limit is what our search gives (CTranslate2 takes one limit per
     batch). Beam search differs in its length penalty: CTranslate2 divides by length^alpha,
     GNMT's penalty is ((5 + length) / 6)^alpha.
@@ -39,8 +40,12 @@ class CTranslate2Engine:
         directory = Path(model_dir)
         if not (directory / "model.bin").is_file() or not (directory / SPM_FILE).is_file():
             raise CheckpointError(f"{directory}: not a CTranslate2 export of seq2seq")
-        self.tokenizer = load_tokenizer(directory / SPM_FILE)
-        self.search, self.config = read_settings(directory / SETTINGS_FILE, self.tokenizer)
+        settings = json.loads((directory / SETTINGS_FILE).read_text(encoding="utf-8"))
+        # The source tokens CTranslate2 gets end with </s> exactly when the model was trained
+        # so; exports written before the key existed came from models trained without.
+        with_eos = bool(settings.get(SOURCE_EOS_KEY, False))
+        self.tokenizer = load_tokenizer(directory / SPM_FILE, with_eos)
+        self.search, self.config = read_settings(settings, self.tokenizer)
         self.device = device
         self.translator = ctranslate2.Translator(
             str(directory), device=device, compute_type=compute_type, inter_threads=1
@@ -99,9 +104,9 @@ class CTranslate2Engine:
         return [config.bos_id] if self.tokenizer.appended_pad else [config.pad_id, config.bos_id]
 
 
-def read_settings(path: Path, tokenizer) -> tuple[SearchConfig, ModelConfig]:
-    """The decoding defaults and the model config (positions, special ids) of an export."""
-    settings = json.loads(path.read_text(encoding="utf-8"))
+def read_settings(settings: dict[str, Any], tokenizer) -> tuple[SearchConfig, ModelConfig]:
+    """The decoding defaults and the model config (positions, special ids) of an export's
+    settings file."""
     search = search_from_dict(settings["search"])
     if "model_config" in settings:
         return search, ModelConfig.from_dict(settings["model_config"])

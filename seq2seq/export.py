@@ -18,12 +18,21 @@ converter, with two corrections for our models (a custom loader in place of the 
   every row is kept and the vocabulary is read whole.
 * It starts the decoder from a zero embedding (Marian starts from pad, whose embedding is zero).
   Ours starts from ``<s>`` and its trained embedding, so the start token is ``<s>``.
+
+Sources: ``MarianTokenizer`` appends ``</s>`` to every source, as our models read them since
+``source_ends_with_eos`` (:mod:`seq2seq.data.tokenizer`), so ``MarianTokenizer`` + ``generate``
+give ``seq2seq translate``'s outputs. A model trained before that read sources without it: its
+HF export is written all the same with a one-line warning (drop the eos from ``input_ids`` for
+its outputs), and its CTranslate2 export is exact, as our engine feeds CTranslate2 the tokens
+``seq2seq translate`` feeds our model. The export's config records which kind it is
+(:data:`EXPORT_SOURCE_EOS`), for ``seq2seq import``.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import sys
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
@@ -32,13 +41,15 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seq2seq.checkpoint import load_model, read_checkpoint
+from seq2seq.checkpoint import SOURCE_EOS_KEY, LoadedModel, load_model, read_checkpoint
 from seq2seq.config import ModelConfig
 from seq2seq.ctranslate2_engine import SETTINGS_FILE, SPM_FILE
 from seq2seq.data.paired_tokenizer import PairedTokenizer
 from seq2seq.errors import CheckpointError
 from seq2seq.evaluation import read_eval_json
 from seq2seq.model import Transformer
+
+EXPORT_SOURCE_EOS = "seq2seq_source_ends_with_eos"  # in config.json: the model reads a </s>
 
 
 def interleaved_to_halves(d_model: int) -> Tensor:
@@ -170,12 +181,14 @@ def marian_state_dict(model: Transformer, rows: int | None = None) -> dict[str, 
 
 
 def to_marian(model: Transformer, tokenizer: Any = None):  # noqa: ANN201 (transformers type)
-    """A ``MarianMTModel`` (eval mode) computing the same function as ``model``."""
+    """A ``MarianMTModel`` (eval mode) computing the same function as ``model``; with the
+    ``tokenizer``, its config records whether sources end with eos."""
     from transformers import MarianMTModel
 
     check_exportable(model.config)
     rows, pad_id = marian_rows(model.config, tokenizer)
-    marian = MarianMTModel(marian_config(model.config, rows, pad_id)).eval()
+    marked = {} if tokenizer is None else {EXPORT_SOURCE_EOS: tokenizer.source_ends_with_eos}
+    marian = MarianMTModel(marian_config(model.config, rows, pad_id, **marked)).eval()
     missing, unexpected = marian.load_state_dict(marian_state_dict(model, rows), strict=False)
     # Left to Marian: its own sinusoid tables, the tied encoder/decoder/output embeddings (the
     # same tensor as model.shared) and, without an output bias, the zero final_logits_bias.
@@ -205,8 +218,21 @@ def generation_config(config: ModelConfig, pad_id: int | None = None):  # noqa: 
 
 def export_hf(checkpoint: str | Path, output: str | Path, eval_json: str | None = None) -> Path:
     """Write a ``from_pretrained`` directory: weights, config, generation config, tokenizer
-    files from our SentencePiece model and a model card."""
+    files from our SentencePiece model and a model card. A model trained on sources without
+    ``</s>`` is written with a one-line warning: MarianTokenizer gives it one."""
     loaded = load_model(checkpoint)
+    out = write_hf(loaded, checkpoint, output, eval_json)
+    if not loaded.tokenizer.source_ends_with_eos:
+        print(f"warning: {checkpoint} was trained on sources without </s> but MarianTokenizer "
+              "appends one: drop it from input_ids for seq2seq translate's outputs, or retrain "
+              "for an export that MarianTokenizer feeds exactly", file=sys.stderr)  # fmt: skip
+    return out
+
+
+def write_hf(
+    loaded: LoadedModel, checkpoint: str | Path, output: str | Path, eval_json: str | None
+) -> Path:
+    """:func:`export_hf` of a loaded checkpoint, without the warning."""
     if loaded.model.config.decoder_only:
         raise CheckpointError(f"{checkpoint}: a decoder-only model has no MarianMTModel form")
     check_exportable(loaded.model.config)
@@ -224,9 +250,9 @@ def export_hf(checkpoint: str | Path, output: str | Path, eval_json: str | None 
 
 def write_marian_tokenizer(tokenizer, config: ModelConfig, out: Path) -> None:
     """``MarianTokenizer`` files: the one joint SentencePiece model for both sides, its
-    vocabulary and the special tokens. (MarianTokenizer appends ``</s>`` to every source; our
-    models were trained without it, so feed our ids, or strip it, for exact parity.) An
-    imported model writes back the files it came with."""
+    vocabulary and the special tokens (MarianTokenizer appends ``</s>`` to every source, as
+    our models read them; see the module docstring for older ones). An imported model writes
+    back the files it came with."""
     if isinstance(tokenizer, PairedTokenizer):
         tokenizer.save_marian_files(out)
         pad_id = marian_rows(config, tokenizer)[1]
@@ -295,10 +321,15 @@ def model_card(
 
 
 def _source_note(tokenizer: Any) -> list[str]:
-    if isinstance(tokenizer, PairedTokenizer):
-        token = tokenizer.target_token
-        return [f"Prefix every source with `{token} ` (the target-language token)." if token
-                else "Sources are fed as MarianTokenizer cuts them (with their eos)."]  # fmt: skip
+    if isinstance(tokenizer, PairedTokenizer) and tokenizer.target_token:
+        return [f"Prefix every source with `{tokenizer.target_token} ` (the target-language "
+                "token)."]  # fmt: skip
+    if tokenizer is None or tokenizer.source_ends_with_eos:
+        return [
+            "Sources are fed as MarianTokenizer cuts them (ending with `</s>`): greedy",
+            "`generate` gives `seq2seq translate --beam-size 1`'s output for a normalised",
+            "sentence (pass our length limit as `max_length` where an output reaches it).",
+        ]
     return [
         "The model was trained without an eos at the end of the source; MarianTokenizer adds",
         "one, so drop it from `input_ids` for outputs identical to `seq2seq translate`.",
@@ -382,12 +413,15 @@ def export_ctranslate2(
     except ImportError:
         raise ValueError("--format ctranslate2 needs: pip install ctranslate2") from None
     out = Path(output)
+    loaded = load_model(checkpoint)
     with tempfile.TemporaryDirectory() as tmp:
-        hf_dir = export_hf(checkpoint, Path(tmp) / "hf", eval_json)
+        # No warning for a model trained without a source eos: CTranslate2Engine feeds it
+        # what seq2seq translate feeds ours.
+        hf_dir = write_hf(loaded, checkpoint, Path(tmp) / "hf", eval_json)
         convert(hf_dir, out, quantization)
         shutil.copy(hf_dir / "README.md", out / "README.md")
-    loaded = load_model(checkpoint)
     loaded.tokenizer.save(out / SPM_FILE)  # the SentencePiece model, or a PairedTokenizer
-    settings = {"search": asdict(loaded.search), "model_config": loaded.model.config.to_dict()}
+    settings = {"search": asdict(loaded.search), "model_config": loaded.model.config.to_dict(),
+                SOURCE_EOS_KEY: loaded.tokenizer.source_ends_with_eos}  # fmt: skip
     (out / SETTINGS_FILE).write_text(json.dumps(settings, indent=2), encoding="utf-8")
     return out

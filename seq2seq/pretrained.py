@@ -37,7 +37,7 @@ from seq2seq.config import ModelConfig
 from seq2seq.data.paired_tokenizer import PairedTokenizer
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.errors import CheckpointError
-from seq2seq.export import interleaved_to_halves
+from seq2seq.export import EXPORT_SOURCE_EOS, interleaved_to_halves
 from seq2seq.search import SearchConfig
 
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "swish", "silu": "swish"}
@@ -64,9 +64,10 @@ def import_marian(source: str, output: str | Path, target_token: str | None = No
     ids = special_ids(marian.config, hf_tokenizer)
     bias = marian.final_logits_bias.detach()[0]
     config = model_config(marian.config, ids, output_bias=ids["appended_pad"] or bool(bias.any()))
-    tokenizer = _tokenizer(source, hf_tokenizer, ids, target_token)
+    tokenizer = _tokenizer(source, hf_tokenizer, ids, target_token, marian.config)
     weights = weights_from_marian(marian.state_dict(), config, ids["appended_pad"])
-    section = checkpoint_section(config, SearchConfig(), tokenizer.to_bytes(), "translation")
+    section = checkpoint_section(config, SearchConfig(), tokenizer.to_bytes(), "translation",
+                                 tokenizer.source_ends_with_eos)  # fmt: skip
     state_dict = {f"model.{name}": tensor for name, tensor in weights.items()}
     checkpoint = {"state_dict": state_dict, CHECKPOINT_KEY: section, "imported_from": source}
     atomic_save(checkpoint, output)
@@ -174,13 +175,17 @@ def model_config(config: Any, ids: dict[str, Any], output_bias: bool) -> ModelCo
 
 
 def _tokenizer(
-    source: str, hf_tokenizer: Any, ids: dict[str, Any], target_token: str | None
-) -> Tokenizer | PairedTokenizer:
+    source: str, hf_tokenizer: Any, ids: dict[str, Any], target_token: str | None,
+    marian_config: Any,
+) -> Tokenizer | PairedTokenizer:  # fmt: skip
     """The checkpoint's tokenizer: a model our own export wrote gets its SentencePiece model
-    back (it was trained without a source eos); any other a :class:`PairedTokenizer`."""
+    back, its sources ending with eos as the export's config records (an export written
+    before it recorded that came from a model trained without); any other a
+    :class:`PairedTokenizer`."""
     source_model, target_model = (Path(f).read_bytes() for f in hf_tokenizer.spm_files)
     ours = _our_export_tokenizer(source_model, target_model, hf_tokenizer.encoder, ids)
     if ours is not None and target_token is None:
+        ours.source_ends_with_eos = bool(getattr(marian_config, EXPORT_SOURCE_EOS, False))
         return ours
     specials = {name: ids[name] for name in ("pad", "unk", "bos", "eos")}
     try:

@@ -22,7 +22,7 @@ from lightning.pytorch.callbacks import Timer
 from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor
 
-from seq2seq.checkpoint import CHECKPOINT_KEY, checkpoint_section
+from seq2seq.checkpoint import CHECKPOINT_KEY, SOURCE_EOS_KEY, checkpoint_section
 from seq2seq.config import ModelConfig
 from seq2seq.errors import ConfigError, TrainingStopped
 from seq2seq.evaluation import score_translations
@@ -100,9 +100,11 @@ class TranslationModule(L.LightningModule):
         super().__init__()
         self.save_hyperparameters()
         self._init_tokenizer: bytes | None = None  # the tokenizer of init_from
+        self._init_source_eos: bool | None = None  # and whether its sources end with eos
         if init_from is not None:
             config, self.model, tokenizer = pretrained_model(init_from, config, finetune_dropout)
             self._init_tokenizer = tokenizer.to_bytes()
+            self._init_source_eos = tokenizer.source_ends_with_eos
             self.hparams["config"] = config  # what is trained, for load_from_checkpoint
             if tokenizer.appended_pad:
                 keep_row_zero(self.model.embedding.weight, config.bos_id)
@@ -111,6 +113,7 @@ class TranslationModule(L.LightningModule):
         self.config = config
         self.search = search
         self.tokenizer_bytes: bytes | None = None  # set from the data module in setup()
+        self.source_ends_with_eos = False  # the data tokenizer's, set with tokenizer_bytes
         self.task = "translation"  # or "lm": what the data module trains (set in setup())
         self.skipped_steps = 0  # batches skipped for a non-finite loss, in this process's run
         self._skipped_in_a_row = 0
@@ -357,9 +360,12 @@ class TranslationModule(L.LightningModule):
         tokenizer = getattr(datamodule, "tokenizer", None)
         if tokenizer is not None:
             self.tokenizer_bytes = tokenizer.to_bytes()
+            self.task = getattr(datamodule, "task", "translation")
+            # A language model reads no sources: its checkpoint says False whatever the
+            # tokenizer (a decoder-only translator's must be False: _check_tokenizer).
+            self.source_ends_with_eos = tokenizer.source_ends_with_eos and self.task != "lm"
             self._check_vocab(tokenizer.vocab_size)
             self._check_tokenizer(tokenizer, datamodule)
-            self.task = getattr(datamodule, "task", "translation")
             if self.config.decoder_only and tokenizer.sep_id is not None:
                 self.config.sep_id = tokenizer.sep_id  # joined pairs: [bos] src [sep] tgt
                 self.config.validate()
@@ -395,6 +401,14 @@ class TranslationModule(L.LightningModule):
         if self._init_tokenizer is not None and self.tokenizer_bytes != self._init_tokenizer:
             raise ConfigError(f"the data is not cut by the tokenizer of {self.hparams.init_from}: "
                               "set data.tokenizer_from to it (seq2seq fit links it)")  # fmt: skip
+        if config.decoder_only and self.source_ends_with_eos:
+            raise ConfigError("a decoder-only translation model reads [bos] src [sep] tgt: its "
+                              "data's sources must not end with </s>")  # fmt: skip
+        if self._init_source_eos is not None and self.source_ends_with_eos != self._init_source_eos:
+            raise ConfigError(f"the data's sources {_ending(self.source_ends_with_eos)} but "
+                              f"{self.hparams.init_from} was trained on sources that "
+                              f"{_ending(self._init_source_eos)}: cut the data with its "
+                              "tokenizer (data.tokenizer_from)")  # fmt: skip
 
     def _check_vocab(self, vocab_size: int) -> None:
         if vocab_size != self.config.vocab_size:
@@ -409,18 +423,31 @@ class TranslationModule(L.LightningModule):
         if getattr(self, "_tokenizer_cache", None) is None:
             from seq2seq.data.tokenizer import tokenizer_from_bytes
 
-            self._tokenizer_cache = tokenizer_from_bytes(self.tokenizer_bytes)
+            self._tokenizer_cache = tokenizer_from_bytes(self.tokenizer_bytes,
+                                                         self.source_ends_with_eos)  # fmt: skip
         return self._tokenizer_cache
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint[CHECKPOINT_KEY] = checkpoint_section(
-            self.config, self.search, self.tokenizer_bytes, self.task
+            self.config, self.search, self.tokenizer_bytes, self.task, self.source_ends_with_eos
         )
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         section = checkpoint.get(CHECKPOINT_KEY, {})
+        stored = bool(section.get(SOURCE_EOS_KEY, False))  # absent: trained before the key
+        if self.tokenizer_bytes is not None and "tokenizer" in section:  # resuming with data
+            if stored != self.source_ends_with_eos and self.task != "lm":
+                raise ConfigError(f"the checkpoint was trained on sources that {_ending(stored)}"
+                                  f" but the data's sources {_ending(self.source_ends_with_eos)}:"
+                                  " resume on data cut as before")  # fmt: skip
         self.tokenizer_bytes = section.get("tokenizer", self.tokenizer_bytes)
+        self.source_ends_with_eos = stored
         self.task = section.get("task", self.task)
+        self._tokenizer_cache = None
+
+
+def _ending(with_eos: bool) -> str:
+    return "end with </s>" if with_eos else "do not end with </s>"
 
 
 def pretrained_model(

@@ -356,7 +356,8 @@ class Translator:
             return [Piece(ids, (0, n_words))]
         pieces: list[Piece] = []
         word = 0
-        for text in _pack(clauses(sentence), limit, self.encode_sentence):
+        eos = int(self.tokenizer.source_ends_with_eos)
+        for text in _pack(clauses(sentence), limit - eos, self._clause_length):
             ids, count = self.encode_sentence(text), len(text.split())
             if len(ids) <= limit:
                 pieces.append(Piece(ids, (word, word + count)))
@@ -365,6 +366,11 @@ class Translator:
             word += count
         return pieces
 
+    def _clause_length(self, text: str) -> int:
+        """Tokens ``text`` adds to a source it is joined into: a source's eos comes once,
+        however many clauses it joins."""
+        return len(self.encode_sentence(text)) - int(self.tokenizer.source_ends_with_eos)
+
     def encode_sentence(self, text: str) -> list[int]:
         """Source ids of one sentence (normalised; [] for white space), not cut."""
         text = normalize_en(text)
@@ -372,7 +378,7 @@ class Translator:
 
     def _windows(self, ids: list[int], limit: int, word: int) -> list[Piece]:
         """``ids`` cut into windows of at most ``limit`` tokens, each starting a word where
-        possible (a Marian source keeps its eos at the end of every window)."""
+        possible (a source that ends with eos keeps it at the end of every window)."""
         eos = ids[-1:] if self.tokenizer.source_ends_with_eos else []
         body, width = ids[: len(ids) - len(eos)], limit - len(eos)
         piece_of = self.tokenizer.id_to_piece
@@ -508,13 +514,13 @@ class Piece:
     windowed: bool = False
 
 
-def _pack(texts: list[str], limit: int, encode: Callable[[str], list[int]]) -> list[str]:
+def _pack(texts: list[str], limit: int, length: Callable[[str], int]) -> list[str]:
     """Consecutive ``texts`` joined (with spaces) into as few pieces as stay within
-    ``limit`` tokens by their separate counts."""
+    ``limit`` tokens by their separate ``length``s."""
     packed: list[str] = []
     tokens = 0
     for text in texts:
-        count = len(encode(text))
+        count = length(text)
         if packed and tokens + count <= limit:
             packed[-1] += " " + text
             tokens += count
@@ -549,8 +555,8 @@ def _source_spans(ids: list[int], tokenizer: Any,
 
 
 def cut_source(ids: list[int], limit: int, tokenizer: Any) -> list[int]:
-    """The first ``limit`` ids of an encoded source. A source that ends in an eos (Marian
-    models read one) keeps it: the model has never seen a source without one."""
+    """The first ``limit`` ids of an encoded source. A source that ends in an eos (the
+    tokenizer's ``source_ends_with_eos``) keeps it: the model has never seen one without."""
     if len(ids) <= limit:
         return ids
     if tokenizer.source_ends_with_eos:

@@ -68,17 +68,20 @@ def synthetic_pairs():
 
 
 def tiny_checkpoint(
-    path, seed: int = 0, saved_before_unk_id: bool = False, lm: bool = False, joined: bool = False
-):
+    path, seed: int = 0, saved_before_unk_id: bool = False, lm: bool = False, joined: bool = False,
+    source_ends_with_eos: bool | None = None,
+):  # fmt: skip
     """An untrained translation checkpoint laid out as ``seq2seq fit`` writes one: a
     SentencePiece model of the synthetic pairs and a tiny model of its vocabulary (seconds).
     ``saved_before_unk_id``: laid out as older versions wrote it: no ``unk_id`` or ``sep_id``
     in its model config, and the other special ids kept with the search settings.
     ``lm``: a decoder-only language model instead (task "lm"); ``joined``: a decoder-only
-    translator ([bos] source [sep] target [eos], as configs/lm_translate.yaml trains one)."""
+    translator ([bos] source [sep] target [eos], as configs/lm_translate.yaml trains one).
+    ``source_ends_with_eos``: recorded in the section; None leaves the key out, as checkpoints
+    written before it did (their models read sources without an eos)."""
     from dataclasses import asdict
 
-    from seq2seq.checkpoint import CHECKPOINT_KEY
+    from seq2seq.checkpoint import CHECKPOINT_KEY, SOURCE_EOS_KEY
     from seq2seq.data.tokenizer import SEP, Tokenizer
     from seq2seq.search import SearchConfig
 
@@ -96,6 +99,8 @@ def tiny_checkpoint(
         search.update(bos_id=2, eos_id=3, pad_id=0, sep_id=None)
     section = {"model_config": model_config, "tokenizer": tokenizer.to_bytes(),
                "search": search, "task": "lm" if lm else "translation"}  # fmt: skip
+    if source_ends_with_eos is not None:
+        section[SOURCE_EOS_KEY] = source_ends_with_eos
     weights = {f"model.{name}": w for name, w in model.state_dict().items()}
     torch.save({"state_dict": weights, CHECKPOINT_KEY: section}, path)
     return path

@@ -40,14 +40,17 @@ def test_export_hf_gives_the_same_logits_and_greedy_translations(run, tmp_path, 
     sentences = [en for en, _ in synthetic_pairs()[:60:7]]
     expected = translator.translate(sentences, beam_size=1)
     tokenizer = transformers.MarianTokenizer.from_pretrained(out)
+    assert translator.tokenizer.source_ends_with_eos  # a model fit now reads sources with </s>
+    assert "warning" not in capsys.readouterr().err
     for sentence, want in zip(sentences, expected, strict=True):
         ids = tokenizer(sentence, return_tensors="pt").input_ids
-        assert ids[0, -1] == 3 and ids[0, :-1].tolist() == translator.tokenizer.encode(sentence)
-        search = translator.search  # our limit: a * source length + b tokens, eos included
-        limit = int((ids.shape[1] - 1) * search.max_len_a) + search.max_len_b
-        with torch.no_grad():  # our models take the source without Marian's eos; its eos
-            generated = marian.generate(  # is forced at the last position, as ours is
-                input_ids=ids[:, :-1], num_beams=1, do_sample=False, max_length=limit + 1
+        assert ids[0, -1] == 3 and ids[0].tolist() == translator.encode([sentence])[0]
+        # Our limit: a * source length + b tokens, eos included (generate's max_length counts
+        # the start token too); the eos is forced at the last position, as ours is.
+        limit = int(translator.search.max_lengths(torch.tensor([ids.shape[1]]))[0])
+        with torch.no_grad():
+            generated = marian.generate(
+                input_ids=ids, num_beams=1, do_sample=False, max_length=limit + 1
             )
         assert tokenizer.decode(generated[0], skip_special_tokens=True) == want
     card = (out / "README.md").read_text(encoding="utf-8")

@@ -37,7 +37,10 @@ def prepared(corpus, tmp_path_factory):
 
 def test_prepare_writes_cache_and_report(prepared):
     files = {p.name for p in prepared.cache_path.iterdir()}
-    assert {"spm.model", "report.json", "train.npz", "dev.npz", "test.npz"} <= files
+    assert {"spm.model", "report.json", "train", "dev", "test"} <= files
+    arrays = {"src", "tgt", "src_offsets", "tgt_offsets", "lengths", "order"}
+    assert {p.stem for p in (prepared.cache_path / "train").iterdir()} == arrays
+    assert not (prepared.cache_path / "tables").exists()  # the Arrow scratch tables are gone
     assert {f"{s}.{lang}" for s in ("train", "dev", "test") for lang in ("en", "zh")} <= files
     assert not list(prepared.cache_path.parent.glob("*.tmp-*"))
     report = json.loads((prepared.cache_path / "report.json").read_text())
@@ -117,7 +120,7 @@ def test_the_tokenizer_spells_unseen_characters_in_bytes(prepared):
 
 
 def test_max_len_drops_are_counted(prepared, corpus, tmp_path):
-    lengths = sorted(prepared.dataset("train").lengths())  # (longer side + 1) per pair
+    lengths = sorted(prepared.dataset("train").lengths().tolist())  # (longer side + 1) per pair
     max_len = lengths[len(lengths) // 2] - 1
     dm = make_dm(corpus, tmp_path, max_len=max_len)
     dm.setup()  # prepares on demand outside a Trainer

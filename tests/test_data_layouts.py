@@ -48,7 +48,7 @@ def test_each_example_costs_its_length_when_collated_alone(case):
     collate = layout.collate(TOKENIZER) or default_collate
     lengths = layout.lengths(data)
     assert len(lengths) == len(data)
-    assert [width(collate([data[i]])) for i in range(len(data))] == lengths
+    assert [width(collate([data[i]])) for i in range(len(data))] == list(lengths)
 
 
 @pytest.mark.parametrize("layout", [PairLayout(), JoinedPairLayout()])

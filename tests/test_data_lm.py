@@ -133,7 +133,7 @@ def test_decoder_only_translation_data_has_a_separator_piece(tmp_path):
     assert ((batch.tgt_in == sep).sum(dim=1) == 1).all()  # one separator per sequence
     # The token budget counts the joined sequence: [bos] src [sep] tgt.
     src, tgt = dm.dataset("train")[0]
-    assert dm._lengths("train")[0] == len(src) + len(tgt) + 2
+    assert dm.layout.lengths(dm.dataset("train"))[0] == len(src) + len(tgt) + 2
 
 
 def test_language_model_task_needs_the_decoder_only_flag(tmp_path):

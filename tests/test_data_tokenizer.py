@@ -2,8 +2,9 @@
 
 import pytest
 
+from helpers import synthetic_pairs
 from seq2seq.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, clean_pairs
-from seq2seq.data.tokenizer import SEP
+from seq2seq.data.tokenizer import SEP, load_tokenizer, tokenizer_from_bytes
 
 VOCAB = 3000  # HSK needs ~1.8k single characters at 0.9995 coverage, plus 256 byte pieces
 
@@ -120,6 +121,42 @@ def test_serialization(tokenizer, tmp_path):
         assert tok.vocab_size == VOCAB
 
 
+@pytest.fixture(scope="module")
+def small():
+    """A tokenizer of the synthetic pairs (no extra package needed; a second)."""
+    return Tokenizer.train([text for pair in synthetic_pairs() for text in pair], 406)
+
+
+def test_new_tokenizers_end_sources_with_eos_and_nothing_else(small):
+    texts = ["I will buy tea today.", "我今天会买茶。"]
+    assert small.source_ends_with_eos
+    assert small.encode_source(texts[0]) == [*small.encode(texts[0]), EOS_ID]
+    assert small.encode_sources(texts) == [[*ids, EOS_ID] for ids in small.encode_batch(texts)]
+    assert small.encode_target(texts[1]) == small.encode(texts[1])
+    assert small.encode_targets(texts) == small.encode_batch(texts)
+    assert all(EOS_ID not in ids for ids in [small.encode(texts[0]), *small.encode_batch(texts)])
+    assert small.decode(small.encode_source(texts[0])) == texts[0]
+
+
+def test_a_tokenizer_of_an_older_model_leaves_sources_without_eos(small, tmp_path):
+    small.save(tmp_path / "spm.model")
+    older = [Tokenizer.from_bytes(small.to_bytes(), source_ends_with_eos=False),
+             Tokenizer(small.to_bytes(), False), Tokenizer.load(tmp_path / "spm.model", False),
+             tokenizer_from_bytes(small.to_bytes(), source_ends_with_eos=False),
+             load_tokenizer(tmp_path / "spm.model", source_ends_with_eos=False)]  # fmt: skip
+    text = "Tom can see the red bag."
+    for tokenizer in older:
+        assert not tokenizer.source_ends_with_eos
+        assert tokenizer.encode_source(text) == small.encode(text)
+        assert tokenizer.encode_sources([text]) == [small.encode(text)]
+    # By default every way of loading one gives a new model's tokenizer.
+    data = small.to_bytes()
+    newer = [Tokenizer.from_bytes(data), tokenizer_from_bytes(data),
+             load_tokenizer(tmp_path / "spm.model")]  # fmt: skip
+    for tokenizer in newer:
+        assert tokenizer.encode_source(text) == [*small.encode(text), EOS_ID]
+
+
 def test_training_is_deterministic(hsk_pairs, tokenizer):
     texts = [text for pair in hsk_pairs for text in pair]
     assert Tokenizer.train(texts, vocab_size=VOCAB).to_bytes() == tokenizer.to_bytes()
@@ -141,6 +178,6 @@ def test_hugging_face_export_reads_byte_pieces_alike(tokenizer, tmp_path):
     # this test is about the vocabulary files, so leave the text as it is.
     marian.punc_normalizer = lambda text: text
     for text in [*RARE, "我们明天去北京，好吗？"]:
-        ids = marian(text).input_ids  # Marian appends </s>
-        assert ids == [*tokenizer.encode(text), EOS_ID]
+        ids = marian(text).input_ids  # Marian appends </s>, as our sources end
+        assert ids == [*tokenizer.encode(text), EOS_ID] == tokenizer.encode_source(text)
         assert marian.decode(ids, skip_special_tokens=True) == text

@@ -1,7 +1,11 @@
 """Exports keep our search's rules: never unk, pad or bos, never an empty output of a
 non-empty source, in Hugging Face ``generate`` and in CTranslate2. An untrained checkpoint whose
 export is pushed towards unk and eos by a bias on those logits shows that the rules, not the
-model, keep them out (slow: a tokenizer, an export and a conversion, about 15 s)."""
+model, keep them out (slow: a tokenizer, an export and a conversion, about 15 s).
+
+And they read sources as the model was trained: a new model's (ending with ``</s>``) exactly as
+``MarianTokenizer`` cuts them, so ``MarianTokenizer`` + ``generate`` give our greedy output; a
+model from before, without it (CTranslate2 exactly; the HF export with a warning)."""
 
 from __future__ import annotations
 
@@ -11,12 +15,14 @@ import shutil
 import pytest
 import torch
 
-from helpers import tiny_checkpoint
+from helpers import synthetic_pairs, tiny_checkpoint
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 SOURCES = [[5, 6, 7, 8], [9, 10], [11, 12, 13, 14, 15, 16]]
 
-pytest.importorskip("transformers")
+LINES = [en for en, _ in synthetic_pairs()[:300:37]]
+
+pytest.importorskip("transformers", reason="the exports need transformers")
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +102,73 @@ def test_ctranslate2_gives_one_real_token_where_the_model_wants_unk_or_nothing(
         assert len(tokens) == 1 and tokens[0] not in (PAD, UNK, BOS, EOS)
     only_eos = biased_ctranslate2.with_search(max_len_a=0.0, max_len_b=1)  # a limit of 1
     assert best_outputs(only_eos, SOURCES, beams) == [[], [], []]
+
+
+@pytest.fixture(scope="module")
+def new_model(tmp_path_factory):
+    """An untrained checkpoint of a model trained on sources ending with eos, and its export."""
+    from seq2seq.export import export_hf
+
+    root = tmp_path_factory.mktemp("new")
+    checkpoint = tiny_checkpoint(root / "model.ckpt", source_ends_with_eos=True)
+    return checkpoint, export_hf(checkpoint, root / "hf")
+
+
+@pytest.mark.slow
+def test_marian_tokenizer_and_generate_give_our_greedy_translations(new_model, capsys):
+    from transformers import MarianMTModel, MarianTokenizer
+
+    from seq2seq.translator import Translator
+
+    checkpoint, hf = new_model
+    assert "warning" not in capsys.readouterr().err
+    marian = MarianMTModel.from_pretrained(hf).eval()
+    tokenizer = MarianTokenizer.from_pretrained(hf)
+    translator = Translator.from_checkpoint(checkpoint)
+    ours = translator.translate_hypotheses(LINES, beam_size=1)
+    for line, [best] in zip(LINES, ours, strict=True):
+        encoded = tokenizer(line, return_tensors="pt")
+        assert encoded.input_ids[0].tolist() == translator.encode([line])[0]  # ends with </s>
+        # An untrained model runs to our length limit, a * |source| + b: generate's max_length
+        # counts its start token too.
+        limit = int(translator.search.max_lengths(torch.tensor([encoded.input_ids.shape[1]]))[0])
+        with torch.no_grad():
+            generated = marian.generate(**encoded, num_beams=1, do_sample=False,
+                                        max_length=limit + 1)[0].tolist()  # fmt: skip
+        assert generated == [BOS, *best.tokens, EOS]
+        assert tokenizer.decode(generated, skip_special_tokens=True) == best.text
+
+
+@pytest.mark.slow
+def test_an_older_model_exports_with_a_warning_and_imports_back_as_it_was(tmp_path, capsys):
+    from transformers import MarianConfig
+
+    from seq2seq.checkpoint import load_model
+    from seq2seq.export import EXPORT_SOURCE_EOS, export_hf
+    from seq2seq.pretrained import import_marian
+
+    old = tiny_checkpoint(tmp_path / "old.ckpt")  # no key: trained without a source eos
+    hf = export_hf(old, tmp_path / "hf")
+    err = capsys.readouterr().err  # (transformers' progress bars too)
+    [warning] = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert "trained on sources without </s>" in warning and "retrain" in warning
+    assert "drop it from `input_ids`" in (hf / "README.md").read_text(encoding="utf-8")
+    assert getattr(MarianConfig.from_pretrained(hf), EXPORT_SOURCE_EOS) is False
+    again = load_model(import_marian(str(hf), tmp_path / "again.ckpt"))
+    assert again.tokenizer.source_ends_with_eos is False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("with_eos", [True, None])  # None: a checkpoint from before the key
+def test_ctranslate2_reads_sources_as_the_model_was_trained(tmp_path, capsys, with_eos):
+    pytest.importorskip("ctranslate2")
+    from seq2seq.export import export_ctranslate2
+    from seq2seq.translator import Translator
+
+    checkpoint = tiny_checkpoint(tmp_path / "model.ckpt", source_ends_with_eos=with_eos)
+    exported = export_ctranslate2(checkpoint, tmp_path / "ct2")
+    assert "warning" not in capsys.readouterr().err  # exact either way
+    ours, theirs = Translator.from_checkpoint(checkpoint), Translator.from_ctranslate2(exported)
+    assert theirs.tokenizer.source_ends_with_eos is bool(with_eos)
+    assert theirs.encode(LINES) == ours.encode(LINES)
+    assert theirs.translate(LINES, beam_size=1) == ours.translate(LINES, beam_size=1)

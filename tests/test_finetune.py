@@ -87,8 +87,10 @@ def test_fine_tuning_starts_from_the_checkpoint_with_its_tokenizer(
     # The data was cut by the imported tokenizer: Marian's sources, language token first and
     # eos last.
     cache = next((tmp_path / "cache").iterdir())
-    with np.load(cache / "train.npz") as arrays:
-        offsets, ids = arrays["src_offsets"], arrays["src_ids"]
+    offsets, ids = (
+        np.load(cache / "train" / "src_offsets.npy"),
+        np.load(cache / "train" / "src.npy"),
+    )
     config = start.model.config
     assert ids[offsets[0]] == start.tokenizer.piece_to_id(TARGET)
     assert ids[offsets[1] - 1] == config.eos_id

@@ -164,20 +164,33 @@ def test_import_export_import_round_trips(opus, tmp_path):
     assert again.tokenizer.to_bytes() == opus.loaded.tokenizer.to_bytes()
 
 
-def test_our_own_export_imports_back_exactly(tmp_path):
+@pytest.mark.parametrize("with_eos", [True, None])  # None: a checkpoint from before the key
+def test_our_own_export_imports_back_exactly(tmp_path, with_eos):
     from seq2seq.checkpoint import load_model, read_checkpoint
     from seq2seq.export import export_hf
     from seq2seq.pretrained import import_marian
 
-    checkpoint = tiny_checkpoint(tmp_path / "ours.ckpt")
+    checkpoint = tiny_checkpoint(tmp_path / "ours.ckpt", source_ends_with_eos=with_eos)
     exported = export_hf(checkpoint, tmp_path / "hf")
     imported = import_marian(str(exported), tmp_path / "imported.ckpt")
     before, after = read_checkpoint(checkpoint), read_checkpoint(imported)
     assert before["state_dict"].keys() == after["state_dict"].keys()
     assert all(torch.equal(v, after["state_dict"][k]) for k, v in before["state_dict"].items())
     assert load_model(imported).model.config == load_model(checkpoint).model.config
-    # Its own SentencePiece model: sources without an eos, as it was trained.
+    # Its own SentencePiece model, reading sources as it was trained (with eos or without).
     assert after["seq2seq"]["tokenizer"] == before["seq2seq"]["tokenizer"]
+    assert load_model(imported).tokenizer.source_ends_with_eos is bool(with_eos)
+
+
+def test_an_imported_tokenizer_always_ends_sources_with_eos(opus):
+    from seq2seq.checkpoint import read_checkpoint
+    from seq2seq.data.tokenizer import checkpoint_tokenizer, tokenizer_from_bytes
+
+    assert read_checkpoint(opus.ckpt)["seq2seq"]["source_ends_with_eos"] is True
+    assert checkpoint_tokenizer(opus.ckpt).source_ends_with_eos is True
+    data = opus.loaded.tokenizer.to_bytes()
+    tokenizer = tokenizer_from_bytes(data, source_ends_with_eos=False)  # ignored: Marian's
+    assert tokenizer.source_ends_with_eos and tokenizer.encode_source("Hi.")[-1] == 0
 
 
 def test_an_imported_model_translates_from_the_command_line(opus, tmp_path, capsys):

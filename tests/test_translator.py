@@ -83,3 +83,31 @@ def test_n_best_hypotheses_agree_with_translate_and_come_best_first(tmp_path):
     assert [translator.tokenizer.decode(h[0].tokens) for h in greedy[:3]] == translator.translate(
         lines[:3], beam_size=1
     )
+
+
+@pytest.mark.parametrize("with_eos", [True, None])  # None: a checkpoint from before the key
+def test_cut_sources_keep_their_eos_exactly_when_the_model_reads_one(tmp_path, capsys, with_eos):
+    """An over-long line is cut to the model's positions; a long sentence without clause
+    punctuation is decoded in windows; clauses are packed up to the limit. Each of these
+    sources ends with the eos when the model was trained so, and only then."""
+    from helpers import tiny_checkpoint
+
+    translator = Translator.from_checkpoint(
+        tiny_checkpoint(tmp_path / "mt.ckpt", source_ends_with_eos=with_eos)
+    )
+    tokenizer, limit, eos = translator.tokenizer, translator.engine.source_limit(), 3
+    words = " ".join(["tea"] * 300)
+    full = tokenizer.encode(words)
+    [ids] = translator.encode([words])
+    assert ids == (full[: limit - 1] + [eos] if with_eos else full[:limit])
+    assert "truncated 1 over-long input line(s)" in capsys.readouterr().err
+    [windows] = translator.plan([words])
+    assert len(windows) > 1 and all(len(piece.ids) <= limit for piece in windows)
+    assert all((piece.ids[-1] == eos) == bool(with_eos) for piece in windows)
+    assert [t for piece in windows for t in piece.ids if t != eos] == full
+    # Clauses of 12 tokens: as many as fit, counting the source's one eos once.
+    clause = "Tom will buy tea,"
+    [packed] = translator.plan([" ".join([clause] * 60) + " today."])
+    body = len(tokenizer.encode(clause))
+    assert all(len(piece.ids) <= limit < len(piece.ids) + body for piece in packed[:-1])
+    assert all((piece.ids[-1] == eos) == bool(with_eos) for piece in packed)

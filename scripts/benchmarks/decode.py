@@ -30,11 +30,14 @@ Decoder = Callable[[torch.Tensor], list[int]]  # source batch -> output lengths,
 
 
 def encode_sources(tokenizer, lines: list[str], limit: int) -> list[list[int]]:
-    """Sources as our ``Translator`` encodes them: NFKC-normalised, tokenized, cut to
-    ``limit`` (the model's positions)."""
+    """Sources as our ``Translator`` encodes them: NFKC-normalised, tokenized ([] for a blank
+    line), cut to ``limit`` (the model's positions; a source ending with eos keeps it)."""
     from seq2seq.data.clean import normalize_en
+    from seq2seq.translator import cut_source
 
-    return [tokenizer.encode_source(normalize_en(line))[:limit] for line in lines]
+    texts = [normalize_en(line) for line in lines]
+    return [cut_source(tokenizer.encode_source(text), limit, tokenizer) if text.strip() else []
+            for text in texts]  # fmt: skip
 
 
 def decode_batches(

@@ -8,11 +8,15 @@ full-width punctuation (see :func:`normalize_zh`).
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from functools import lru_cache
+from typing import Any
+
+import numpy as np
 
 Pair = tuple[str, str]
 
@@ -113,13 +117,63 @@ def clean_pairs(
 
 def _drop_reason(pair: Pair, seen: set[Pair], max_len_chars: int, max_ratio: float) -> str:
     """The CleanReport field to count ``pair`` under, or ``""`` to keep it."""
-    en, zh = pair
+    reason = filter_reason(*pair, max_len_chars, max_ratio)
+    if reason == "" and pair in seen:
+        return "duplicate"
+    return reason
+
+
+def filter_reason(en: str, zh: str, max_len_chars: int, max_ratio: float) -> str:
+    """Why a normalised pair is dropped whatever else the corpus holds (``"empty"``,
+    ``"too_long"``, ``"bad_ratio"``), or ``""``.
+
+    A duplicate is the only reason that depends on the rest of the corpus; the first occurrence
+    of a pair that passes these checks is kept, every later one dropped as a duplicate. Since a
+    pair that fails them is never kept, checking duplicates after them counts each drop under
+    the same reason as :func:`clean_pairs`' order (empty, duplicate, too long, ratio).
+    """
     if not en or not zh:
         return "empty"
-    if pair in seen:
-        return "duplicate"
     if max(len(en), len(zh)) > max_len_chars:
         return "too_long"
     if max(len(en), len(zh)) > max_ratio * min(len(en), len(zh)):
         return "bad_ratio"
     return ""
+
+
+FILTER_REASONS = ("", "empty", "too_long", "bad_ratio")  # codes 0..3 of clean_batch's "drop"
+
+
+def clean_batch(
+    en: list[str], zh: list[str], max_len_chars: int, max_ratio: float
+) -> dict[str, Any]:
+    """Normalises a batch of pairs (a ``datasets`` batched map): the normalised ``en`` and
+    ``zh``, each pair's ``drop`` code (an index into :data:`FILTER_REASONS`, 0: kept so far)
+    and 128-bit keys of each side (``en_key_hi``, ``en_key_lo``, ``zh_key_hi``, ``zh_key_lo``,
+    :func:`text_key`) from which de-duplication and the split run on arrays.
+    """
+    out: dict[str, list] = {name: [] for name in (
+        "en", "zh", "drop", "en_key_hi", "en_key_lo", "zh_key_hi", "zh_key_lo")}  # fmt: skip
+    for raw_en, raw_zh in zip(en, zh, strict=True):
+        pair = normalize_en(raw_en), normalize_zh(raw_zh)
+        out["en"].append(pair[0])
+        out["zh"].append(pair[1])
+        out["drop"].append(FILTER_REASONS.index(filter_reason(*pair, max_len_chars, max_ratio)))
+        for side, text in zip(("en", "zh"), pair, strict=True):
+            hi, lo = text_key(text)
+            out[f"{side}_key_hi"].append(hi)
+            out[f"{side}_key_lo"].append(lo)
+    # As arrays: Arrow would read Python ints of 2**63 and more as overflowing int64s.
+    return {name: np.asarray(values, dtype=np.uint64) if "key" in name else values
+            for name, values in out.items()}  # fmt: skip
+
+
+def text_key(text: str) -> tuple[int, int]:
+    """The first 128 bits of the text's SHA-256, as two unsigned 64-bit halves.
+
+    The split's hash bucket is the top 32 bits of the first half (see
+    :func:`seq2seq.data.split.bucket`); 128 bits make a collision between two different
+    sentences of even a 100M-pair corpus vanishingly unlikely (about 1e-23).
+    """
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big"), int.from_bytes(digest[8:16], "big")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from lightning.pytorch import LightningDataModule
-from lightning.pytorch.utilities import rank_zero_info
+from lightning.pytorch.utilities import rank_zero_info, rank_zero_only
 
 from seq2seq.data.batching import TokenBatchLoader, TokenBatchSampler
 from seq2seq.data.layouts import Dataset, choose_layout
@@ -42,10 +43,11 @@ from seq2seq.data.prepare import (
 )
 from seq2seq.data.sources import CorpusSpec
 from seq2seq.data.split import SPLITS
+from seq2seq.data.tables import default_num_proc, progress_bars
 from seq2seq.data.tokenizer import (
     PairedTokenizer,
     Tokenizer,
-    checkpoint_tokenizer_bytes,
+    checkpoint_tokenizer,
     load_tokenizer,
 )
 from seq2seq.errors import DataError
@@ -71,6 +73,8 @@ class TranslationDataModule(LightningDataModule):
         hf_name: ``datasets`` hub name (needs internet) or ``save_to_disk`` directory (``hf``).
         hf_config: Hub config name, e.g. ``zh-en`` for ``wmt19``.
         hf_split: HF split to read; it is re-split into train/dev/test by hash anyway.
+        hf_streaming: Read the HF dataset while it downloads (``datasets`` streaming), for hub
+            corpora too big to keep on disk twice.
         src_lang: Source key in JSONL objects and HF ``translation`` dicts.
         tgt_lang: Target key in JSONL objects and HF ``translation`` dicts.
         src_field: Source column of a TSV file (0-based).
@@ -84,6 +88,11 @@ class TranslationDataModule(LightningDataModule):
         max_len_chars: Cleaning: drop pairs with a side longer than this many characters.
         max_ratio: Cleaning: drop pairs whose character-length ratio exceeds this.
         cache_dir: Where prepared data is cached.
+        num_proc: Processes that clean and tokenize while preparing (default: every core this
+            process may use). Changes the speed only, never the cache.
+        prepare_per_node: Prepare once on every node (each has its own ``cache_dir`` disk, the
+            default), or false: once for the whole job, on node 0, when ``cache_dir`` is on a
+            filesystem all nodes share (Lightning's ``prepare_data_per_node``).
         num_workers: ``DataLoader`` worker processes.
         seed: Seeds the tokenizer's sampling and the batch order.
         task: ``translation`` (sentence pairs) or ``lm`` (monolingual text packed into blocks
@@ -108,6 +117,7 @@ class TranslationDataModule(LightningDataModule):
         hf_name: str | None = None,
         hf_config: str | None = None,
         hf_split: str = "train",
+        hf_streaming: bool = False,
         src_lang: str = "en",
         tgt_lang: str = "zh",
         src_field: int = 0,
@@ -119,6 +129,8 @@ class TranslationDataModule(LightningDataModule):
         max_len_chars: int = 400,
         max_ratio: float = 12.0,
         cache_dir: str = "data_cache",
+        num_proc: int | None = None,
+        prepare_per_node: bool = True,
         num_workers: int = 0,
         seed: int = 1,
         task: str = "translation",
@@ -132,8 +144,8 @@ class TranslationDataModule(LightningDataModule):
         self.save_hyperparameters()
         self.spec = CorpusSpec(
             kind=corpus, path=path, tgt_path=tgt_path, hf_name=hf_name, hf_config=hf_config,
-            hf_split=hf_split, src_lang=src_lang, tgt_lang=tgt_lang, src_field=src_field,
-            tgt_field=tgt_field,
+            hf_split=hf_split, hf_streaming=hf_streaming, src_lang=src_lang, tgt_lang=tgt_lang,
+            src_field=src_field, tgt_field=tgt_field,
         )  # fmt: skip
         self.task, self.decoder_only = task, decoder_only
         self.lm_side, self.text_field, self.block_size = lm_side, text_field, block_size
@@ -145,10 +157,12 @@ class TranslationDataModule(LightningDataModule):
         self.max_len_chars = max_len_chars
         self.max_ratio = max_ratio
         self.cache_dir = Path(cache_dir)
+        self.num_proc = num_proc or default_num_proc()
+        self.prepare_data_per_node = prepare_per_node  # read by Lightning's Trainer
         self.num_workers = num_workers
         self.seed = seed
         self.tokenizer_from = tokenizer_from
-        self._given_tokenizer: bytes | None = None
+        self._given_tokenizer: Tokenizer | PairedTokenizer | None = None
         self.layout.check_budget(max_tokens, self._settings())
         self._tokenizer: Tokenizer | PairedTokenizer | None = None
         self._data: dict[str, Dataset] = {}
@@ -192,14 +206,18 @@ class TranslationDataModule(LightningDataModule):
             spec=self.spec, vocab_size=self.vocab_size, spm_model_type=self.spm_model_type,
             seed=self.seed, max_len_chars=self.max_len_chars, max_ratio=self.max_ratio,
             max_len=self.max_len, lm_side=self.lm_side, text_field=self.text_field,
-            block_size=self.block_size, tokenizer=self._given_tokenizer_bytes(),
+            block_size=self.block_size, num_proc=self.num_proc, **self._given_tokenizer_settings(),
         )  # fmt: skip
 
-    def _given_tokenizer_bytes(self) -> bytes | None:
-        """The ``tokenizer_from`` checkpoint's tokenizer, read once."""
-        if self.tokenizer_from is not None and self._given_tokenizer is None:
-            self._given_tokenizer = checkpoint_tokenizer_bytes(self.tokenizer_from)
-        return self._given_tokenizer
+    def _given_tokenizer_settings(self) -> dict[str, Any]:
+        """The ``tokenizer_from`` checkpoint's tokenizer (read once) and whether it ends sources
+        with ``</s>`` (checkpoints from before that convention do not)."""
+        if self.tokenizer_from is None:
+            return {}
+        if self._given_tokenizer is None:
+            self._given_tokenizer = checkpoint_tokenizer(self.tokenizer_from)
+        return {"tokenizer": self._given_tokenizer.to_bytes(),
+                "tokenizer_source_eos": self._given_tokenizer.source_ends_with_eos}  # fmt: skip
 
     # ----------------------------------------------------------------------------- cache
     @property
@@ -234,7 +252,8 @@ class TranslationDataModule(LightningDataModule):
         say = progress or _quiet
         say(f"preparing the data once (cached in {self.cache_path})")
         start = time.perf_counter()
-        with _stage_lines(progress):
+        # Bars for a command that asked for progress, or for anyone watching a terminal.
+        with _stage_lines(progress), progress_bars(progress is not None or sys.stderr.isatty()):
             build_atomically(self.cache_path, lambda out: self.layout.build(out, settings))
         say(f"data prepared in {_duration(time.perf_counter() - start)}")
 
@@ -244,8 +263,10 @@ class TranslationDataModule(LightningDataModule):
         if not self.is_prepared():
             self.prepare_data()  # used outside a Trainer, or the cache was removed
         self._tokenizer = load_tokenizer(self.cache_path / "spm.model")
+        if isinstance(self._tokenizer, Tokenizer):  # (an imported Marian one always does)
+            self._tokenizer.source_ends_with_eos = self.report.get("source_ends_with_eos", False)
         for name in SPLITS:
-            self._data[name] = self.layout.load(self.cache_path / f"{name}.npz")
+            self._data[name] = self.layout.load(self.cache_path / name)
         self._record_location()
         self._log_report_once()
 
@@ -258,11 +279,14 @@ class TranslationDataModule(LightningDataModule):
         self.hparams[DATA_LOCATION] = {"cache_dir": str(cache.parent), "cache_name": cache.name,
                                        **files}  # fmt: skip
 
+    @rank_zero_only
     def _log_report_once(self) -> None:
         if self._reported:
             return
         self._reported = True
-        sampler = TokenBatchSampler(self._lengths("train"), self.max_tokens, seed=self.seed)
+        train = self.dataset("train")
+        sampler = TokenBatchSampler(self.layout.lengths(train), self.max_tokens, seed=self.seed,
+                                    order=self.layout.order(train))  # fmt: skip
         rank_zero_info(
             f"{self.layout.summary(self.report, self._settings())}; "
             f"vocab {self.tokenizer.vocab_size}; {len(sampler)} train batches of "
@@ -297,15 +321,13 @@ class TranslationDataModule(LightningDataModule):
         return self.layout.split_texts(self.cache_path, split)
 
     # ----------------------------------------------------------------------------- loaders
-    def _lengths(self, split: str) -> list[int]:
-        return self.layout.lengths(self.dataset(split))
-
     def _loader(self, split: str, shuffle: bool) -> TokenBatchLoader:
         data = self.dataset(split)
         trainer = self.trainer
         sampler = TokenBatchSampler(
-            self._lengths(split),
+            self.layout.lengths(data),
             self.max_tokens,
+            order=self.layout.order(data),
             shuffle=shuffle,
             seed=self.seed,
             num_replicas=trainer.world_size if trainer is not None else 1,

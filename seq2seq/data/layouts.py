@@ -32,7 +32,6 @@ from seq2seq.data.batching import (
     collate,
     collate_blocks,
     collate_joined,
-    example_length,
     joined_length,
 )
 from seq2seq.data.clean import CleanReport
@@ -75,12 +74,17 @@ class Layout(ABC):
         """Runs the preparation pipeline, writing every cache file into ``out``."""
 
     @abstractmethod
-    def load(self, path: Path) -> Dataset:
-        """A split's dataset from its cached ``.npz`` file."""
+    def load(self, directory: Path) -> Dataset:
+        """A split's dataset from its directory in the cache, memory-mapped."""
 
     @abstractmethod
-    def lengths(self, data: Dataset) -> list[int]:
+    def lengths(self, data: Dataset) -> np.ndarray:
         """Each example's padded-size cost, for the token-budget sampler."""
+
+    def order(self, data: Dataset) -> np.ndarray | None:
+        """The examples sorted by :meth:`lengths` (stable), when the cache stores it (then
+        every rank maps one copy instead of sorting its own); None: the sampler sorts."""
+        return None
 
     @abstractmethod
     def collate(self, tokenizer: Tokenizer) -> Collate | None:
@@ -110,19 +114,25 @@ class PairLayout(Layout):
         if max_tokens < self.pair_length(max_len, max_len):
             raise ValueError(f"max_tokens={max_tokens} cannot hold one pair of max_len={max_len}")
 
-    def pair_length(self, src_len: int, tgt_len: int) -> int:
-        """Padded-size cost of one pair with sides of these lengths."""
-        return example_length(src_len, tgt_len)
+    def pair_length(self, src_len: Any, tgt_len: Any) -> Any:
+        """Padded-size cost of pairs with sides of these lengths (ints, or arrays of them):
+        :func:`~seq2seq.data.batching.example_length`."""
+        return np.maximum(src_len, tgt_len) + 1
 
     def build(self, out: Path, settings: PrepareSettings) -> None:
-        prepare_pairs(out, settings)
+        # Sources end with </s>, as Marian and fairseq train encoder-decoder models.
+        prepare_pairs(out, settings, self.pair_length, source_ends_with_eos=True)
 
-    def load(self, path: Path) -> TokenizedPairs:
-        with np.load(path) as arrays:
-            return TokenizedPairs(dict(arrays))
+    def load(self, directory: Path) -> TokenizedPairs:
+        return TokenizedPairs.load(directory)
 
-    def lengths(self, data: Dataset) -> list[int]:
-        return data.lengths()
+    def lengths(self, data: Dataset) -> np.ndarray:
+        if data.stored_lengths is not None:
+            return data.stored_lengths
+        return self.pair_length(data.side_lengths("src"), data.side_lengths("tgt"))
+
+    def order(self, data: Dataset) -> np.ndarray | None:
+        return data.stored_order
 
     def collate(self, tokenizer: Tokenizer) -> Collate | None:
         return partial(collate, pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id,
@@ -150,15 +160,12 @@ class JoinedPairLayout(PairLayout):
         key["tokenizer"] = [*key["tokenizer"], SEP]
         return key
 
-    def pair_length(self, src_len: int, tgt_len: int) -> int:
+    def pair_length(self, src_len: Any, tgt_len: Any) -> Any:
         return joined_length(src_len, tgt_len)
 
     def build(self, out: Path, settings: PrepareSettings) -> None:
-        prepare_pairs(out, settings, user_symbols=(SEP,))
-
-    def lengths(self, data: Dataset) -> list[int]:
-        src, tgt = data.side_lengths("src"), data.side_lengths("tgt")
-        return (src + tgt + joined_length(0, 0)).tolist()
+        # No </s> inside [bos] src [sep] tgt: <sep> ends the source.
+        prepare_pairs(out, settings, self.pair_length, (SEP,), source_ends_with_eos=False)
 
     def collate(self, tokenizer: Tokenizer) -> Collate:
         return partial(collate_joined, sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id)
@@ -185,11 +192,10 @@ class BlockLayout(Layout):
     def build(self, out: Path, settings: PrepareSettings) -> None:
         prepare_blocks(out, settings)
 
-    def load(self, path: Path) -> TokenBlocks:
-        with np.load(path) as arrays:
-            return TokenBlocks(arrays["blocks"])
+    def load(self, directory: Path) -> TokenBlocks:
+        return TokenBlocks(np.load(directory / "blocks.npy", mmap_mode="r"))
 
-    def lengths(self, data: Dataset) -> list[int]:
+    def lengths(self, data: Dataset) -> np.ndarray:
         return data.lengths()
 
     def collate(self, tokenizer: Tokenizer) -> Collate:

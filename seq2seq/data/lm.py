@@ -11,11 +11,27 @@ starts something unrelated.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
-from seq2seq.data.clean import normalize_en, normalize_zh
+from seq2seq.data.clean import normalize_en, normalize_zh, text_key
 from seq2seq.data.split import SPLITS, split_name
+
+
+def clean_document_batch(texts: list[str], lang: str) -> dict[str, Any]:
+    """Normalises a batch of documents (a ``datasets`` batched map): the normalised ``text``,
+    whether it is ``empty`` and its 128-bit key (``key_hi``, ``key_lo``,
+    :func:`~seq2seq.data.clean.text_key`) for de-duplication and the split on arrays."""
+    normalize = normalize_zh if lang == "zh" else normalize_en
+    docs = [normalize(text) for text in texts]
+    keys = [text_key(doc) for doc in docs]
+    return {
+        "text": docs,
+        "empty": [not doc for doc in docs],
+        "key_hi": np.asarray([hi for hi, _ in keys], dtype=np.uint64),
+        "key_lo": np.asarray([lo for _, lo in keys], dtype=np.uint64),
+    }
 
 
 def clean_documents(texts: Iterable[str], lang: str) -> tuple[list[str], dict[str, int]]:
@@ -54,16 +70,34 @@ def pack_blocks(
     Block i holds stream positions ``[i * block_size, (i + 1) * block_size]``: consecutive
     blocks share one token, the last input of one being the first of the next.
     """
+    lengths = np.fromiter(map(len, documents), dtype=np.int64, count=len(documents))
+    ids = np.fromiter(
+        (t for doc in documents for t in doc), dtype=np.int32, count=int(lengths.sum())
+    )
+    return pack_flat(ids, lengths, block_size, bos_id, eos_id, pad_id)
+
+
+def pack_flat(
+    ids: np.ndarray, lengths: np.ndarray, block_size: int, bos_id: int, eos_id: int, pad_id: int
+) -> np.ndarray:
+    """:func:`pack_blocks` of documents given flat: ``ids`` (all documents' ids, one after the
+    other) and each document's length ``lengths``; vectorised, for millions of documents."""
     if block_size < 1:
         raise ValueError(f"block_size must be >= 1, got {block_size}")
-    pieces = [np.asarray([bos_id, *doc, eos_id], dtype=np.int32) for doc in documents]
-    stream = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32)
-    n_blocks = max(1, -(-(len(stream) - 1) // block_size))  # ceil
-    blocks = np.full((n_blocks, block_size + 1), pad_id, dtype=np.int32)
-    for i in range(n_blocks):
-        chunk = stream[i * block_size : (i + 1) * block_size + 1]
-        blocks[i, : len(chunk)] = chunk
-    return blocks
+    lengths = np.asarray(lengths, dtype=np.int64)
+    bos_at = np.zeros(len(lengths), dtype=np.int64)  # each document is [bos] ids [eos]
+    np.cumsum(lengths[:-1] + 2, out=bos_at[1:])
+    eos_at = bos_at + lengths + 1
+    total = int(lengths.sum()) + 2 * len(lengths)
+    n_blocks = max(1, -(-(total - 1) // block_size))  # ceil
+    stream = np.full(n_blocks * block_size + 1, pad_id, dtype=np.int32)  # padded tail included
+    is_text = np.zeros(len(stream), dtype=bool)
+    is_text[:total] = True
+    is_text[bos_at] = is_text[eos_at] = False
+    stream[is_text] = ids
+    stream[bos_at], stream[eos_at] = bos_id, eos_id
+    windows = np.lib.stride_tricks.sliding_window_view(stream, block_size + 1)
+    return np.ascontiguousarray(windows[::block_size][:n_blocks])
 
 
 class TokenBlocks:
@@ -78,9 +112,9 @@ class TokenBlocks:
     def __len__(self) -> int:
         return len(self.blocks)
 
-    def lengths(self) -> list[int]:
+    def lengths(self) -> np.ndarray:
         """Every block costs block_size + 1 positions (for the token-budget sampler)."""
-        return [self.blocks.shape[1]] * len(self.blocks)
+        return np.full(len(self.blocks), self.blocks.shape[1], dtype=np.int64)
 
     def n_tokens(self, pad_id: int) -> int:
         """Predicted (non-pad target) tokens in all blocks."""

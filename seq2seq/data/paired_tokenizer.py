@@ -80,7 +80,7 @@ class PairedTokenizer:
         """Number of ids: the vocabulary, plus the padding id when an import appended one."""
         return max(len(self.vocab), self.pad_id + 1)
 
-    source_ends_with_eos = True  # what Marian models read (a cut source keeps it)
+    source_ends_with_eos = True  # what Marian models read, always (a cut source keeps it)
 
     @property
     def appended_pad(self) -> bool:

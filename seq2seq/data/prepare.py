@@ -5,13 +5,20 @@ The slow work runs once; later runs (and other ranks) only read the cache direct
 that changes what is written). A translation cache holds::
 
     spm.model                       joint SentencePiece model (or the given tokenizer's bytes)
-    train.npz dev.npz test.npz      token ids, :class:`TokenizedPairs` (flat int32 ids + offsets)
+    {train,dev,test}/               token ids, :class:`TokenizedPairs`: flat ids src.npy and
+                                    tgt.npy with src_offsets.npy, tgt_offsets.npy; each pair's
+                                    batching cost lengths.npy and the length order order.npy
     {train,dev,test}.{en,zh}        cleaned text, one sentence per line (BLEU references)
     report.json                     counts: raw, cleaning drops, split sizes, too-long drops
 
-and a language model's (prefix ``lm-``) holds ``spm.model``, ``{split}.npz`` with the packed
-blocks, ``blocks``: (n_blocks, block_size + 1) int32 (:func:`seq2seq.data.lm.pack_blocks`),
+and a language model's (prefix ``lm-``) holds ``spm.model``, ``{split}/blocks.npy`` with the
+packed blocks, (n_blocks, block_size + 1) int32 (:func:`seq2seq.data.lm.pack_blocks`),
 ``{split}.txt`` (the cleaned documents) and ``report.json``.
+
+Translation pairs are prepared on Arrow tables with ``datasets`` (:mod:`seq2seq.data.tables`):
+memory stays flat at any corpus size, and cleaning and tokenizing run in ``num_proc``
+processes. Every array is a plain ``.npy`` file that readers map (``mmap_mode="r"``), so the
+ranks of one machine share one copy of the ids in the page cache.
 
 :func:`build_atomically` writes the directory under a temporary name and renames it into place,
 so a crash never leaves a half-written cache behind. Which pipeline runs and which settings
@@ -30,25 +37,51 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from seq2seq.data.clean import clean_pairs
-from seq2seq.data.lm import TokenBlocks, clean_documents, pack_blocks, split_documents
-from seq2seq.data.sources import CorpusSpec, load_corpus, load_texts
-from seq2seq.data.split import split_pairs
+from seq2seq.data import tables
+from seq2seq.data.clean import FILTER_REASONS, CleanReport, clean_batch
+from seq2seq.data.lm import TokenBlocks, clean_document_batch, pack_flat
+from seq2seq.data.sources import CorpusSpec, pair_batches, text_batches
+from seq2seq.data.split import (
+    DEV,
+    DEV_BUCKETS,
+    DROPPED,
+    SPLITS,
+    TEST,
+    TEST_BUCKETS,
+    TRAIN,
+    bucket_of_keys,
+    dense_ids,
+    split_codes,
+)
 from seq2seq.data.tokenizer import PairedTokenizer, Tokenizer, tokenizer_from_bytes
 from seq2seq.errors import DataError
-from seq2seq.textio import write_lines
 
-CACHE_VERSION = 2  # bump when the cached format or the pipeline's output changes
-# (2: byte-fallback tokenizer; an English sentence in one split only; no HSK placeholders)
+CACHE_VERSION = 3  # bump when the cached format or the pipeline's output changes
+# (2: byte-fallback tokenizer; an English sentence in one split only; no HSK placeholders;
+# 3: sources end with </s>; memory-mapped .npy arrays per split)
 LANGS = ("en", "zh")  # file suffixes of the cached text, source first
+TOKENIZER_SENTENCES = 200_000  # SentencePiece trains on at most this many sentences
+KEY_COLUMNS = ("en_key_hi", "en_key_lo", "zh_key_hi", "zh_key_lo")
+PairLengths = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (src, tgt lengths) -> costs
 
 log = logging.getLogger(__name__)  # one line per stage of a preparation
+
+
+def _features() -> tuple[Any, Any, Any]:
+    """The column types of the raw, cleaned and tokenized tables."""
+    import datasets  # deferred: importing datasets costs ~1 s; only preparing needs it
+
+    text = {"en": datasets.Value("string"), "zh": datasets.Value("string")}
+    keys = {name: datasets.Value("uint64") for name in KEY_COLUMNS}
+    cleaned = {**text, "drop": datasets.Value("uint8"), **keys}
+    ids = {side: datasets.List(datasets.Value("int32")) for side in ("src", "tgt")}
+    return datasets.Features(text), datasets.Features(cleaned), datasets.Features(ids)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +90,7 @@ class PrepareSettings:
 
     ``max_len_chars``, ``max_ratio`` and ``max_len`` concern translation pairs; ``lm_side``,
     ``text_field`` and ``block_size`` the language model. See ``TranslationDataModule``.
+    ``num_proc`` (worker processes) changes how fast, never what is written.
     """
 
     spec: CorpusSpec
@@ -70,50 +104,57 @@ class PrepareSettings:
     text_field: str | None
     block_size: int
     tokenizer: bytes | None = None
+    tokenizer_source_eos: bool = True  # the given tokenizer's convention (see Tokenizer)
+    num_proc: int = 1
 
     def tokenizer_key(self) -> list[Any]:
         """The settings that change the tokenizer: a given one's bytes (fine-tuning a
         checkpoint), or those of the SentencePiece model trained otherwise."""
         if self.tokenizer is not None:
-            return ["given", hashlib.sha256(self.tokenizer).hexdigest()]
+            digest = hashlib.sha256(self.tokenizer).hexdigest()
+            return ["given", digest] + ([] if self.tokenizer_source_eos else ["no source eos"])
         return [self.vocab_size, self.spm_model_type, self.seed]
 
 
 class TokenizedPairs:
     """Token-id pairs stored as flat arrays; ``self[i]`` is ``(src_ids, tgt_ids)``.
 
-    Flat numpy arrays keep millions of pairs compact, load fast, and are shared
-    copy-on-write with forked ``DataLoader`` workers.
+    The arrays (``src``/``tgt`` ids, their ``*_offsets``, optionally each pair's batching cost
+    ``lengths`` and their stable ``order``) are usually read-only memory maps of a cache
+    directory (:meth:`load`): every process of a machine reads the same pages, and forked
+    ``DataLoader`` workers share them too.
     """
 
     def __init__(self, arrays: dict[str, np.ndarray]) -> None:
-        self._ids = {side: arrays[f"{side}_ids"] for side in ("src", "tgt")}
+        self._ids = {side: arrays[side] for side in ("src", "tgt")}
         self._offsets = {side: arrays[f"{side}_offsets"] for side in ("src", "tgt")}
+        self.stored_lengths = arrays.get("lengths")
+        self.stored_order = arrays.get("order")
+
+    @classmethod
+    def load(cls, directory: Path) -> TokenizedPairs:
+        """Maps a split's arrays (written by :func:`prepare_pairs`) without reading them."""
+        names = ("src", "tgt", "src_offsets", "tgt_offsets", "lengths", "order")
+        return cls({name: np.load(directory / f"{name}.npy", mmap_mode="r") for name in names})
 
     @classmethod
     def from_lists(cls, src: list[list[int]], tgt: list[list[int]]) -> TokenizedPairs:
-        """Packs per-sentence id lists."""
+        """Packs per-sentence id lists (in memory; for tests and small data)."""
         arrays = {}
         for side, seqs in (("src", src), ("tgt", tgt)):
             lengths = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
             arrays[f"{side}_offsets"] = np.concatenate([[0], np.cumsum(lengths)])
             flat = [token for seq in seqs for token in seq]
-            arrays[f"{side}_ids"] = np.asarray(flat, dtype=np.int32)
+            arrays[side] = np.asarray(flat, dtype=np.int32)
         return cls(arrays)
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The arrays to save with ``np.savez``."""
-        out = {f"{side}_ids": ids for side, ids in self._ids.items()}
-        out.update({f"{side}_offsets": offsets for side, offsets in self._offsets.items()})
-        return out
 
     def side_lengths(self, side: str) -> np.ndarray:
         """Token count of every sentence of ``side`` (``"src"`` or ``"tgt"``)."""
         return np.diff(self._offsets[side])
 
-    def lengths(self) -> list[int]:
+    def lengths(self) -> np.ndarray:
         """:func:`~seq2seq.data.batching.example_length` of every pair, for the batch sampler."""
-        return (np.maximum(self.side_lengths("src"), self.side_lengths("tgt")) + 1).tolist()
+        return np.maximum(self.side_lengths("src"), self.side_lengths("tgt")) + 1
 
     def _side(self, side: str, i: int) -> list[int]:
         start, end = self._offsets[side][i], self._offsets[side][i + 1]
@@ -161,9 +202,12 @@ def build_atomically(cache: Path, build: Callable[[Path], None]) -> None:
     Another process may finish the same cache first; its copy is kept and ours dropped. The
     temporary name holds the host as well as the process id: on a shared filesystem, nodes
     (containers especially) repeat process ids, and one node's clean-up must never delete
-    another's half-built cache.
+    another's half-built cache. What a killed preparation of this host left behind (its process
+    is gone) is removed first.
     """
-    tmp = cache.with_name(f"{cache.name}.tmp-{socket.gethostname()}-{os.getpid()}")
+    host = socket.gethostname()
+    _remove_abandoned_builds(cache, host)
+    tmp = cache.with_name(f"{cache.name}.tmp-{host}-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
@@ -175,6 +219,25 @@ def build_atomically(cache: Path, build: Callable[[Path], None]) -> None:
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _remove_abandoned_builds(cache: Path, host: str) -> None:
+    """Deletes ``<cache>.tmp-<host>-<pid>`` directories whose process no longer runs."""
+    prefix = f"{cache.name}.tmp-{host}-"
+    for tmp in cache.parent.glob(f"{prefix}*") if cache.parent.is_dir() else ():
+        pid = tmp.name.removeprefix(prefix)
+        if pid.isdigit() and not _process_runs(int(pid)):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _process_runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, run by another user
+        return True
+    return True
 
 
 def read_report(cache: Path) -> dict[str, Any]:
@@ -211,7 +274,10 @@ def _train_tokenizer(
     (``settings.tokenizer``, when fine-tuning a checkpoint) as it is."""
     if settings.tokenizer is not None:
         log.info("tokenizer: the given one (data.tokenizer_from), not trained")
-        return tokenizer_from_bytes(settings.tokenizer), 0.0
+        tokenizer = tokenizer_from_bytes(settings.tokenizer)
+        if isinstance(tokenizer, Tokenizer):  # an imported Marian model's always ends with </s>
+            tokenizer.source_ends_with_eos = settings.tokenizer_source_eos
+        return tokenizer, 0.0
     log.info(f"training the tokenizer: {settings.vocab_size:,} pieces on {len(texts):,} texts")
     start = time.perf_counter()
     tokenizer = Tokenizer.train(
@@ -225,90 +291,282 @@ def _train_tokenizer(
 
 
 # ----------------------------------------------------------------------------- translation pairs
-def prepare_pairs(out: Path, settings: PrepareSettings, user_symbols: Sequence[str] = ()) -> None:
+def prepare_pairs(
+    out: Path,
+    settings: PrepareSettings,
+    pair_lengths: PairLengths,
+    user_symbols: Sequence[str] = (),
+    source_ends_with_eos: bool = True,
+) -> None:
     """Translation pairs: corpus → clean → split → tokenizer → ids, every cache file into ``out``.
 
-    ``user_symbols`` are extra tokenizer pieces (a decoder-only model's ``<sep>``).
+    Runs on Arrow tables in ``out/tables`` (:mod:`seq2seq.data.tables`; removed at the end), so
+    memory stays flat whatever the corpus size: the text is only ever in memory-mapped files
+    and worker processes, the preparing process holds arrays of a few bytes per pair.
+
+    Args:
+        pair_lengths: each pair's cost for the batch sampler from its side lengths (the layout's).
+        user_symbols: extra tokenizer pieces (a decoder-only model's ``<sep>``).
+        source_ends_with_eos: whether a trained tokenizer ends sources with ``</s>`` (encoder-
+            decoder models, as Marian); a given tokenizer keeps its own convention.
     """
-    spec = settings.spec
+    spec, work = settings.spec, out / "tables"
     log.info(f"reading {spec.name}")
-    pairs = load_corpus(spec)
-    log.info(f"cleaning {len(pairs):,} pairs")
-    cleaned, clean_report = clean_pairs(pairs, settings.max_len_chars, settings.max_ratio)
-    splits = split_pairs(cleaned)
-    log.info(f"split: {_sizes(splits)} pairs")
-    if not splits["train"]:
+    raw = tables.write_table(_column_batches(spec), work / "raw.arrow", _features()[0], "reading")
+    if not len(raw):
+        raise DataError.at(spec.name, None, "corpus is empty (no sentence pairs)")
+    log.info(f"cleaning {len(raw):,} pairs")
+    limits = {"max_len_chars": settings.max_len_chars, "max_ratio": settings.max_ratio}
+    cleaned = tables.parallel_map(raw, _clean_columns, work / "clean.arrow", "cleaning",
+                                  settings.num_proc, _features()[1], limits)  # fmt: skip
+    del raw
+    (work / "raw.arrow").unlink()  # the normalised text is all that is read from here on
+    rows, clean_report, held_out = _deduplicate_and_split(cleaned)
+    log.info(f"split: {_sizes(rows)} pairs")
+    if not len(rows["train"]):
         raise DataError.at(spec.name, None, f"no training pairs left ({clean_report})")
-    train_text = [text for pair in splits["train"] for text in pair]
-    tokenizer, seconds = _train_tokenizer(train_text, settings, user_symbols)
+    tokenizer, seconds = _pair_tokenizer(cleaned, rows["train"], settings, user_symbols)
+    if settings.tokenizer is None:
+        tokenizer.source_ends_with_eos = source_ends_with_eos
     report: dict[str, Any] = {
         "corpus": spec.name,
         "clean": clean_report.to_dict(),
-        "held_out_english_dropped": len(cleaned) - sum(map(len, splits.values())),
-        "split": {name: len(split) for name, split in splits.items()},
+        "held_out_english_dropped": held_out,
+        "split": {name: len(split_rows) for name, split_rows in rows.items()},
         "tokenizer_seconds": seconds,
+        "source_ends_with_eos": bool(tokenizer.source_ends_with_eos),
         "too_long": {},
     }
     tokenizer.save(out / "spm.model")
-    for name, split in splits.items():
-        log.info(f"tokenizing {name}: {len(split):,} pairs")
-        for i, lang in enumerate(LANGS):
-            write_lines([pair[i] for pair in split], out / f"{name}.{lang}")
+    for name, split_rows in rows.items():
+        texts = cleaned.select(split_rows)
+        for lang in LANGS:
+            _write_text_column(texts, lang, out / f"{name}.{lang}")
+        log.info(f"tokenizing {name}: {len(split_rows):,} pairs")
+        encoded = tables.parallel_map(
+            texts, _EncodePairs(tokenizer.to_bytes(), tokenizer.source_ends_with_eos),
+            work / f"{name}.ids.arrow", f"tokenizing {name}", settings.num_proc,
+            features=_features()[2],
+        )  # fmt: skip
         # Test keeps every pair: every test sentence must be translated.
-        ids, dropped = tokenize_pairs(tokenizer, split, settings.max_len, keep_long=name == "test")
+        dropped = _save_split(encoded, out / name, settings.max_len, name != "test", tokenizer,
+                              pair_lengths)  # fmt: skip
         report["too_long"][name] = dropped
-        if name == "train" and not len(ids):
+        if name == "train" and dropped == len(split_rows):
             problem = f"every training pair is over max_len={settings.max_len} tokens"
             raise DataError.at(spec.name, None, problem)
-        np.savez(out / f"{name}.npz", **ids.arrays())
+    del cleaned, texts, encoded
+    shutil.rmtree(work)
     _write_report(out, report)
 
 
-def tokenize_pairs(
-    tokenizer: Tokenizer | PairedTokenizer,
-    pairs: list[tuple[str, str]],
+def _column_batches(spec: CorpusSpec) -> Iterator[dict[str, list[str]]]:
+    for sources, targets in pair_batches(spec):
+        yield {"en": sources, "zh": targets}
+
+
+def _clean_columns(batch: dict[str, list], max_len_chars: int, max_ratio: float) -> dict[str, list]:
+    return clean_batch(batch["en"], batch["zh"], max_len_chars, max_ratio)
+
+
+def _deduplicate_and_split(cleaned: Any) -> tuple[dict[str, np.ndarray], CleanReport, int]:
+    """The rows of the cleaned table in each split (ascending: corpus order), the cleaning
+    counts, and how many training pairs were dropped for held-out English.
+
+    Works on the key arrays alone (:func:`seq2seq.data.clean.clean_batch`): de-duplication
+    keeps each distinct (english, chinese) pair's first row, then :func:`split_codes` splits.
+    """
+    drop = tables.column(cleaned, "drop")
+    candidates = np.flatnonzero(drop == 0)
+    keys = {name: tables.column(cleaned, name)[candidates] for name in KEY_COLUMNS}
+    en_ids = dense_ids(keys["en_key_hi"], keys["en_key_lo"])
+    zh_ids = dense_ids(keys["zh_key_hi"], keys["zh_key_lo"])
+    pair_ids = en_ids * (int(zh_ids.max(initial=0)) + 1) + zh_ids
+    _, first = np.unique(pair_ids, return_index=True)  # a stable sort: first occurrences
+    first.sort()
+    codes = split_codes(en_ids[first], zh_ids[first], bucket_of_keys(keys["zh_key_hi"][first]))
+    kept = candidates[first]
+    counts = np.bincount(drop, minlength=len(FILTER_REASONS))
+    report = CleanReport(
+        total=len(drop),
+        kept=len(kept),
+        duplicate=len(candidates) - len(kept),
+        **{reason: int(counts[i]) for i, reason in enumerate(FILTER_REASONS) if reason},
+    )
+    rows = {name: kept[codes == code] for code, name in enumerate(SPLITS)}
+    return rows, report, int((codes == DROPPED).sum())
+
+
+def _pair_tokenizer(
+    cleaned: Any, train_rows: np.ndarray, settings: PrepareSettings, user_symbols: Sequence[str]
+) -> tuple[Tokenizer | PairedTokenizer, float]:
+    """The tokenizer, trained on both sides of (a sample of) the training pairs.
+
+    SentencePiece learns from at most :data:`TOKENIZER_SENTENCES` sentences: a corpus with
+    more training pairs gives it a random sample (by ``settings.seed``), drawn here from the
+    table, so the other pairs are never read into memory. Below that, every training sentence,
+    English then Chinese of each pair in corpus order.
+    """
+    if settings.tokenizer is not None:
+        return _train_tokenizer([], settings, user_symbols)
+    sample = _sample(train_rows, TOKENIZER_SENTENCES // 2, settings.seed)
+    pairs = cleaned.select(sample).select_columns(["en", "zh"]).to_dict()
+    texts = [text for pair in zip(pairs["en"], pairs["zh"], strict=True) for text in pair]
+    return _train_tokenizer(texts, settings, user_symbols)
+
+
+def _write_text_column(dataset: Any, name: str, path: Path) -> None:
+    """One line per row of a text column, as :func:`seq2seq.textio.write_lines` writes them."""
+    with path.open("w", encoding="utf-8", newline="\n") as file:
+        for batch in dataset.select_columns([name]).iter(batch_size=10_000):
+            file.write("".join(text + "\n" for text in batch[name]))
+
+
+class _EncodePairs:
+    """A batched map from ``en``/``zh`` text to ``src``/``tgt`` ids; picklable, so ``datasets``
+    can hand it to worker processes, each building the tokenizer once."""
+
+    def __init__(self, tokenizer_bytes: bytes, source_ends_with_eos: bool) -> None:
+        self.tokenizer_bytes, self.source_ends_with_eos = tokenizer_bytes, source_ends_with_eos
+        self._tokenizer: Tokenizer | PairedTokenizer | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_tokenizer": None}
+
+    def __call__(self, batch: dict[str, list[str]]) -> dict[str, list[list[int]]]:
+        if self._tokenizer is None:
+            self._tokenizer = tokenizer_from_bytes(self.tokenizer_bytes)
+            self._tokenizer.source_ends_with_eos = self.source_ends_with_eos
+        return {
+            "src": self._tokenizer.encode_sources(batch["en"]),
+            "tgt": self._tokenizer.encode_targets(batch["zh"]),
+        }
+
+
+def _save_split(
+    encoded: Any,
+    directory: Path,
     max_len: int,
-    keep_long: bool,
-) -> tuple[TokenizedPairs, int]:
-    """Token ids of ``pairs`` and how many pairs were dropped for a side over ``max_len``."""
-    src = tokenizer.encode_sources([en for en, _ in pairs])
-    tgt = tokenizer.encode_targets([zh for _, zh in pairs])
-    keep = [keep_long or max(len(s), len(t)) <= max_len for s, t in zip(src, tgt, strict=True)]
-    kept = [i for i, k in enumerate(keep) if k]
-    dropped = len(pairs) - len(kept)
-    return TokenizedPairs.from_lists([src[i] for i in kept], [tgt[i] for i in kept]), dropped
+    drop_long: bool,
+    tokenizer: Tokenizer | PairedTokenizer,
+    pair_lengths: PairLengths,
+) -> int:
+    """Writes a split's :class:`TokenizedPairs` files into ``directory``; returns how many pairs
+    were dropped for a side over ``max_len`` tokens (none unless ``drop_long``)."""
+    directory.mkdir()
+    src_lengths = tables.list_lengths(encoded, "src")
+    tgt_lengths = tables.list_lengths(encoded, "tgt")
+    keep = np.ones(len(src_lengths), dtype=bool)
+    if drop_long:
+        keep = np.maximum(src_lengths, tgt_lengths) <= max_len
+    ids_dtype = tables.smallest_int_dtype(tokenizer.vocab_size - 1)
+    for side in ("src", "tgt"):
+        tables.write_token_arrays(encoded, side, keep, directory / f"{side}.npy",
+                                  directory / f"{side}_offsets.npy", ids_dtype)  # fmt: skip
+    lengths = pair_lengths(src_lengths[keep], tgt_lengths[keep])
+    np.save(
+        directory / "lengths.npy", lengths.astype(tables.smallest_int_dtype(lengths.max(initial=0)))
+    )
+    order = np.argsort(lengths, kind="stable")
+    np.save(directory / "order.npy", order.astype(tables.index_dtype(len(order))))
+    return int(len(keep) - keep.sum())
 
 
 # ----------------------------------------------------------------------------- language model
 def prepare_blocks(out: Path, settings: PrepareSettings) -> None:
-    """Language-model text: documents → clean → split → tokenizer → packed blocks, into ``out``."""
-    spec = settings.spec
+    """Language-model text: documents → clean → split → tokenizer → packed blocks, into ``out``.
+
+    On Arrow tables like :func:`prepare_pairs`: the documents are de-duplicated (first
+    occurrence kept) and split by the hash of each (2% dev, 2% test) on key arrays.
+    """
+    spec, work = settings.spec, out / "tables"
     log.info(f"reading {spec.name}")
-    texts = load_texts(spec, settings.lm_side, settings.text_field)
-    log.info(f"cleaning {len(texts):,} documents")
-    docs, clean_report = clean_documents(texts, settings.lm_side)
-    splits = split_documents(docs)
-    log.info(f"split: {_sizes(splits)} documents")
-    if not splits["train"]:
+    batches = (
+        {"text": texts} for texts in text_batches(spec, settings.lm_side, settings.text_field)
+    )
+    raw = tables.write_table(batches, work / "raw.arrow", _document_features()[0], "reading")
+    log.info(f"cleaning {len(raw):,} documents")
+    cleaned = tables.parallel_map(raw, _clean_documents, work / "clean.arrow", "cleaning",
+                                  settings.num_proc, _document_features()[1],
+                                  {"lang": settings.lm_side})  # fmt: skip
+    del raw
+    (work / "raw.arrow").unlink()
+    empty = tables.column(cleaned, "empty")
+    if empty.all():
+        raise DataError.at(spec.name, None, "corpus is empty (no text)")
+    candidates = np.flatnonzero(~empty)
+    key_hi = tables.column(cleaned, "key_hi")[candidates]
+    key_lo = tables.column(cleaned, "key_lo")[candidates]
+    _, first = np.unique(dense_ids(key_hi, key_lo), return_index=True)  # first occurrences
+    first.sort()
+    kept, buckets = candidates[first], bucket_of_keys(key_hi[first])
+    where = np.where(buckets < TEST_BUCKETS, TEST, np.where(buckets < DEV_BUCKETS, DEV, TRAIN))
+    rows = {name: kept[where == code] for code, name in enumerate(SPLITS)}
+    clean_report = {"total": len(empty), "empty": int(empty.sum()),
+                    "duplicates": len(candidates) - len(kept), "kept": len(kept)}  # fmt: skip
+    log.info(f"split: {_sizes(rows)} documents")
+    if not len(rows["train"]):
         raise DataError.at(spec.name, None, f"no training text left ({clean_report})")
-    tokenizer, seconds = _train_tokenizer(splits["train"], settings)
+    sample = _sample(rows["train"], TOKENIZER_SENTENCES, settings.seed)
+    texts = cleaned.select(sample)["text"] if settings.tokenizer is None else []
+    tokenizer, seconds = _train_tokenizer(list(texts), settings)
     report: dict[str, Any] = {
         "corpus": spec.name,
         "clean": clean_report,
-        "split": {name: len(split) for name, split in splits.items()},
+        "split": {name: len(split_rows) for name, split_rows in rows.items()},
         "tokenizer_seconds": seconds,
         "blocks": {},
         "tokens": {},
     }
     tokenizer.save(out / "spm.model")
-    for name, split in splits.items():
-        log.info(f"tokenizing and packing {name}: {len(split):,} documents")
-        write_lines(split, out / f"{name}.txt")
-        ids = tokenizer.encode_batch(split)
-        blocks = pack_blocks(
-            ids, settings.block_size, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id
-        )
+    for name, split_rows in rows.items():
+        log.info(f"tokenizing and packing {name}: {len(split_rows):,} documents")
+        documents = cleaned.select(split_rows)
+        _write_text_column(documents, "text", out / f"{name}.txt")
+        encoded = tables.parallel_map(documents, _EncodeDocuments(tokenizer.to_bytes()),
+                                      work / f"{name}.ids.arrow", f"tokenizing {name}",
+                                      settings.num_proc, _document_features()[2])  # fmt: skip
+        ids = tables.flat_values(encoded, "ids")
+        blocks = pack_flat(ids, tables.list_lengths(encoded, "ids"), settings.block_size,
+                           tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id)  # fmt: skip
         report["blocks"][name] = len(blocks)
         report["tokens"][name] = TokenBlocks(blocks).n_tokens(tokenizer.pad_id)
-        np.savez(out / f"{name}.npz", blocks=blocks)
+        (out / name).mkdir()
+        np.save(out / name / "blocks.npy", blocks)
+    del cleaned, documents, encoded
+    shutil.rmtree(work)
     _write_report(out, report)
+
+
+def _document_features() -> tuple[Any, Any, Any]:
+    """The column types of the raw, cleaned and tokenized document tables."""
+    import datasets
+
+    text = {"text": datasets.Value("string")}
+    keys = {"key_hi": datasets.Value("uint64"), "key_lo": datasets.Value("uint64")}
+    cleaned = {**text, "empty": datasets.Value("bool"), **keys}
+    ids = {"ids": datasets.List(datasets.Value("int32"))}
+    return datasets.Features(text), datasets.Features(cleaned), datasets.Features(ids)
+
+
+def _clean_documents(batch: dict[str, list], lang: str) -> dict[str, Any]:
+    return clean_document_batch(batch["text"], lang)
+
+
+class _EncodeDocuments(_EncodePairs):
+    """A batched map from ``text`` to ``ids`` (see :class:`_EncodePairs`)."""
+
+    def __init__(self, tokenizer_bytes: bytes) -> None:
+        super().__init__(tokenizer_bytes, source_ends_with_eos=False)
+
+    def __call__(self, batch: dict[str, list[str]]) -> dict[str, list[list[int]]]:
+        if self._tokenizer is None:
+            self._tokenizer = tokenizer_from_bytes(self.tokenizer_bytes)
+        return {"ids": self._tokenizer.encode_batch(batch["text"])}
+
+
+def _sample(rows: np.ndarray, most: int, seed: int) -> np.ndarray:
+    """``rows`` if there are at most ``most``, else a sorted random sample of ``most`` of them."""
+    if len(rows) <= most:
+        return rows
+    return np.sort(np.random.default_rng(seed).choice(rows, most, replace=False))

