@@ -68,6 +68,7 @@ CACHE_VERSION = 3  # bump when the cached format or the pipeline's output change
 LANGS = ("en", "zh")  # file suffixes of the cached text, source first
 TOKENIZER_SENTENCES = 200_000  # SentencePiece trains on at most this many sentences
 KEY_COLUMNS = ("en_key_hi", "en_key_lo", "zh_key_hi", "zh_key_lo")
+SIDES = ("src", "tgt")  # the tokenized table's columns, source first
 PairLengths = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (src, tgt lengths) -> costs
 
 log = logging.getLogger(__name__)  # one line per stage of a preparation
@@ -338,24 +339,19 @@ def prepare_pairs(
         "too_long": {},
     }
     tokenizer.save(out / "spm.model")
-    for name, split_rows in rows.items():
-        texts = cleaned.select(split_rows)
-        for lang in LANGS:
-            _write_text_column(texts, lang, out / f"{name}.{lang}")
-        log.info(f"tokenizing {name}: {len(split_rows):,} pairs")
-        encoded = tables.parallel_map(
-            texts, _EncodePairs(tokenizer.to_bytes(), tokenizer.source_ends_with_eos),
-            work / f"{name}.ids.arrow", f"tokenizing {name}", settings.num_proc,
-            features=_features()[2],
-        )  # fmt: skip
-        # Test keeps every pair: every test sentence must be translated.
-        dropped = _save_split(encoded, out / name, settings.max_len, name != "test", tokenizer,
-                              pair_lengths)  # fmt: skip
-        report["too_long"][name] = dropped
-        if name == "train" and dropped == len(split_rows):
-            problem = f"every training pair is over max_len={settings.max_len} tokens"
-            raise DataError.at(spec.name, None, problem)
-    del cleaned, texts, encoded
+    split_of_row = _split_of_row(rows, len(cleaned))
+    _write_split_texts(cleaned, split_of_row, {lang: lang for lang in LANGS}, out)
+    log.info(f"tokenizing {len(cleaned):,} pairs")
+    encode = _EncodePairs(tokenizer.to_bytes(), tokenizer.source_ends_with_eos)
+    encoded = tables.parallel_map(cleaned, encode, work / "ids.arrow", "tokenizing",
+                                  settings.num_proc, _features()[2],
+                                  input_columns=list(LANGS))  # fmt: skip
+    report["too_long"] = _save_splits(encoded, split_of_row, out, settings.max_len, tokenizer,
+                                      pair_lengths)  # fmt: skip
+    if report["too_long"]["train"] == len(rows["train"]):
+        problem = f"every training pair is over max_len={settings.max_len} tokens"
+        raise DataError.at(spec.name, None, problem)
+    del cleaned, encoded
     shutil.rmtree(work)
     _write_report(out, report)
 
@@ -375,26 +371,36 @@ def _deduplicate_and_split(cleaned: Any) -> tuple[dict[str, np.ndarray], CleanRe
 
     Works on the key arrays alone (:func:`seq2seq.data.clean.clean_batch`): de-duplication
     keeps each distinct (english, chinese) pair's first row, then :func:`split_codes` splits.
+    Each array is dropped as soon as it is used: this is the preparation's largest moment.
     """
     drop = tables.column(cleaned, "drop")
-    candidates = np.flatnonzero(drop == 0)
-    keys = {name: tables.column(cleaned, name)[candidates] for name in KEY_COLUMNS}
-    en_ids = dense_ids(keys["en_key_hi"], keys["en_key_lo"])
-    zh_ids = dense_ids(keys["zh_key_hi"], keys["zh_key_lo"])
-    pair_ids = en_ids * (int(zh_ids.max(initial=0)) + 1) + zh_ids
-    _, first = np.unique(pair_ids, return_index=True)  # a stable sort: first occurrences
-    first.sort()
-    codes = split_codes(en_ids[first], zh_ids[first], bucket_of_keys(keys["zh_key_hi"][first]))
-    kept = candidates[first]
     counts = np.bincount(drop, minlength=len(FILTER_REASONS))
+    candidates = np.flatnonzero(drop == 0).astype(tables.index_dtype(len(drop)))
+    del drop
+    en_ids = _sentence_ids(cleaned, "en", candidates)
+    zh_buckets = bucket_of_keys(tables.column(cleaned, "zh_key_hi")[candidates]).astype(np.uint16)
+    zh_ids = _sentence_ids(cleaned, "zh", candidates)
+    pair_ids = en_ids.astype(np.int64) * (int(zh_ids.max(initial=0)) + 1) + zh_ids
+    _, first = np.unique(pair_ids, return_index=True)  # a stable sort: first occurrences
+    del pair_ids
+    first.sort()
+    codes = split_codes(en_ids[first], zh_ids[first], zh_buckets[first])
+    kept = candidates[first]
     report = CleanReport(
-        total=len(drop),
+        total=int(counts.sum()),
         kept=len(kept),
         duplicate=len(candidates) - len(kept),
         **{reason: int(counts[i]) for i, reason in enumerate(FILTER_REASONS) if reason},
     )
     rows = {name: kept[codes == code] for code, name in enumerate(SPLITS)}
     return rows, report, int((codes == DROPPED).sum())
+
+
+def _sentence_ids(cleaned: Any, side: str, rows: np.ndarray) -> np.ndarray:
+    """:func:`dense_ids` of one side's sentences in ``rows``, as the smallest integers that fit."""
+    key_hi = tables.column(cleaned, f"{side}_key_hi")[rows]
+    key_lo = tables.column(cleaned, f"{side}_key_lo")[rows]
+    return dense_ids(key_hi, key_lo).astype(tables.index_dtype(len(rows)))
 
 
 def _pair_tokenizer(
@@ -410,16 +416,40 @@ def _pair_tokenizer(
     if settings.tokenizer is not None:
         return _train_tokenizer([], settings, user_symbols)
     sample = _sample(train_rows, TOKENIZER_SENTENCES // 2, settings.seed)
-    pairs = cleaned.select(sample).select_columns(["en", "zh"]).to_dict()
+    pairs = tables.text_rows(cleaned, ["en", "zh"], sample)
     texts = [text for pair in zip(pairs["en"], pairs["zh"], strict=True) for text in pair]
     return _train_tokenizer(texts, settings, user_symbols)
 
 
-def _write_text_column(dataset: Any, name: str, path: Path) -> None:
-    """One line per row of a text column, as :func:`seq2seq.textio.write_lines` writes them."""
-    with path.open("w", encoding="utf-8", newline="\n") as file:
-        for batch in dataset.select_columns([name]).iter(batch_size=10_000):
-            file.write("".join(text + "\n" for text in batch[name]))
+def _split_of_row(rows: dict[str, np.ndarray], n_rows: int) -> np.ndarray:
+    """(n_rows,) int8: each row's index in :data:`SPLITS`, -1 for rows in none."""
+    split_of_row = np.full(n_rows, -1, dtype=np.int8)
+    for code, name in enumerate(SPLITS):
+        split_of_row[rows[name]] = code
+    return split_of_row
+
+
+def _write_split_texts(
+    table: Any, split_of_row: np.ndarray, suffixes: dict[str, str], out: Path
+) -> None:
+    """Each split's rows of the text ``columns``, one per line, into ``out/<split>.<suffix>``
+    (lines as :func:`seq2seq.textio.write_lines` writes them), in one streamed pass."""
+    paths = {(name, column): out / f"{name}.{suffix}"
+             for name in SPLITS for column, suffix in suffixes.items()}  # fmt: skip
+    files = {key: path.open("w", encoding="utf-8", newline="\n") for key, path in paths.items()}
+    try:
+        start = 0
+        for batch in tables.record_batches(table, list(suffixes)):
+            codes = split_of_row[start : start + batch.num_rows]
+            for code, name in enumerate(SPLITS):
+                taken = batch.take(np.flatnonzero(codes == code))
+                for column in suffixes:
+                    lines = taken.column(column).to_pylist()
+                    files[name, column].write("".join(line + "\n" for line in lines))
+            start += batch.num_rows
+    finally:
+        for file in files.values():
+            file.close()
 
 
 class _EncodePairs:
@@ -433,43 +463,63 @@ class _EncodePairs:
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_tokenizer": None}
 
-    def __call__(self, batch: dict[str, list[str]]) -> dict[str, list[list[int]]]:
+    def __call__(self, sources: list[str], targets: list[str]) -> dict[str, list[list[int]]]:
         if self._tokenizer is None:
             self._tokenizer = tokenizer_from_bytes(self.tokenizer_bytes)
             self._tokenizer.source_ends_with_eos = self.source_ends_with_eos
         return {
-            "src": self._tokenizer.encode_sources(batch["en"]),
-            "tgt": self._tokenizer.encode_targets(batch["zh"]),
+            "src": self._tokenizer.encode_sources(sources),
+            "tgt": self._tokenizer.encode_targets(targets),
         }
 
 
-def _save_split(
+def _save_splits(
     encoded: Any,
-    directory: Path,
+    split_of_row: np.ndarray,
+    out: Path,
     max_len: int,
-    drop_long: bool,
     tokenizer: Tokenizer | PairedTokenizer,
     pair_lengths: PairLengths,
-) -> int:
-    """Writes a split's :class:`TokenizedPairs` files into ``directory``; returns how many pairs
-    were dropped for a side over ``max_len`` tokens (none unless ``drop_long``)."""
-    directory.mkdir()
-    src_lengths = tables.list_lengths(encoded, "src")
-    tgt_lengths = tables.list_lengths(encoded, "tgt")
-    keep = np.ones(len(src_lengths), dtype=bool)
-    if drop_long:
-        keep = np.maximum(src_lengths, tgt_lengths) <= max_len
+) -> dict[str, int]:
+    """Writes each split's :class:`TokenizedPairs` files into ``out/<split>/``, in two streamed
+    passes over the tokenized table; returns how many pairs of each split were dropped for a
+    side over ``max_len`` tokens (none of test: every test sentence must be translated)."""
+    side_lengths = {side: tables.list_lengths(encoded, side).astype(np.int32) for side in SIDES}
+    longer = np.maximum(side_lengths["src"], side_lengths["tgt"])
     ids_dtype = tables.smallest_int_dtype(tokenizer.vocab_size - 1)
-    for side in ("src", "tgt"):
-        tables.write_token_arrays(encoded, side, keep, directory / f"{side}.npy",
-                                  directory / f"{side}_offsets.npy", ids_dtype)  # fmt: skip
-    lengths = pair_lengths(src_lengths[keep], tgt_lengths[keep])
-    np.save(
-        directory / "lengths.npy", lengths.astype(tables.smallest_int_dtype(lengths.max(initial=0)))
-    )
-    order = np.argsort(lengths, kind="stable")
-    np.save(directory / "order.npy", order.astype(tables.index_dtype(len(order))))
-    return int(len(keep) - keep.sum())
+    keep, too_long, writers = {}, {}, {}
+    for code, name in enumerate(SPLITS):
+        in_split = split_of_row == code
+        keep[name] = in_split if name == "test" else in_split & (longer <= max_len)
+        too_long[name] = int(in_split.sum() - keep[name].sum())
+        directory = out / name
+        directory.mkdir()
+        for side, lengths in side_lengths.items():
+            offsets = np.zeros(int(keep[name].sum()) + 1, dtype=np.int64)
+            np.cumsum(lengths[keep[name]], out=offsets[1:])
+            np.save(directory / f"{side}_offsets.npy", offsets)
+            writers[name, side] = tables.NpyWriter(
+                directory / f"{side}.npy", ids_dtype, int(offsets[-1])
+            )
+        costs = pair_lengths(side_lengths["src"][keep[name]], side_lengths["tgt"][keep[name]])
+        np.save(
+            directory / "lengths.npy", costs.astype(tables.smallest_int_dtype(costs.max(initial=0)))
+        )
+        order = np.argsort(costs, kind="stable")
+        np.save(directory / "order.npy", order.astype(tables.index_dtype(len(order))))
+    start = 0
+    for batch in tables.record_batches(encoded, list(SIDES)):
+        rows = slice(start, start + batch.num_rows)
+        for side in SIDES:
+            values = batch.column(side).flatten().to_numpy(zero_copy_only=False)
+            for name in SPLITS:
+                writers[name, side].write(
+                    values[np.repeat(keep[name][rows], side_lengths[side][rows])]
+                )
+        start += batch.num_rows
+    for writer in writers.values():
+        writer.close()
+    return too_long
 
 
 # ----------------------------------------------------------------------------- language model
@@ -508,8 +558,10 @@ def prepare_blocks(out: Path, settings: PrepareSettings) -> None:
     if not len(rows["train"]):
         raise DataError.at(spec.name, None, f"no training text left ({clean_report})")
     sample = _sample(rows["train"], TOKENIZER_SENTENCES, settings.seed)
-    texts = cleaned.select(sample)["text"] if settings.tokenizer is None else []
-    tokenizer, seconds = _train_tokenizer(list(texts), settings)
+    texts = (
+        tables.text_rows(cleaned, ["text"], sample)["text"] if settings.tokenizer is None else []
+    )
+    tokenizer, seconds = _train_tokenizer(texts, settings)
     report: dict[str, Any] = {
         "corpus": spec.name,
         "clean": clean_report,
@@ -519,13 +571,14 @@ def prepare_blocks(out: Path, settings: PrepareSettings) -> None:
         "tokens": {},
     }
     tokenizer.save(out / "spm.model")
+    _write_split_texts(cleaned, _split_of_row(rows, len(cleaned)), {"text": "txt"}, out)
     for name, split_rows in rows.items():
         log.info(f"tokenizing and packing {name}: {len(split_rows):,} documents")
         documents = cleaned.select(split_rows)
-        _write_text_column(documents, "text", out / f"{name}.txt")
         encoded = tables.parallel_map(documents, _EncodeDocuments(tokenizer.to_bytes()),
                                       work / f"{name}.ids.arrow", f"tokenizing {name}",
-                                      settings.num_proc, _document_features()[2])  # fmt: skip
+                                      settings.num_proc, _document_features()[2],
+                                      input_columns=["text"])  # fmt: skip
         ids = tables.flat_values(encoded, "ids")
         blocks = pack_flat(ids, tables.list_lengths(encoded, "ids"), settings.block_size,
                            tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id)  # fmt: skip
@@ -559,10 +612,10 @@ class _EncodeDocuments(_EncodePairs):
     def __init__(self, tokenizer_bytes: bytes) -> None:
         super().__init__(tokenizer_bytes, source_ends_with_eos=False)
 
-    def __call__(self, batch: dict[str, list[str]]) -> dict[str, list[list[int]]]:
+    def __call__(self, texts: list[str]) -> dict[str, list[list[int]]]:  # type: ignore[override]
         if self._tokenizer is None:
             self._tokenizer = tokenizer_from_bytes(self.tokenizer_bytes)
-        return {"ids": self._tokenizer.encode_batch(batch["text"])}
+        return {"ids": self._tokenizer.encode_batch(texts)}
 
 
 def _sample(rows: np.ndarray, most: int, seed: int) -> np.ndarray:

@@ -113,9 +113,12 @@ def dense_ids(key_hi: np.ndarray, key_lo: np.ndarray) -> np.ndarray:
     """(N,) int64 ids numbering the distinct 128-bit keys ``(key_hi, key_lo)`` 0, 1, 2, …
     (in key order): equal keys get equal ids, so sentences compare as integers."""
     order = np.lexsort((key_lo, key_hi))  # sorts by key_hi, then key_lo
-    hi, lo = key_hi[order], key_lo[order]
     new = np.ones(len(order), dtype=bool)
-    new[1:] = (hi[1:] != hi[:-1]) | (lo[1:] != lo[:-1])
+    for key in (key_hi, key_lo):  # one sorted copy at a time
+        in_order = key[order]
+        new[1:] &= in_order[1:] == in_order[:-1]
+        del in_order
+    new[1:] = ~new[1:]  # a new key where either half differs from the previous one's
     ids = np.empty(len(order), dtype=np.int64)
     ids[order] = np.cumsum(new) - 1
     return ids

@@ -79,19 +79,23 @@ def parallel_map(  # noqa: ANN201 (datasets.Dataset)
     num_proc: int,
     features: Any = None,
     fn_kwargs: dict[str, Any] | None = None,
+    input_columns: list[str] | None = None,
     batch_size: int = 1000,
 ):
     """``dataset.map(function, batched=True)`` into Arrow files named after ``path``, in up to
     ``num_proc`` processes (fewer for a small table), replacing every column by ``function``'s.
 
     The output's rows follow the input's (each worker takes a contiguous shard), so the result
-    is the same for any ``num_proc``. ``function`` must be picklable: workers receive it.
+    is the same for any ``num_proc``. ``function`` must be picklable: workers receive it. With
+    ``input_columns`` it gets those columns' lists as arguments (and the workers page in only
+    those columns of the memory-mapped table), else the whole batch as a dict.
     """
     procs = max(1, min(num_proc, math.ceil(len(dataset) / ROWS_PER_PROCESS)))
     return dataset.map(
         function,
         batched=True,
         batch_size=batch_size,
+        input_columns=input_columns,
         fn_kwargs=fn_kwargs,
         remove_columns=dataset.column_names,
         features=features,
@@ -103,56 +107,67 @@ def parallel_map(  # noqa: ANN201 (datasets.Dataset)
     )
 
 
+def record_batches(dataset: Any, columns: list[str]) -> Iterator[Any]:
+    """The rows of a ``datasets.Dataset`` (no indices mapping), in order, as pyarrow record
+    batches of ``columns``, read from its Arrow files with ordinary reads.
+
+    Not through the memory map: pages read through a map stay in the process's resident set
+    (and its proportional memory) for as long as the table lives, so a pass over a big table
+    would leave all of it counted against the preparing process. Read like this, each batch is
+    freed once used, and the pages stay in the page cache only.
+    """
+    import pyarrow as pa
+
+    for cache_file in dataset.cache_files:  # a map's shards, in row order
+        with pa.OSFile(cache_file["filename"]) as file:
+            for batch in pa.ipc.open_stream(file):
+                yield batch.select(columns)
+
+
 def column(dataset: Any, name: str) -> np.ndarray:
-    """A scalar column of a ``datasets.Dataset`` (no indices mapping) as one numpy array."""
-    return dataset.data.column(name).to_numpy()
+    """A scalar column as one numpy array (see :func:`record_batches`)."""
+    return np.concatenate([_owned(batch.column(0)) for batch in record_batches(dataset, [name])])
 
 
 def list_lengths(dataset: Any, name: str) -> np.ndarray:
-    """(N,) int64 length of each row's list in column ``name`` (no indices mapping)."""
+    """(N,) int64 length of each row's list in column ``name`` (see :func:`record_batches`)."""
     import pyarrow.compute as pc
 
-    chunks = dataset.data.column(name).chunks
-    parts = [pc.list_value_length(chunk).to_numpy(zero_copy_only=False) for chunk in chunks]
-    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+    parts = [_owned(pc.list_value_length(batch.column(0)))
+             for batch in record_batches(dataset, [name])]  # fmt: skip
+    return np.concatenate(parts).astype(np.int64)
 
 
 def flat_values(dataset: Any, name: str) -> np.ndarray:
     """All rows' lists of column ``name`` one after the other, as one numpy array."""
-    chunks = dataset.data.column(name).chunks
-    parts = [chunk.flatten().to_numpy(zero_copy_only=False) for chunk in chunks]
-    return np.concatenate(parts) if parts else np.zeros(0, np.int32)
+    parts = [_owned(batch.column(0).flatten()) for batch in record_batches(dataset, [name])]
+    return np.concatenate(parts)
 
 
-def write_token_arrays(
-    dataset: Any, name: str, keep: np.ndarray, ids_path: Path, offsets_path: Path, dtype: Any
-) -> None:
-    """The lists of column ``name`` in rows ``keep`` (a (N,) bool mask), flattened into an
-    ``.npy`` file of ``dtype`` at ``ids_path``, with (kept + 1,) int64 start offsets at
-    ``offsets_path``: row i's ids are ``ids[offsets[i]:offsets[i + 1]]``.
+def _owned(array: Any) -> np.ndarray:
+    """A numpy copy of a pyarrow array. A zero-copy view would keep the whole record batch it
+    was read with (every column, the text too) alive until the view is gone."""
+    return np.array(array.to_numpy(zero_copy_only=False), copy=True)
 
-    Written a chunk at a time through the file, never through a memory map: the prepared ids
-    need not be resident, or counted, in the preparing process.
-    """
-    lengths = list_lengths(dataset, name)
-    kept_lengths = lengths[keep]
-    offsets = np.zeros(len(kept_lengths) + 1, dtype=np.int64)
-    np.cumsum(kept_lengths, out=offsets[1:])
-    np.save(offsets_path, offsets)
-    with NpyWriter(ids_path, dtype, int(offsets[-1])) as writer:
-        row = 0
-        for chunk in dataset.data.column(name).chunks:
-            values = chunk.flatten().to_numpy(zero_copy_only=False)
-            rows = slice(row, row + len(chunk))
-            writer.write(values[np.repeat(keep[rows], lengths[rows])])
-            row += len(chunk)
+
+def text_rows(dataset: Any, columns: list[str], rows: np.ndarray) -> dict[str, list[str]]:
+    """The values of ``columns`` in ``rows`` (ascending indices), read in one streamed pass."""
+    out: dict[str, list[str]] = {name: [] for name in columns}
+    start = 0
+    for batch in record_batches(dataset, columns):
+        end = start + batch.num_rows
+        wanted = rows[np.searchsorted(rows, start) : np.searchsorted(rows, end)] - start
+        if len(wanted):
+            taken = batch.take(wanted)
+            for name in columns:
+                out[name] += taken.column(name).to_pylist()
+        start = end
+    return out
 
 
 class NpyWriter:
-    """Writes a 1-D ``.npy`` file of known length in pieces (``np.save`` needs it all at once).
-
-    Raises ValueError on close if the pieces did not add up to ``length``.
-    """
+    """Writes a 1-D ``.npy`` file of known length in pieces (``np.save`` needs it all at once),
+    through the file, never a memory map (the pages need not be resident, or counted, here)."""
 
     def __init__(self, path: Path, dtype: Any, length: int) -> None:
         self.path, self.dtype, self.length, self.written = path, np.dtype(dtype), length, 0
@@ -166,12 +181,10 @@ class NpyWriter:
         self._file.write(np.ascontiguousarray(values, dtype=self.dtype).tobytes())
         self.written += len(values)
 
-    def __enter__(self) -> NpyWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
+    def close(self) -> None:
+        """Closes the file; raises ValueError if the pieces did not add up to ``length``."""
         self._file.close()
-        if exc[0] is None and self.written != self.length:
+        if self.written != self.length:
             raise ValueError(f"{self.path}: wrote {self.written} values, expected {self.length}")
 
 
