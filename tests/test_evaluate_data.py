@@ -147,7 +147,7 @@ def test_without_its_cache_the_split_is_prepared_from_the_recorded_corpus(traine
     stages = [line.strip() for line in lines[1:-1]]
     assert stages[0] == f"reading {tmp_path / 'train' / 'pairs.tsv'}"
     assert "cleaning 961 pairs" in stages and any(s.startswith("split: train ") for s in stages)
-    assert "tokenizing test" in " ".join(stages)
+    assert "tokenizing 961 pairs" in " ".join(stages)
     again = []
     assert held_out_split(trained, "test", again.append) == expected and again == []
 
