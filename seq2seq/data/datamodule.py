@@ -262,9 +262,8 @@ class TranslationDataModule(LightningDataModule):
         """Loads tokenizer and token ids from the cache (on every rank)."""
         if not self.is_prepared():
             self.prepare_data()  # used outside a Trainer, or the cache was removed
-        self._tokenizer = load_tokenizer(self.cache_path / "spm.model")
-        if isinstance(self._tokenizer, Tokenizer):  # (an imported Marian one always does)
-            self._tokenizer.source_ends_with_eos = self.report.get("source_ends_with_eos", False)
+        source_eos = self.report.get("source_ends_with_eos", False)  # (language models: none)
+        self._tokenizer = load_tokenizer(self.cache_path / "spm.model", source_eos)
         for name in SPLITS:
             self._data[name] = self.layout.load(self.cache_path / name)
         self._record_location()

@@ -48,15 +48,12 @@ from seq2seq.data.clean import FILTER_REASONS, CleanReport, clean_batch
 from seq2seq.data.lm import TokenBlocks, clean_document_batch, pack_flat
 from seq2seq.data.sources import CorpusSpec, pair_batches, text_batches
 from seq2seq.data.split import (
-    DEV,
-    DEV_BUCKETS,
     DROPPED,
     SPLITS,
-    TEST,
-    TEST_BUCKETS,
-    TRAIN,
+    bucket_codes,
     bucket_of_keys,
     dense_ids,
+    first_occurrences,
     split_codes,
 )
 from seq2seq.data.tokenizer import PairedTokenizer, Tokenizer, tokenizer_from_bytes
@@ -81,7 +78,7 @@ def _features() -> tuple[Any, Any, Any]:
     text = {"en": datasets.Value("string"), "zh": datasets.Value("string")}
     keys = {name: datasets.Value("uint64") for name in KEY_COLUMNS}
     cleaned = {**text, "drop": datasets.Value("uint8"), **keys}
-    ids = {side: datasets.List(datasets.Value("int32")) for side in ("src", "tgt")}
+    ids = {side: datasets.List(datasets.Value("int32")) for side in SIDES}
     return datasets.Features(text), datasets.Features(cleaned), datasets.Features(ids)
 
 
@@ -275,10 +272,7 @@ def _train_tokenizer(
     (``settings.tokenizer``, when fine-tuning a checkpoint) as it is."""
     if settings.tokenizer is not None:
         log.info("tokenizer: the given one (data.tokenizer_from), not trained")
-        tokenizer = tokenizer_from_bytes(settings.tokenizer)
-        if isinstance(tokenizer, Tokenizer):  # an imported Marian model's always ends with </s>
-            tokenizer.source_ends_with_eos = settings.tokenizer_source_eos
-        return tokenizer, 0.0
+        return tokenizer_from_bytes(settings.tokenizer, settings.tokenizer_source_eos), 0.0
     log.info(f"training the tokenizer: {settings.vocab_size:,} pieces on {len(texts):,} texts")
     start = time.perf_counter()
     tokenizer = Tokenizer.train(
@@ -381,9 +375,8 @@ def _deduplicate_and_split(cleaned: Any) -> tuple[dict[str, np.ndarray], CleanRe
     zh_buckets = bucket_of_keys(tables.column(cleaned, "zh_key_hi")[candidates]).astype(np.uint16)
     zh_ids = _sentence_ids(cleaned, "zh", candidates)
     pair_ids = en_ids.astype(np.int64) * (int(zh_ids.max(initial=0)) + 1) + zh_ids
-    _, first = np.unique(pair_ids, return_index=True)  # a stable sort: first occurrences
+    first = first_occurrences(pair_ids)
     del pair_ids
-    first.sort()
     codes = split_codes(en_ids[first], zh_ids[first], zh_buckets[first])
     kept = candidates[first]
     report = CleanReport(
@@ -452,25 +445,39 @@ def _write_split_texts(
             file.close()
 
 
-class _EncodePairs:
-    """A batched map from ``en``/``zh`` text to ``src``/``tgt`` ids; picklable, so ``datasets``
-    can hand it to worker processes, each building the tokenizer once."""
+class _Encode:
+    """A batched map to token ids; picklable, so ``datasets`` can hand it to worker processes,
+    each building the tokenizer (from its bytes) once."""
 
-    def __init__(self, tokenizer_bytes: bytes, source_ends_with_eos: bool) -> None:
+    def __init__(self, tokenizer_bytes: bytes, source_ends_with_eos: bool = False) -> None:
         self.tokenizer_bytes, self.source_ends_with_eos = tokenizer_bytes, source_ends_with_eos
         self._tokenizer: Tokenizer | PairedTokenizer | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_tokenizer": None}
 
-    def __call__(self, sources: list[str], targets: list[str]) -> dict[str, list[list[int]]]:
+    @property
+    def tokenizer(self) -> Tokenizer | PairedTokenizer:
         if self._tokenizer is None:
-            self._tokenizer = tokenizer_from_bytes(self.tokenizer_bytes)
-            self._tokenizer.source_ends_with_eos = self.source_ends_with_eos
+            self._tokenizer = tokenizer_from_bytes(self.tokenizer_bytes, self.source_ends_with_eos)
+        return self._tokenizer
+
+
+class _EncodePairs(_Encode):
+    """``en``/``zh`` text to ``src``/``tgt`` ids."""
+
+    def __call__(self, sources: list[str], targets: list[str]) -> dict[str, list[list[int]]]:
         return {
-            "src": self._tokenizer.encode_sources(sources),
-            "tgt": self._tokenizer.encode_targets(targets),
+            "src": self.tokenizer.encode_sources(sources),
+            "tgt": self.tokenizer.encode_targets(targets),
         }
+
+
+class _EncodeDocuments(_Encode):
+    """Documents' ``text`` to ``ids``."""
+
+    def __call__(self, texts: list[str]) -> dict[str, list[list[int]]]:
+        return {"ids": self.tokenizer.encode_batch(texts)}
 
 
 def _save_splits(
@@ -547,11 +554,9 @@ def prepare_blocks(out: Path, settings: PrepareSettings) -> None:
     candidates = np.flatnonzero(~empty)
     key_hi = tables.column(cleaned, "key_hi")[candidates]
     key_lo = tables.column(cleaned, "key_lo")[candidates]
-    _, first = np.unique(dense_ids(key_hi, key_lo), return_index=True)  # first occurrences
-    first.sort()
-    kept, buckets = candidates[first], bucket_of_keys(key_hi[first])
-    where = np.where(buckets < TEST_BUCKETS, TEST, np.where(buckets < DEV_BUCKETS, DEV, TRAIN))
-    rows = {name: kept[where == code] for code, name in enumerate(SPLITS)}
+    first = first_occurrences(dense_ids(key_hi, key_lo))
+    kept, codes = candidates[first], bucket_codes(bucket_of_keys(key_hi[first]))
+    rows = {name: kept[codes == code] for code, name in enumerate(SPLITS)}
     clean_report = {"total": len(empty), "empty": int(empty.sum()),
                     "duplicates": len(candidates) - len(kept), "kept": len(kept)}  # fmt: skip
     log.info(f"split: {_sizes(rows)} documents")
@@ -604,18 +609,6 @@ def _document_features() -> tuple[Any, Any, Any]:
 
 def _clean_documents(batch: dict[str, list], lang: str) -> dict[str, Any]:
     return clean_document_batch(batch["text"], lang)
-
-
-class _EncodeDocuments(_EncodePairs):
-    """A batched map from ``text`` to ``ids`` (see :class:`_EncodePairs`)."""
-
-    def __init__(self, tokenizer_bytes: bytes) -> None:
-        super().__init__(tokenizer_bytes, source_ends_with_eos=False)
-
-    def __call__(self, texts: list[str]) -> dict[str, list[list[int]]]:  # type: ignore[override]
-        if self._tokenizer is None:
-            self._tokenizer = tokenizer_from_bytes(self.tokenizer_bytes)
-        return {"ids": self._tokenizer.encode_batch(texts)}
 
 
 def _sample(rows: np.ndarray, most: int, seed: int) -> np.ndarray:

@@ -87,10 +87,7 @@ def split_codes(en_ids: np.ndarray, zh_ids: np.ndarray, zh_buckets: np.ndarray) 
     Returns:
         (N,) int8 codes, by the rules of the module docstring.
     """
-    zh_buckets = np.asarray(zh_buckets)
-    codes = np.full(len(zh_buckets), TRAIN, dtype=np.int8)
-    codes[zh_buckets < DEV_BUCKETS] = DEV
-    codes[zh_buckets < TEST_BUCKETS] = TEST
+    codes = bucket_codes(zh_buckets)
     # Rule 1, repeated: a moved sentence brings its other English variants along, and one of
     # those may have another dev translation.
     while True:
@@ -101,6 +98,23 @@ def split_codes(en_ids: np.ndarray, zh_ids: np.ndarray, zh_buckets: np.ndarray) 
     # Rule 2: no training pair whose English is held out.
     codes[(codes == TRAIN) & np.isin(en_ids, en_ids[codes != TRAIN])] = DROPPED
     return codes
+
+
+def bucket_codes(buckets: np.ndarray) -> np.ndarray:
+    """(N,) int8 :data:`TRAIN`, :data:`DEV` or :data:`TEST` of each hash bucket, as
+    :func:`split_name` names them."""
+    buckets = np.asarray(buckets)
+    codes = np.full(len(buckets), TRAIN, dtype=np.int8)
+    codes[buckets < DEV_BUCKETS] = DEV
+    codes[buckets < TEST_BUCKETS] = TEST
+    return codes
+
+
+def first_occurrences(ids: np.ndarray) -> np.ndarray:
+    """The ascending indices of the first occurrence of each distinct value of ``ids``."""
+    _, first = np.unique(ids, return_index=True)  # a stable sort: the first of equal values
+    first.sort()
+    return first
 
 
 def bucket_of_keys(key_hi: np.ndarray) -> np.ndarray:
