@@ -37,6 +37,8 @@ class SentenceTranslation:
     ``pieces`` > 1: the sentence was longer than the model takes and was translated in pieces
     (cut at clause punctuation); ``windowed``: some piece had no such punctuation and was cut
     into windows of tokens, so the sentence was not translated as a whole (reported).
+    ``missing``: the glossary terms that applied to the sentence and that its best text does
+    not hold (the search could not place them within the length limit; reported).
     """
 
     hypotheses: list[Hypothesis]
@@ -44,6 +46,7 @@ class SentenceTranslation:
     alignment: Alignment | None = None
     pieces: int = 1
     windowed: bool = False
+    missing: list = field(default_factory=list)  # glossary Terms its best text lacks
 
 
 @dataclass

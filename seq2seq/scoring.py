@@ -16,6 +16,7 @@ from torch import Tensor
 
 from seq2seq.attention import padding_mask
 from seq2seq.config import ModelConfig
+from seq2seq.constrained import Constraints, constrained_beam_search
 from seq2seq.model import Transformer
 from seq2seq.search import (
     Hypothesis,
@@ -125,11 +126,15 @@ def translate_ids(
     beam_size: int = 5,
     config: SearchConfig | None = None,
     n_best: int = 1,
+    constraints: Sequence[Constraints | None] | None = None,
 ) -> list[list[Hypothesis]]:
     """Translate a right-padded batch of source ids (B, S) with greedy or beam search.
 
     ``beam_size=1`` runs greedy search. Returns ``n_best`` hypotheses per sentence. A
     decoder-only model continues the prompt ``[bos] source [sep]`` (``ModelConfig.sep_id``).
+    ``constraints``: per sentence, what its output must hold (None: nothing); with any, the
+    batch runs ``constrained_beam_search`` (whose unconstrained sentences come out as from
+    beam search).
     """
     config = config or SearchConfig()
     specials = special_tokens(model.config)
@@ -146,6 +151,9 @@ def translate_ids(
     else:
         max_lens = config.max_lengths(src_lengths, cap=model.config.max_positions)
         scorer = TransformerScorer(model, src_ids, beam_size, int(max_lens.max()))
+    if constraints is not None and any(c is not None and c.count for c in constraints):
+        return constrained_beam_search(scorer, max_lens, beam_size, specials, constraints,
+                                       config, n_best)  # fmt: skip
     if beam_size == 1:
         return [[hyp] for hyp in greedy_search(scorer, max_lens, specials)]
     return beam_search(scorer, max_lens, beam_size, specials, config, n_best)

@@ -95,12 +95,14 @@ class SearchConfig:
 @dataclass
 class Hypothesis:
     """A finished output: tokens without bos/eos, length-normalised and raw log-probability;
-    ``text``: the tokens decoded, filled in by whoever holds the tokenizer (``Translator``)."""
+    ``text``: the tokens decoded, filled in by whoever holds the tokenizer (``Translator``);
+    ``unmet``: how many of its sentence's constraints it lacks (0 without constraints)."""
 
     tokens: list[int]
     score: float
     log_prob: float
     text: str = ""
+    unmet: int = 0  # constraints a constrained search could not place (seq2seq.constrained)
 
 
 def restrict_next_tokens_(
@@ -193,6 +195,7 @@ def beam_search(
     specials: SpecialTokens,
     config: SearchConfig = SearchConfig(),  # noqa: B008 (frozen)
     n_best: int = 1,
+    steer: BeamSteer | None = None,
 ) -> list[list[Hypothesis]]:
     """Beam search for B sentences at once; the scorer holds B * beam_size rows.
 
@@ -201,8 +204,13 @@ def beam_search(
     done when it has k finished hypotheses that no open beam can beat (see
     ``SearchConfig.exact_stop``) or reaches its length limit, where eos is forced.
 
+    Args:
+        steer: chooses the beams of some sentences by rules of its own (constrained decoding,
+            ``seq2seq.constrained``); the other sentences are searched exactly as without it.
+
     Returns:
-        For each sentence, its ``n_best`` hypotheses, best first by length-normalised score.
+        For each sentence, its ``n_best`` hypotheses, best first: fewest unmet constraints,
+        then highest length-normalised score.
     """
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best must be in [1, beam_size={beam_size}], got {n_best}")
@@ -223,14 +231,18 @@ def beam_search(
     done = torch.zeros(batch, dtype=torch.bool, device=device)
     keep_in_place = torch.arange(k, device=device)[None, :]  # (1, k)
     for step in range(history.shape[2]):
-        top_scores, top_beam, top_token = best_continuations(
+        log_probs = continuation_scores(
             scorer(last).view(len(active), k, -1), scores, step, max_lens, specials
         )
-        candidates = (top_scores, top_beam, top_token)
-        collect_finished(found, done, history, step, candidates, k, specials.eos, config)
-        scores, chosen_beam, chosen_token = select_open(
-            top_scores, top_beam, top_token, k, specials.eos
-        )
+        if steer is not None:
+            steer.restrict_(log_probs, step, max_lens)
+        candidates = top_continuations(log_probs, k)
+        skip = done if steer is None else done | steer.steered
+        collect_finished(found, skip, history, step, candidates, k, specials.eos, config)
+        scores, chosen_beam, chosen_token = select_open(*candidates, k, specials.eos)
+        if steer is not None:
+            steer.select_(log_probs, candidates, (scores, chosen_beam, chosen_token), found,
+                          done, history, step)  # fmt: skip
         done |= sentences_done(found, scores, step, max_lens, k, config)
         if bool(done.all()):
             break
@@ -245,10 +257,41 @@ def beam_search(
             rows, last, scores, history = rows[keep], last[keep], scores[keep], history[keep]
             max_lens, done = max_lens[keep], done[keep]
             active = [active[i] for i in keep.tolist()]
+            if steer is not None:
+                steer.keep(keep.tolist())
             found = [finished[i] for i in active]
         scorer.reorder(rows.reshape(-1))
         last = last.reshape(-1)
-    return [sorted(hyps, key=lambda h: -h.score)[:n_best] for hyps in finished]
+    return [sorted(hyps, key=lambda h: (h.unmet, -h.score))[:n_best] for hyps in finished]
+
+
+class BeamSteer(Protocol):
+    """Rules of its own for some sentences of a beam search (``seq2seq.constrained``)."""
+
+    steered: Tensor  # (n,) bool: the sentences (of those active) it chooses beams for
+
+    def restrict_(self, log_probs: Tensor, step: int, max_lens: Tensor) -> None:
+        """Ban continuations in ``log_probs`` (n, k, V), in place, before they are ranked."""
+        ...
+
+    def select_(
+        self,
+        log_probs: Tensor,
+        candidates: tuple[Tensor, Tensor, Tensor],
+        chosen: tuple[Tensor, Tensor, Tensor],
+        finished: list[list[Hypothesis]],
+        done: Tensor,
+        history: Tensor,
+        step: int,
+    ) -> None:
+        """For each steered sentence not done: add its finished hypotheses to ``finished``
+        and write its k open beams into ``chosen`` (scores, source beam, token; each (n, k))
+        in place. ``candidates``: the 2k best continuations of ``top_continuations``."""
+        ...
+
+    def keep(self, sentences: list[int]) -> None:
+        """Only these sentences (indices among those active) go on."""
+        ...
 
 
 def best_continuations(
@@ -262,10 +305,24 @@ def best_continuations(
         logits: (n, k, V) next-token scores of the k beams of n sentences.
         scores: (n, k) log-probabilities of the beams so far.
     """
-    n, k, vocab = logits.shape
+    return top_continuations(continuation_scores(logits, scores, step, max_lens, specials),
+                             logits.shape[1])  # fmt: skip
+
+
+def continuation_scores(
+    logits: Tensor, scores: Tensor, step: int | Tensor, max_lens: Tensor, specials: SpecialTokens
+) -> Tensor:
+    """(n, k, V) scores of every continuation: the beam's log-probability plus the token's
+    (normalised over the whole vocabulary, then restricted by ``restrict_next_tokens_``)."""
     log_probs = restrict_next_tokens_(logits.log_softmax(dim=-1), step, max_lens, specials)
-    candidates = log_probs.add_(scores[:, :, None]).view(n, k * vocab)
-    top_scores, top_index = top_k_by_blocks(candidates, min(2 * k, k * vocab))  # (n, 2k)
+    return log_probs.add_(scores[:, :, None])
+
+
+def top_continuations(continuations: Tensor, k: int) -> tuple[Tensor, Tensor, Tensor]:
+    """The 2k best of (n, k, V) ``continuation_scores``: scores, beam, token; each (n, 2k)."""
+    n, _, vocab = continuations.shape
+    flat = continuations.view(n, k * vocab)
+    top_scores, top_index = top_k_by_blocks(flat, min(2 * k, k * vocab))  # (n, 2k)
     return top_scores, top_index // vocab, top_index % vocab
 
 

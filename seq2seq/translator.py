@@ -20,12 +20,14 @@ import torch
 
 from seq2seq.attention_maps import cross_attention_maps, self_attention_maps
 from seq2seq.checkpoint import load_model
+from seq2seq.constrained import Constraints
 from seq2seq.data.clean import normalize_en
 from seq2seq.data.sentences import clauses
 from seq2seq.documents import SentenceTranslation, TextBatch, combine_hypotheses, windowed_lines
 from seq2seq.errors import CheckpointError
 from seq2seq.formats import Document, parse, parse_text
 from seq2seq.formats.inline import Alignment, monotonic_alignment
+from seq2seq.glossary import Glossary, Term, missing_terms, term_constraints
 from seq2seq.model import Transformer
 from seq2seq.packing import check_quantize, prepare_for_inference
 from seq2seq.scoring import translate_ids, translation_prompt
@@ -34,6 +36,9 @@ from seq2seq.textio import one_line, warn_lines
 
 WORD_START = "\u2581"  # SentencePiece's mark of a piece that starts a word
 DEFAULT_WINDOW = 1000  # lines decoded together when streaming (translate_stream)
+# Sentences with glossary terms are searched with a beam of at least this: dynamic beam
+# allocation shares the beam among constraint counts, and a beam of 1 can only paste a term.
+MIN_CONSTRAINED_BEAM = 5
 
 
 class Engine(Protocol):
@@ -43,9 +48,14 @@ class Engine(Protocol):
     device: str
 
     def hypotheses(
-        self, sources: list[list[int]], beam_size: int, n_best: int = 1
+        self,
+        sources: list[list[int]],
+        beam_size: int,
+        n_best: int = 1,
+        constraints: Sequence[Constraints | None] | None = None,
     ) -> list[list[Hypothesis]]:
-        """The ``n_best`` best outputs of each source (ids without bos/eos), best first."""
+        """The ``n_best`` best outputs of each source (ids without bos/eos), best first;
+        ``constraints``: what each output must hold (``seq2seq.constrained``)."""
         ...
 
     def source_limit(self) -> int:
@@ -64,6 +74,8 @@ class Engine(Protocol):
 class TorchEngine:
     """Our Transformer and our searches (``seq2seq.scoring.translate_ids``)."""
 
+    constrains = True  # has constrained beam search (glossaries)
+
     def __init__(self, model: Transformer, search: SearchConfig) -> None:
         self.model = model.eval()
         self.search = search
@@ -73,9 +85,14 @@ class TorchEngine:
         return str(self.model.embedding.weight.device)
 
     def hypotheses(
-        self, sources: list[list[int]], beam_size: int, n_best: int = 1
+        self,
+        sources: list[list[int]],
+        beam_size: int,
+        n_best: int = 1,
+        constraints: Sequence[Constraints | None] | None = None,
     ) -> list[list[Hypothesis]]:
-        return translate_ids(self.model, self._pad(sources), beam_size, self.search, n_best)
+        return translate_ids(self.model, self._pad(sources), beam_size, self.search, n_best,
+                             constraints)  # fmt: skip
 
     def source_limit(self) -> int:
         """The model's positions; a decoder-only model holds source and translation in one
@@ -179,6 +196,7 @@ class Translator:
         split: bool = True,
         on_total: Callable[[int], None] | None = None,
         first_line: int = 1,
+        glossary: Glossary | None = None,
     ) -> list[str]:
         """Translate ``lines``: exactly one output string (without newlines) per input line.
 
@@ -195,10 +213,14 @@ class Translator:
                 on sentences); False: each line is one sentence (one-sentence-per-line data).
             on_total: called once with the number of distinct sentences (pieces) to decode.
             first_line: the number of ``lines[0]`` in its file, for warnings naming lines.
+            glossary: terms each sentence's translation must use where the sentence holds
+                their English side (constrained beam search, at a beam of at least
+                ``MIN_CONSTRAINED_BEAM``); a term that could not be placed is named in a
+                warning.
         """
         documents = [parse_text(line.replace("\n", " ")) for line in lines]
         outputs = self.translate_documents(documents, beam_size, max_tokens, split, on_batch,
-                                           on_total, first_line)  # fmt: skip
+                                           on_total, first_line, glossary)  # fmt: skip
         return [one_line(text) for text in outputs]
 
     def translate_stream(
@@ -211,6 +233,7 @@ class Translator:
         on_window: Callable[[int], None] | None = None,
         on_batch: Callable[[int], None] | None = None,
         on_total: Callable[[int], None] | None = None,
+        glossary: Glossary | None = None,
     ) -> Iterator[list[str]]:
         """``translate`` of a stream of lines, ``window`` lines at a time (Marian's
         maxi-batch): each window's outputs, in input order, as soon as they are done, so a
@@ -220,14 +243,14 @@ class Translator:
         lines the demo test set decodes as fast as in one pass (README, "Streamed output";
         ``seq2seq translate`` decodes the same windows, with ``--n-best`` as an option).
         ``on_window`` is called with each window's number of lines before it is decoded;
-        ``on_batch`` and ``on_total`` as in ``translate``, per window.
+        ``on_batch``, ``on_total`` and ``glossary`` as in ``translate``, per window.
         """
         done = 0
         for chunk in line_windows(lines, window):
             if on_window is not None:
                 on_window(len(chunk))
             yield self.translate(chunk, beam_size, max_tokens, on_batch, split, on_total,
-                                 first_line=done + 1)  # fmt: skip
+                                 first_line=done + 1, glossary=glossary)  # fmt: skip
             done += len(chunk)
 
     def translate_n_best(
@@ -239,6 +262,7 @@ class Translator:
         split: bool = True,
         on_batch: Callable[[int], None] | None = None,
         on_total: Callable[[int], None] | None = None,
+        glossary: Glossary | None = None,
     ) -> list[list[Hypothesis]]:
         """The ``n_best`` best translations of each line, best first, each a ``Hypothesis``
         with its ``text``. A line of several sentences has each sentence searched apart; its
@@ -248,13 +272,16 @@ class Translator:
         documents = [parse_text(line.replace("\n", " ")) for line in lines]
         batch = TextBatch(documents, split)
         found = self.translate_sentences(batch.sentences, beam_size, max_tokens, n_best,
-                                         on_batch=on_batch, on_total=on_total)  # fmt: skip
+                                         on_batch=on_batch, on_total=on_total,
+                                         glossary=glossary)  # fmt: skip
+        _warn_missing(batch, found, 1)
         return [[replace(h, text=one_line(h.text)) for h in batch.n_best(i, found, n_best)]
                 for i in range(len(lines))]  # fmt: skip
 
     def translate_text(
         self, texts: Sequence[str], format: str = "text", beam_size: int = 5,
         max_tokens: int = 4000, split: bool = True, source: str = "<input>",
+        glossary: Glossary | None = None,
     ) -> list[str]:  # fmt: skip
         """Translate whole texts in ``format`` (text, html, markdown, srt), keeping their
         markup and line breaks; one output text per input text.
@@ -263,7 +290,8 @@ class Translator:
             DataError: HTML or SRT that does not parse (naming ``source`` and the line).
         """
         documents = [parse(text, format, source) for text in texts]
-        return self.translate_documents(documents, beam_size, max_tokens, split)
+        return self.translate_documents(documents, beam_size, max_tokens, split,
+                                        glossary=glossary)  # fmt: skip
 
     def translate_documents(
         self,
@@ -274,13 +302,15 @@ class Translator:
         on_batch: Callable[[int], None] | None = None,
         on_total: Callable[[int], None] | None = None,
         first_line: int = 1,
+        glossary: Glossary | None = None,
     ) -> list[str]:
         """Parsed documents (``seq2seq.formats``) translated: every distinct sentence of all
         of them decoded in one token-batched pass, then each document rebuilt. A warning
         names document i as line ``first_line + i``."""
         batch = TextBatch(documents, split)
         found = self.translate_sentences(batch.sentences, beam_size, max_tokens, 1,
-                                         batch.aligned, on_batch, on_total)  # fmt: skip
+                                         batch.aligned, on_batch, on_total, glossary)  # fmt: skip
+        _warn_missing(batch, found, first_line)
         windowed = [first_line - 1 + number for number in windowed_lines(batch, found)]
         if windowed:
             limit = self.engine.source_limit()
@@ -298,15 +328,43 @@ class Translator:
         aligned: Sequence[bool] | None = None,
         on_batch: Callable[[int], None] | None = None,
         on_total: Callable[[int], None] | None = None,
+        glossary: Glossary | None = None,
     ) -> list[SentenceTranslation]:
         """Each sentence translated whole, or, when longer than the model takes, in pieces
-        (``plan``); ``aligned[i]``: also align sentence i's best translation to its words."""
+        (``plan``); ``aligned[i]``: also align sentence i's best translation to its words;
+        ``glossary``: terms forced where their English side occurs (``piece_terms``)."""
         plans = self.plan(sentences)
         encoded = [piece.ids for plan in plans for piece in plan]
         if on_total is not None:
             on_total(sum(1 for ids in encoded if ids))
-        found = self.decode_encoded(encoded, beam_size, max_tokens, n_best, on_batch)
-        return self.finish(sentences, plans, found, n_best, aligned)
+        terms = self.piece_terms(sentences, plans, glossary)
+        found = self.decode_encoded(encoded, beam_size, max_tokens, n_best, on_batch,
+                                    self.constraints(terms))  # fmt: skip
+        return self.finish(sentences, plans, found, n_best, aligned, terms)
+
+    def piece_terms(self, sentences: Sequence[str], plans: list[list[Piece]],
+                    glossary: Glossary | None) -> list[list[Term]]:  # fmt: skip
+        """The glossary terms of each piece, in plan order: those whose English side occurs
+        in the piece's words (a sentence cut into pieces has each term forced in its own
+        piece). [] for every piece without a glossary."""
+        if not glossary:
+            return [[] for plan in plans for _ in plan]
+        terms = []
+        for sentence, plan in zip(sentences, plans, strict=True):
+            words = sentence.split()
+            for piece in plan:
+                text = sentence if len(plan) == 1 else " ".join(words[slice(*piece.words)])
+                terms.append(glossary.terms_in(text) if piece.ids else [])
+        return terms
+
+    def constraints(self, terms: Sequence[Sequence[Term]]) -> list[Constraints | None] | None:
+        """Each piece's constraints (None where it has no term); None when no piece has any."""
+        if not any(terms):
+            return None
+        if not getattr(self.engine, "constrains", False):
+            raise ValueError("glossaries need the torch engine (CTranslate2 has no constrained "
+                             "beam search)")  # fmt: skip
+        return [term_constraints(self.tokenizer, found) if found else None for found in terms]
 
     def plan(self, sentences: Sequence[str]) -> list[list[Piece]]:
         """The pieces each sentence is decoded as: itself, or for a sentence longer than the
@@ -322,14 +380,21 @@ class Translator:
         found: list[list[Hypothesis]],
         n_best: int = 1,
         aligned: Sequence[bool] | None = None,
+        terms: Sequence[Sequence[Term]] | None = None,
     ) -> list[SentenceTranslation]:
-        """Sentence translations from their pieces' hypotheses (``found``, in plan order)."""
+        """Sentence translations from their pieces' hypotheses (``found``, in plan order);
+        ``terms`` (per piece, ``piece_terms``): each sentence's ``missing`` are those of its
+        terms its best translation does not hold."""
         results, start = [], 0
         for index, (sentence, plan) in enumerate(zip(sentences, plans, strict=True)):
             hyps = found[start : start + len(plan)]
+            result = self._sentence(sentence, plan, hyps, n_best, bool(aligned and aligned[index]))
+            if terms is not None:
+                own = list(dict.fromkeys(t for piece in terms[start : start + len(plan)]
+                                         for t in piece))  # fmt: skip
+                result.missing = missing_terms(own, result.texts[0] if result.texts else "")
             start += len(plan)
-            results.append(self._sentence(sentence, plan, hyps, n_best,
-                                          bool(aligned and aligned[index])))  # fmt: skip
+            results.append(result)
         return results
 
     def _sentence(self, sentence: str, plan: list[Piece], hyps: list[list[Hypothesis]],
@@ -445,18 +510,30 @@ class Translator:
         max_tokens: int = 4000,
         n_best: int = 1,
         on_batch: Callable[[int], None] | None = None,
+        constraints: Sequence[Constraints | None] | None = None,
     ) -> list[list[Hypothesis]]:
         """``translate_hypotheses`` of sources already encoded by ``encode`` (a server
-        encodes each request as it arrives and decodes many requests' sources together)."""
+        encodes each request as it arrives and decodes many requests' sources together).
+
+        ``constraints[i]``: what source i's output must hold. Sources with constraints are
+        batched apart, at a beam of at least ``MIN_CONSTRAINED_BEAM``; the others decode
+        exactly as without them.
+        """
         outputs: list[list[Hypothesis]] = [[] for _ in encoded]
         self._split_batches = 0
-        budget = self.engine.batch_budget(max_tokens, beam_size)
-        for batch in token_batches(encoded, budget):
-            found = self._hypotheses([encoded[i] for i in batch], beam_size, n_best)
-            for index, hyps in zip(batch, found, strict=True):
-                outputs[index] = hyps
-            if on_batch is not None:
-                on_batch(len(batch))
+        constrained = [c is not None for c in constraints or [None] * len(encoded)]
+        for steered in (False, True):
+            group = [i for i, flag in enumerate(constrained) if flag == steered]
+            beam = max(beam_size, MIN_CONSTRAINED_BEAM) if steered else beam_size
+            budget = self.engine.batch_budget(max_tokens, beam)
+            for batch in token_batches([encoded[i] for i in group], budget):
+                rows = [group[i] for i in batch]
+                found = self._hypotheses([encoded[i] for i in rows], beam, n_best,
+                                         [constraints[i] for i in rows] if steered else None)  # type: ignore[index]  # fmt: skip
+                for index, hyps in zip(rows, found, strict=True):
+                    outputs[index] = hyps
+                if on_batch is not None:
+                    on_batch(len(batch))
         if self._split_batches:
             print(
                 f"warning: {self._split_batches} batch(es) ran out of memory and were split and "
@@ -483,12 +560,18 @@ class Translator:
         return encoded
 
     def _hypotheses(
-        self, sources: list[list[int]], beam_size: int, n_best: int
+        self,
+        sources: list[list[int]],
+        beam_size: int,
+        n_best: int,
+        constraints: list[Constraints | None] | None = None,
     ) -> list[list[Hypothesis]]:
         """The engine's hypotheses for one batch. A batch that runs out of (GPU) memory is
         split in halves and retried, so one oversized batch never aborts a file."""
         try:
-            return self.engine.hypotheses(sources, beam_size, n_best)
+            if constraints is None:  # engines without constrained search take no argument
+                return self.engine.hypotheses(sources, beam_size, n_best)
+            return self.engine.hypotheses(sources, beam_size, n_best, constraints)
         except torch.cuda.OutOfMemoryError:  # (= torch.OutOfMemoryError from torch 2.5)
             if len(sources) == 1:
                 raise MemoryError(
@@ -499,8 +582,10 @@ class Translator:
         if torch.cuda.is_available():
             torch.cuda.empty_cache()  # hand the failed attempt's blocks back before retrying
         half = len(sources) // 2
-        return self._hypotheses(sources[:half], beam_size, n_best) + self._hypotheses(
-            sources[half:], beam_size, n_best
+        first, second = (None, None) if constraints is None else (constraints[:half],
+                                                                 constraints[half:])  # fmt: skip
+        return self._hypotheses(sources[:half], beam_size, n_best, first) + self._hypotheses(
+            sources[half:], beam_size, n_best, second
         )
 
 
@@ -552,6 +637,21 @@ def _source_spans(ids: list[int], tokenizer: Any,
         spans.append((low, max(low + 1, min(end, position + surface))))
         position += surface
     return spans
+
+
+def _warn_missing(batch: TextBatch, found: list[SentenceTranslation], first_line: int) -> None:
+    """Name, on stderr, the inputs whose translation lacks a glossary term it should hold."""
+    lines, terms = [], {}
+    for number in range(len(batch.documents)):
+        missing = [t for ids in batch.segment_sentences(number) for i in ids
+                   for t in found[i].missing]  # fmt: skip
+        if missing:
+            lines.append(first_line + number)
+            terms.update((t.source, None) for t in missing)
+    if lines:
+        shown = ", ".join(list(terms)[:10]) + (", ..." if len(terms) > 10 else "")
+        warn_lines(f"{len(lines)} input(s) lack glossary term(s) the search could not place "
+                   f"within the length limit ({shown})", lines)  # fmt: skip
 
 
 def cut_source(ids: list[int], limit: int, tokenizer: Any) -> list[int]:

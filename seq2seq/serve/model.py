@@ -20,10 +20,12 @@ from seq2seq.translator import TorchEngine, Translator
 
 @dataclass
 class TranslationWork:
-    """A request's sentences for ``translate_jobs``: encoded, empty ones as []."""
+    """A request's sentences for ``translate_jobs``: encoded, empty ones as []; with a
+    glossary, each one's constraints (None where it has no term)."""
 
     encoded: list[list[int]]
     attention: bool = False
+    constraints: list | None = None
 
 
 @dataclass
@@ -139,7 +141,15 @@ class ServedModel:
         """Decode the sentences of several requests in shared batches; one list per job."""
         assert self.translator is not None
         every = [ids for job in jobs for ids in job.payload.encoded]
-        found = self.translator.decode_encoded(every, beam_size, max_tokens, n_best)
+        constraints = None
+        if any(job.payload.constraints for job in jobs):
+            constraints = [
+                c
+                for job in jobs
+                for c in job.payload.constraints or [None] * len(job.payload.encoded)
+            ]
+        found = self.translator.decode_encoded(every, beam_size, max_tokens, n_best,
+                                               constraints=constraints)  # fmt: skip
         results, start = [], 0
         for job in jobs:
             work: TranslationWork = job.payload

@@ -1,0 +1,345 @@
+"""Lexically constrained beam search: target phrases that must appear in the output.
+
+Plain beam search keeps the k most probable hypotheses. Forcing a phrase into some of them
+makes them less probable, so they would fall out of the beam at once; grid beam search (Hokamp
+& Liu 2017) gives every count of constraint tokens met a beam of its own, at a cost linear in
+the number of constraints. Dynamic beam allocation (Post & Vilar 2018, vectorized by Hu et al.
+2019; fairseq's ``LexicallyConstrainedBeamSearch``) keeps the one beam of k and divides it
+among *banks*: the candidates of a step are grouped by how far they have got through their
+constraints, and the k slots go round the banks, highest first, each bank giving its best
+candidate not yet taken. A hypothesis that has met more constraints survives beside more
+probable ones that have met fewer, and a constraint is placed where the model scores it best,
+not pasted at the start. Every step ranks, besides the 2k best continuations of plain beam
+search, the best token of every beam and every beam's next constraint token.
+
+A hypothesis may end only when it has met all its constraints, unless it reaches its length
+limit, where eos is forced as always: then the finished hypothesis that met the most
+constraints is returned (``Hypothesis.unmet`` says how many it lacks), never an exception.
+Sentences with no constraint are searched exactly as by ``beam_search``: the banks only choose
+the beams of the sentences that have constraints.
+
+Constraints are tracked on the *text* a hypothesis writes (``TermConstraints``), not on token
+ids: SentencePiece spells a Chinese term differently by its neighbours ("老师" alone, "的老师"
+after 的), and a term the model writes in pieces of its own still counts as met.
+
+Like ``seq2seq.search``, this module imports no model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Protocol
+
+import torch
+from torch import Tensor
+
+from seq2seq.search import (
+    Hypothesis,
+    Scorer,
+    SearchConfig,
+    SpecialTokens,
+    beam_search,
+    top_k_by_blocks,
+)
+
+State = Hashable
+
+
+class Constraints(Protocol):
+    """One sentence's constraints, followed along a hypothesis through opaque states."""
+
+    count: int  # how many constraints there are
+
+    def start(self) -> State:
+        """The state of an empty hypothesis."""
+        ...
+
+    def advance(self, state: State, token: int) -> State:
+        """The state after writing ``token``."""
+        ...
+
+    def unmet(self, state: State) -> int:
+        """Constraints not met yet."""
+        ...
+
+    def progress(self, state: State) -> int:
+        """How far the hypothesis has got through its constraints: its bank. Banks must not
+        outnumber the beam by much, or the highest ones take every slot."""
+        ...
+
+    def next_tokens(self, state: State) -> Sequence[int]:
+        """Tokens that would take an unmet constraint one token further."""
+        ...
+
+
+@torch.no_grad()
+def constrained_beam_search(
+    scorer: Scorer,
+    max_lens: Tensor,
+    beam_size: int,
+    specials: SpecialTokens,
+    constraints: Sequence[Constraints | None],
+    config: SearchConfig = SearchConfig(),  # noqa: B008 (frozen)
+    n_best: int = 1,
+) -> list[list[Hypothesis]]:
+    """Beam search in which sentence b's output must hold ``constraints[b]`` (None or a
+    count of 0: no constraint, searched exactly as ``beam_search`` would).
+
+    Returns:
+        For each sentence, its ``n_best`` hypotheses: fewest unmet constraints first, then
+        highest length-normalised score.
+    """
+    if len(constraints) != max_lens.shape[0]:
+        raise ValueError(f"{len(constraints)} constraint sets for {max_lens.shape[0]} sentences")
+    banks = ConstraintBanks(constraints, beam_size, specials, config, max_lens.device)
+    return beam_search(scorer, max_lens, beam_size, specials, config, n_best, steer=banks)
+
+
+class ConstraintBanks:
+    """Dynamic beam allocation for the sentences with constraints (``BeamSteer``)."""
+
+    def __init__(self, constraints: Sequence[Constraints | None], k: int,
+                 specials: SpecialTokens, config: SearchConfig,
+                 device: torch.device | str = "cpu") -> None:  # fmt: skip
+        self.constraints = [c if c is not None and c.count else None for c in constraints]
+        self.k, self.specials, self.config = k, specials, config
+        self.states: list[list[State] | None] = [
+            None if c is None else [c.start()] * k for c in self.constraints
+        ]
+        self.steered = torch.tensor([c is not None for c in self.constraints], dtype=torch.bool,
+                                    device=device)  # fmt: skip
+
+    def restrict_(self, log_probs: Tensor, step: int, max_lens: Tensor) -> None:
+        """A beam with constraints unmet may not end, except at its length limit."""
+        rows = [(b, j) for b, (c, states) in enumerate(zip(self.constraints, self.states,
+                                                           strict=True))
+                if c is not None and step < int(max_lens[b]) - 1
+                for j, state in enumerate(states) if c.unmet(state)]  # type: ignore[arg-type]  # fmt: skip
+        if rows:
+            sentences, beams = zip(*rows, strict=True)
+            log_probs[list(sentences), list(beams), self.specials.eos] = float("-inf")
+
+    def select_(
+        self,
+        log_probs: Tensor,
+        candidates: tuple[Tensor, Tensor, Tensor],
+        chosen: tuple[Tensor, Tensor, Tensor],
+        finished: list[list[Hypothesis]],
+        done: Tensor,
+        history: Tensor,
+        step: int,
+    ) -> None:
+        steered = [b for b, c in enumerate(self.constraints) if c is not None and not done[b]]
+        if not steered:
+            return
+        k = self.k
+        vocab = log_probs.shape[-1]
+        # Each beam's best token, and each beam's next constraint tokens, all sentences at once.
+        best_scores, best_tokens = top_k_by_blocks(log_probs[steered].view(-1, vocab), 1)
+        best_scores, best_tokens = (x.view(-1, k).tolist() for x in (best_scores, best_tokens))
+        forced = [(b, j, t) for b in steered for j, state in enumerate(self.states[b])  # type: ignore[arg-type]
+                  for t in self.constraints[b].next_tokens(state)]  # type: ignore[union-attr]  # fmt: skip
+        forced_scores = (log_probs[[f[0] for f in forced], [f[1] for f in forced],
+                                   [f[2] for f in forced]].tolist() if forced else [])  # fmt: skip
+        by_sentence: dict[int, dict[tuple[int, int], float]] = {b: {} for b in steered}
+        for (b, j, t), score in zip(forced, forced_scores, strict=True):
+            by_sentence[b][(j, t)] = score
+        top_scores, top_beam, top_token = (x[steered].tolist() for x in candidates)
+        for i, b in enumerate(steered):
+            found = by_sentence[b]
+            for j in range(k):
+                found[(j, best_tokens[i][j])] = best_scores[i][j]
+            for score, j, t in zip(top_scores[i], top_beam[i], top_token[i], strict=True):
+                found[(j, t)] = score
+            self._select_sentence(b, found, chosen, finished[b], history, step)
+
+    def _select_sentence(self, b: int, found: dict[tuple[int, int], float],
+                         chosen: tuple[Tensor, Tensor, Tensor], finished: list[Hypothesis],
+                         history: Tensor, step: int) -> None:  # fmt: skip
+        """Sentence b's finished hypotheses and k open beams from its candidates ``found``
+        ({(beam, token): score})."""
+        constraints, states, eos = self.constraints[b], self.states[b], self.specials.eos
+        assert constraints is not None and states is not None
+        scored = [(score, j, t) for (j, t), score in found.items() if score != float("-inf")]
+        after = [states[j] if t == eos else constraints.advance(states[j], t)
+                 for _, j, t in scored]  # fmt: skip
+        bank = [constraints.progress(state) for state in after]
+        for index in allocate(bank, [s for s, _, _ in scored], self.k):
+            score, j, t = scored[index]
+            if t == eos:
+                tokens = history[b, j, :step].tolist()
+                norm = self.config.length_norm(step + 1)  # the eos counts towards |Y|
+                finished.append(Hypothesis(tokens, score / norm, score,
+                                           unmet=constraints.unmet(after[index])))  # fmt: skip
+        open_ = [i for i, (_, _, t) in enumerate(scored) if t != eos]
+        picked = [open_[i] for i in allocate([bank[i] for i in open_],
+                                             [scored[i][0] for i in open_], self.k)]  # fmt: skip
+        picked.sort(key=lambda i: -scored[i][0])
+        scores, beams, tokens = chosen
+        scores[b], beams[b], tokens[b] = float("-inf"), 0, self.specials.pad
+        for slot, index in enumerate(picked):
+            scores[b, slot], beams[b, slot], tokens[b, slot] = scored[index]
+        self.states[b] = [after[index] for index in picked]
+        self.states[b] += [constraints.start()] * (self.k - len(picked))  # dead beams
+
+    def keep(self, sentences: list[int]) -> None:
+        self.constraints = [self.constraints[i] for i in sentences]
+        self.states = [self.states[i] for i in sentences]
+        self.steered = self.steered[sentences]
+
+
+def allocate(banks: Sequence[int], scores: Sequence[float], k: int) -> list[int]:
+    """Dynamic beam allocation: which k candidates go on, given each one's bank (constraint
+    tokens met) and score. Candidates are ranked within their bank by score; the slots go to
+    the best of every bank (highest bank first), then the second best of every bank, and so
+    on, so a bank left empty gives its share to the others.
+
+    Example:
+        >>> allocate(banks=[0, 0, 0, 1, 1], scores=[-1.0, -2.0, -3.0, -5.0, -6.0], k=3)
+        [3, 0, 4]
+    """
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])
+    rank, seen = {}, {}
+    for i in order:
+        rank[i] = seen.get(banks[i], 0)
+        seen[banks[i]] = rank[i] + 1
+    return sorted(order, key=lambda i: (rank[i], -banks[i]))[:k]
+
+
+class TermConstraints:
+    """Target phrases that must appear in a hypothesis's text, followed on that text.
+
+    A state is (phrases met as a bit mask, the last bytes written, whether anything was
+    written). A phrase is met when its UTF-8 bytes occur in the text, whatever tokens wrote
+    it. One under way is the longest of its byte prefixes that the text ends with (bytes, so
+    that a character written in byte pieces counts as it comes); its next token is the first
+    of ``spell`` of the rest. A phrase not under way may start with any token whose text ends
+    with a beginning of it ("的老" before "师"), so that it can begin inside a piece.
+
+    The bank (``progress``) is twice the phrases met, plus one while a phrase is under way:
+    2C + 1 banks for C phrases, however many tokens spell them (Post & Vilar count tokens,
+    which gives a two-term sentence more banks than a beam of 5 has slots).
+
+    A phrase the vocabulary cannot write at all (``spell`` gives []) is no constraint: it could
+    never be met, and would only keep every hypothesis from ending before its length limit.
+
+    Args:
+        phrases: the target texts (repeats count once).
+        surfaces: the bytes each token id adds to the text (a word-start mark as a space).
+        spell: ``spell(text, first)``: token ids writing ``text`` at the start of the output
+            (``first``) or after other text; [] where it cannot be written.
+    """
+
+    def __init__(self, phrases: Sequence[str], surfaces: Sequence[bytes],
+                 spell: Callable[[str, bool], list[int]]) -> None:  # fmt: skip
+        self.phrases = [p for p in dict.fromkeys(phrases) if spell(p, False) and spell(p, True)]
+        self.count = len(self.phrases)
+        self.surfaces = surfaces
+        self._bytes = [phrase.encode("utf-8") for phrase in self.phrases]
+        self._keep = max((len(b) for b in self._bytes), default=1) - 1
+        # Per phrase: the next token once r of its bytes are written (r >= 1); the tokens it
+        # may start with; the first token of its spelling at the start of the output.
+        self._next: list[list[int | None]] = []
+        self._entries: list[list[int]] = []
+        self._first: list[list[int]] = []
+        for phrase in self.phrases:
+            self._next.append([rest[0] if rest else None
+                               for rest in _rest_spellings(phrase, surfaces, spell)])  # fmt: skip
+            self._entries.append(_tokens_ending_in(phrase, surfaces))
+            self._first.append(spell(phrase, True)[:1])
+        self._advanced: dict[tuple[State, int], State] = {}
+        self._read_states: dict[State, tuple[int, tuple[int, ...]]] = {}
+
+    def start(self) -> State:
+        return (0, b"", False)
+
+    def advance(self, state: State, token: int) -> State:
+        key = (state, token)
+        found = self._advanced.get(key)
+        if found is None:
+            met, tail, _ = state  # type: ignore[misc]
+            text = tail + self.surfaces[token]
+            for c, phrase in enumerate(self._bytes):
+                if not met >> c & 1 and phrase in text:
+                    met |= 1 << c
+            found = (met, text[max(0, len(text) - self._keep) :], True)
+            self._advanced[key] = found
+        return found
+
+    def unmet(self, state: State) -> int:
+        return self.count - bin(state[0]).count("1")  # type: ignore[index]
+
+    def progress(self, state: State) -> int:
+        return self._read(state)[0]
+
+    def next_tokens(self, state: State) -> Sequence[int]:
+        return self._read(state)[1]
+
+    def _read(self, state: State) -> tuple[int, tuple[int, ...]]:
+        """(progress, next tokens) of a state, worked out once."""
+        found = self._read_states.get(state)
+        if found is None:
+            met, tail, started = state  # type: ignore[misc]
+            under_way, tokens = False, []
+            for c, phrase in enumerate(self._bytes):
+                if met >> c & 1:
+                    continue
+                r = next((r for r in range(len(phrase) - 1, 0, -1)
+                          if tail.endswith(phrase[:r])), 0)  # fmt: skip
+                under_way |= r > 0
+                tokens += [self._next[c][r]] if r else self._entries[c]
+                tokens += [] if r or started else self._first[c]
+            progress = 2 * (self.count - self.unmet(state)) + under_way
+            found = (progress, tuple(t for t in dict.fromkeys(tokens) if t is not None))
+            self._read_states[state] = found
+        return found
+
+
+def _rest_spellings(phrase: str, surfaces: Sequence[bytes],
+                    spell: Callable[[str, bool], list[int]]) -> list[list[int]]:  # fmt: skip
+    """For each count r of the phrase's bytes written, tokens writing the other bytes: at a
+    character boundary ``spell``'s; inside a character, byte pieces to finish it first."""
+    byte_token = _vocabulary_index(surfaces)[1]
+    data = phrase.encode("utf-8")
+    rests, position = [], 0
+    for index, char in enumerate(phrase):
+        width = len(char.encode("utf-8"))
+        rests.append(spell(phrase[index:], False))
+        after = spell(phrase[index + 1 :], False) if index + 1 < len(phrase) else []
+        for inside in range(position + 1, position + width):
+            pieces = [byte_token.get(data[i : i + 1]) for i in range(inside, position + width)]
+            unwritable = None in pieces or (index + 1 < len(phrase) and not after)
+            rests.append([] if unwritable else [*pieces, *after])  # type: ignore[list-item]
+        position += width
+    return rests
+
+
+def _tokens_ending_in(phrase: str, surfaces: Sequence[bytes]) -> list[int]:
+    """Tokens whose text ends with a beginning of ``phrase`` (at a character boundary):
+    where a phrase can start inside a piece."""
+    by_last_character = _vocabulary_index(surfaces)[0]
+    found = []
+    for end in range(1, len(phrase) + 1):
+        prefix = phrase[:end].encode("utf-8")
+        found += [t for t in by_last_character.get(phrase[end - 1], ())
+                  if surfaces[t].endswith(prefix)]  # fmt: skip
+    return found
+
+
+_INDEXES: dict[int, tuple[Sequence[bytes], dict[str, list[int]], dict[bytes, int]]] = {}
+
+
+def _vocabulary_index(surfaces: Sequence[bytes]) -> tuple[dict[str, list[int]], dict[bytes, int]]:
+    """Tokens by the last character of their text, and the token of each single byte; built
+    once per vocabulary (keyed by the surfaces' identity, which the entry keeps alive)."""
+    if id(surfaces) not in _INDEXES:
+        by_last: dict[str, list[int]] = {}
+        single: dict[bytes, int] = {}
+        for token, surface in enumerate(surfaces):
+            text = surface.decode("utf-8", errors="ignore").rstrip()
+            if text:
+                by_last.setdefault(text[-1], []).append(token)
+            if len(surface) == 1:
+                single.setdefault(surface, token)
+        _INDEXES[id(surfaces)] = (surfaces, by_last, single)
+    return _INDEXES[id(surfaces)][1:]  # type: ignore[return-value]

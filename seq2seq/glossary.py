@@ -1,0 +1,262 @@
+"""Glossaries: English term -> Chinese term, found in sentences and forced into translations.
+
+A glossary is read from TSV (DeepL's entry format: ``source<TAB>target``, one entry a line;
+CSV too, as DeepL takes). A term applies to a sentence when its English side occurs in it as
+whole words, case-insensitively; multi-word terms are matched word by word, and where two
+terms overlap the longer one wins. The Chinese sides of a sentence's terms become the
+constraints of its beam search (``seq2seq.constrained``), spelled in the model's pieces by
+``term_constraints``; whether a term was honoured is read on the detokenized output
+(``missing_terms``), so a term the model wrote in pieces of its own still counts.
+
+No model here, and no tokenizer class: ``term_constraints`` takes any tokenizer with
+``encode_target``, ``id_to_piece``, ``piece_to_id`` and ``vocab_size`` (ours and Marian's).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from seq2seq.constrained import TermConstraints
+from seq2seq.errors import DataError
+
+WORD_START = "\u2581"  # SentencePiece's mark of a piece that starts a word
+# Words as the matcher sees them: runs of letters/digits, and each other visible character
+# alone ("e-mail" is e, -, mail; "teacher's" holds the word "teacher").
+_WORD = re.compile(r"\w+|[^\w\s]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+FORMATS = ("tsv", "csv")
+
+
+@dataclass(frozen=True)
+class Term:
+    """One glossary entry: the English term and the Chinese text it must become."""
+
+    source: str
+    target: str
+
+
+def _words(text: str) -> list[tuple[str, int, int]]:
+    """(casefolded word, start, end) of each word of ``text`` (NFKC first)."""
+    text = unicodedata.normalize("NFKC", text)
+    return [(m.group().casefold(), m.start(), m.end()) for m in _WORD.finditer(text)]
+
+
+class Glossary:
+    """Terms, looked up by the words of a sentence.
+
+    Example:
+        >>> glossary = Glossary([Term("teacher", "导师"), Term("machine learning", "机器学习")])
+        >>> [t.target for t in glossary.terms_in("My teacher studies Machine Learning.")]
+        ['导师', '机器学习']
+    """
+
+    def __init__(self, terms: Iterable[Term]) -> None:
+        self.terms: list[Term] = []
+        # First word -> (words, term), longest first: a sentence is scanned word by word.
+        self._by_first_word: dict[str, list[tuple[tuple[str, ...], Term]]] = {}
+        for term in terms:
+            words = tuple(word for word, _, _ in _words(term.source))
+            if not words:
+                raise ValueError(f"glossary term {term.source!r} has no word to match")
+            self.terms.append(term)
+            self._by_first_word.setdefault(words[0], []).append((words, term))
+        for candidates in self._by_first_word.values():
+            candidates.sort(key=lambda item: -len(item[0]))
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+    def __iter__(self) -> Iterator[Term]:
+        return iter(self.terms)
+
+    def __bool__(self) -> bool:
+        return bool(self.terms)
+
+    @classmethod
+    def read(cls, path: str | Path, format: str | None = None) -> Glossary:
+        """A glossary file (TSV, or CSV when ``format`` says so or the name ends in .csv).
+
+        Raises:
+            DataError: unreadable file or a bad entry, naming the file and line.
+        """
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise DataError.at(path, None, "no such glossary file") from None
+        except (OSError, UnicodeDecodeError) as error:
+            raise DataError.at(path, None, f"cannot read glossary ({error})") from None
+        return cls.parse(text, str(path), format or ("csv" if path.suffix == ".csv" else "tsv"))
+
+    @classmethod
+    def parse(cls, text: str, source: str = "<glossary>", format: str = "tsv") -> Glossary:
+        """Entries as DeepL takes them: TSV ``source<TAB>target`` or CSV ``source,target``
+        (a CSV row may add the two language codes, as DeepL's does). Blank lines are skipped.
+
+        Raises:
+            DataError: ``SOURCE:LINE: problem`` for the first bad entry (a wrong number of
+                fields, an empty or padded term, a control character, a duplicate source).
+        """
+        if format not in FORMATS:
+            raise DataError.at(source, None, f"unknown glossary format {format!r} (tsv or csv)")
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        rows = _csv_rows(text, source) if format == "csv" else _tsv_rows(text)
+        return cls(_unique([(number, _entry(fields, format, source, number))
+                            for number, fields in rows], source))  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, entries: dict, source: str = "<glossary>") -> Glossary:
+        """``{English: Chinese}``, checked as ``parse`` checks a file (entry i as line i)."""
+        terms = []
+        for number, (english, chinese) in enumerate(entries.items(), start=1):
+            if not isinstance(chinese, str):
+                raise DataError.at(source, number, f"the target of {english!r} is not a string")
+            terms.append((number, _entry([english, chinese], "tsv", source, number)))
+        return cls(_unique(terms, source))
+
+    def to_tsv(self) -> str:
+        """The entries as DeepL returns them: ``source<TAB>target`` lines."""
+        return "\n".join(f"{term.source}\t{term.target}" for term in self.terms)
+
+    def terms_in(self, sentence: str) -> list[Term]:
+        """The terms that apply to ``sentence``, in the order they occur, each once.
+
+        Every occurrence of every term is found; where occurrences overlap, the one with more
+        words wins (then the earlier one), so "machine learning" takes its words from
+        "learning" and "machine".
+        """
+        words = [word for word, _, _ in _words(sentence)]
+        found: list[tuple[int, int, Term]] = []  # (start word, word count, term)
+        for start, word in enumerate(words):
+            for key, term in self._by_first_word.get(word, ()):
+                if tuple(words[start : start + len(key)]) == key:
+                    found.append((start, len(key), term))
+        taken = [False] * len(words)
+        chosen: list[tuple[int, Term]] = []
+        for start, count, term in sorted(found, key=lambda m: (-m[1], m[0])):
+            if not any(taken[start : start + count]):
+                taken[start : start + count] = [True] * count
+                chosen.append((start, term))
+        return list(dict.fromkeys(term for _, term in sorted(chosen, key=lambda m: m[0])))
+
+
+def _unique(numbered: list[tuple[int, Term]], source: str) -> list[Term]:
+    """The terms, or a ``DataError`` at the first whose English side (as matched: words,
+    case-insensitively) repeats an earlier one."""
+    first_line: dict[tuple[str, ...], int] = {}
+    for number, term in numbered:
+        key = tuple(word for word, _, _ in _words(term.source))
+        if not key:
+            raise DataError.at(source, number, f"source term {term.source!r} has no word")
+        if key in first_line:
+            problem = f"duplicate source term {term.source!r} (first on line {first_line[key]})"
+            raise DataError.at(source, number, problem)
+        first_line[key] = number
+    return [term for _, term in numbered]
+
+
+def _tsv_rows(text: str) -> Iterator[tuple[int, list[str]]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            yield number, line.split("\t")
+
+
+def _csv_rows(text: str, source: str) -> Iterator[tuple[int, list[str]]]:
+    reader = csv.reader(io.StringIO(text))
+    try:
+        for fields in reader:
+            if any(field.strip() for field in fields):
+                yield reader.line_num, fields
+    except csv.Error as error:
+        raise DataError.at(source, reader.line_num, f"malformed CSV ({error})") from None
+
+
+def _entry(fields: list[str], format: str, source: str, number: int) -> Term:
+    """The term of one row, or a ``DataError`` naming the row's problem."""
+    allowed = (2, 4) if format == "csv" else (2,)
+    if len(fields) not in allowed:
+        separator = "tab" if format == "tsv" else "comma"
+        raise DataError.at(source, number, f"expected 2 {separator}-separated fields (source, "
+                                           f"target), found {len(fields)}")  # fmt: skip
+    for side, value in zip(("source", "target"), fields[:2], strict=True):
+        if not value.strip():
+            raise DataError.at(source, number, f"empty {side} term")
+        if value != value.strip():
+            raise DataError.at(source, number, f"{side} term {value!r} has leading or trailing "
+                                               "white space")  # fmt: skip
+        if _CONTROL.search(value):
+            raise DataError.at(source, number, f"{side} term {value!r} holds a control "
+                                               "character")  # fmt: skip
+    return Term(unicodedata.normalize("NFC", fields[0]), unicodedata.normalize("NFC", fields[1]))
+
+
+# -- terms into constraints, and back out of translations -----------------------------------
+
+
+def missing_terms(terms: Sequence[Term], translation: str) -> list[Term]:
+    """The terms whose Chinese side is not in ``translation`` (read on its text, whatever
+    pieces spelled it)."""
+    text = unicodedata.normalize("NFKC", translation)
+    return [term for term in terms if unicodedata.normalize("NFKC", term.target) not in text]
+
+
+def term_constraints(tokenizer, terms: Sequence[Term]) -> TermConstraints:
+    """The beam-search constraints of one sentence: its terms' Chinese sides, each spelled
+    in ``tokenizer``'s pieces from any point of the term on (``TermConstraints``)."""
+    return TermConstraints([term.target for term in terms], _surfaces(tokenizer),
+                           lambda text, first: _spell(tokenizer, text, first))  # fmt: skip
+
+
+@lru_cache(maxsize=4)
+def _surfaces(tokenizer) -> tuple[bytes, ...]:
+    """The UTF-8 bytes each token id adds to a text: its piece, the word-start mark as a
+    space; a byte piece ``<0xE5>`` its one byte; special pieces nothing."""
+    out = []
+    for token in range(tokenizer.vocab_size):
+        piece = tokenizer.id_to_piece(token)
+        if re.fullmatch(r"<0x[0-9A-F]{2}>", piece):
+            out.append(bytes([int(piece[3:5], 16)]))
+        elif piece.startswith("<") and piece.endswith(">"):
+            out.append(b"")
+        else:
+            out.append(piece.replace(WORD_START, " ").encode("utf-8"))
+    return tuple(out)
+
+
+def _spell(tokenizer, text: str, first: bool) -> list[int]:
+    """Token ids that write ``text``: as SentencePiece encodes it at the start of a
+    translation (``first``), or with no word-start mark, to continue text already written
+    (Chinese runs on without spaces). [] when a character cannot be written at all."""
+    ids = tokenizer.encode_target(text)
+    if not ids:
+        return []
+    if not first:
+        head = tokenizer.id_to_piece(ids[0])
+        if head.startswith(WORD_START):
+            rest = head[len(WORD_START) :]
+            ids = ids[1:] if not rest else _pieces_of(tokenizer, rest) + ids[1:]
+    unknown = tokenizer.piece_to_id("<unk>")
+    return [] if not ids or unknown in ids else ids
+
+
+def _pieces_of(tokenizer, text: str) -> list[int]:
+    """``text`` as one piece if the vocabulary has it, else a piece (or byte pieces) per
+    character."""
+    unknown = tokenizer.piece_to_id("<unk>")
+    whole = tokenizer.piece_to_id(text)
+    if whole != unknown:
+        return [whole]
+    ids = []
+    for char in text:
+        token = tokenizer.piece_to_id(char)
+        ids += [token] if token != unknown else [
+            tokenizer.piece_to_id(f"<0x{byte:02X}>") for byte in char.encode("utf-8")]  # fmt: skip
+    return ids
