@@ -287,6 +287,27 @@ def _add_split(p: argparse.ArgumentParser) -> None:
                    "sentences, translated, and joined again")  # fmt: skip
 
 
+def _add_glossary(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--glossary", metavar="FILE",
+                   help="terms to honour: a TSV file of 'English<TAB>Chinese' lines (CSV if "
+                   "it ends in .csv); a sentence holding an English term (whole words, any "
+                   "case) gets its Chinese term, placed by constrained beam search (beam >= 5)"
+                   )  # fmt: skip
+
+
+def _read_glossary(args: argparse.Namespace):  # noqa: ANN202 (Glossary | None)
+    """The ``--glossary`` file, read and checked before the model loads (a bad line fails
+    at once, naming it)."""
+    if args.glossary is None:
+        return None
+    from seq2seq.glossary import Glossary
+
+    if args.engine == "ctranslate2":
+        raise ValueError("--glossary needs --engine torch (CTranslate2 has no constrained "
+                         "beam search)")  # fmt: skip
+    return Glossary.read(args.glossary)
+
+
 def _add_translate(p: argparse.ArgumentParser) -> None:
     from seq2seq.formats import FORMATS
 
@@ -304,6 +325,7 @@ def _add_translate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window", type=int, default=1000, metavar="LINES",
                    help="lines sorted and batched together before their translations are "
                    "written, in input order (default 1000; 1 at a terminal)")  # fmt: skip
+    _add_glossary(p)
     p.set_defaults(run=run_translate)
 
 
@@ -323,6 +345,7 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hyps", help="where to write the hypotheses (default: next to the ckpt)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     _add_split(p)
+    _add_glossary(p)
     p.set_defaults(run=run_evaluate)
 
 
@@ -497,13 +520,14 @@ def _load_translator(args: argparse.Namespace):
     )
 
 
-def _translate_with_progress(translator, lines: list[str], args, show: bool) -> list[str]:
+def _translate_with_progress(translator, lines: list[str], args, show: bool,
+                             glossary=None) -> list[str]:  # fmt: skip
     with progress_bar(len(lines), "lines", show) as bar:
         progress = LineProgress(bar)
         progress.start(len(lines))
         outputs = translator.translate(lines, args.beam_size, args.max_tokens,
                                        progress.advance, args.split_sentences,
-                                       progress.set_total)  # fmt: skip
+                                       progress.set_total, glossary=glossary)  # fmt: skip
         progress.finish()
         return outputs
 
@@ -554,16 +578,17 @@ def run_translate(args: argparse.Namespace) -> int:
     text_format = args.format or format_of(args.input)
     if args.n_best is not None and text_format != "text":
         raise ValueError(f"--n-best takes plain text, not --format {text_format}")
+    glossary = _read_glossary(args)
     translator = _load_translator(args)  # a wrong checkpoint fails before stdin is read
     if text_format == "text":
-        return _translate_lines(translator, args)
+        return _translate_lines(translator, args, glossary)
     source = args.input or "<stdin>"
     document = parse(read_text(args.input), text_format, source)
     try:
         with progress_bar(None, "sentences", show=args.input is not None) as bar:
             [output] = translator.translate_documents(
                 [document], args.beam_size, args.max_tokens, args.split_sentences, bar.advance,
-                bar.set_total,
+                bar.set_total, glossary=glossary,
             )
     except KeyboardInterrupt as interrupt:
         print(f"seq2seq translate: interrupted; nothing written (a {text_format} document is "
@@ -573,7 +598,7 @@ def run_translate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _translate_lines(translator, args: argparse.Namespace) -> int:
+def _translate_lines(translator, args: argparse.Namespace, glossary=None) -> int:
     """Plain text, one output line per input line, streamed a window of lines at a time:
     each window's lines are written (and flushed) as soon as they are translated."""
     from seq2seq.textio import LineWriter, count_lines, stream_lines
@@ -590,7 +615,7 @@ def _translate_lines(translator, args: argparse.Namespace) -> int:
         try:
             for chunk in line_windows(stream_lines(args.input), window):
                 lines.start(len(chunk))
-                outputs = _translate_chunk(translator, chunk, args, lines)
+                outputs = _translate_chunk(translator, chunk, args, lines, glossary)
                 with signals_deferred():  # the lines written and their count agree
                     out.write(outputs)
                     lines.finish()
@@ -606,16 +631,18 @@ def _translate_lines(translator, args: argparse.Namespace) -> int:
     return 0
 
 
-def _translate_chunk(translator, chunk: list[str], args, progress: LineProgress) -> list[str]:
+def _translate_chunk(translator, chunk: list[str], args, progress: LineProgress,
+                     glossary=None) -> list[str]:  # fmt: skip
     """A window's output lines: translations, or with ``--n-best`` N lines per input line."""
     if args.n_best is None:
         return translator.translate(chunk, args.beam_size, args.max_tokens, progress.advance,
                                     args.split_sentences, progress.set_total,
-                                    first_line=progress.done_lines + 1)  # fmt: skip
+                                    first_line=progress.done_lines + 1,
+                                    glossary=glossary)  # fmt: skip
     beam = max(args.beam_size, args.n_best)
     found = translator.translate_n_best(chunk, args.n_best, beam, args.max_tokens,
                                         args.split_sentences, progress.advance,
-                                        progress.set_total)  # fmt: skip
+                                        progress.set_total, glossary)  # fmt: skip
     first = progress.done_lines
     return [f"{first + number} ||| {h.text} ||| F0= {h.log_prob:.4f} ||| {h.score:.4f}"
             for number, hyps in enumerate(found) for h in hyps]  # fmt: skip
@@ -655,6 +682,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     )
     from seq2seq.textio import write_lines
 
+    glossary = _read_glossary(args)
     translator = _load_translator(args)
     sources, references, name = load_eval_set(args.data_from or args.checkpoint, args.split,
                                               args.src, args.ref, args.engine)  # fmt: skip
@@ -663,11 +691,13 @@ def run_evaluate(args: argparse.Namespace) -> int:
     data_from = None if args.src else args.data_from  # whose split was scored, if not its own
     hyps_path = Path(args.hyps or hypotheses_path(args.checkpoint, name, data_from))
     checks.writable_file(hyps_path, "hypotheses file")  # before the translating, not after
-    hypotheses = _translate_with_progress(translator, sources, args, show=True)
+    hypotheses = _translate_with_progress(translator, sources, args, True, glossary)
     result = score_translations(hypotheses, references)
     write_lines(hypotheses, hyps_path)
     result.update({"beam_size": args.beam_size, "hypotheses": str(hyps_path),
                    "eval_set": eval_set_label(name, args.src, data_from)})  # fmt: skip
+    if glossary is not None:
+        result["glossary"] = args.glossary
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     else:

@@ -49,6 +49,7 @@ class Constraints(Protocol):
     """One sentence's constraints, followed along a hypothesis through opaque states."""
 
     count: int  # how many constraints there are
+    tokens: int  # constraint tokens in all: a hypothesis's bank is 0..tokens
 
     def start(self) -> State:
         """The state of an empty hypothesis."""
@@ -63,8 +64,8 @@ class Constraints(Protocol):
         ...
 
     def progress(self, state: State) -> int:
-        """How far the hypothesis has got through its constraints: its bank. Banks must not
-        outnumber the beam by much, or the highest ones take every slot."""
+        """Constraint tokens written so far (met constraints whole, one under way in part):
+        the bank of a hypothesis."""
         ...
 
     def next_tokens(self, state: State) -> Sequence[int]:
@@ -216,9 +217,11 @@ class TermConstraints:
     of ``spell`` of the rest. A phrase not under way may start with any token whose text ends
     with a beginning of it ("的老" before "师"), so that it can begin inside a piece.
 
-    The bank (``progress``) is twice the phrases met, plus one while a phrase is under way:
-    2C + 1 banks for C phrases, however many tokens spell them (Post & Vilar count tokens,
-    which gives a two-term sentence more banks than a beam of 5 has slots).
+    The bank (``progress``) counts constraint tokens, as Post & Vilar's: a met phrase the
+    tokens of its spelling, one under way those its written part saves from the rest's
+    spelling. A coarser bank (phrases met, plus one while one is under way) loses every
+    phrase longer than a token: a hypothesis two tokens into it then competes with those
+    that have just begun, and loses to them.
 
     A phrase the vocabulary cannot write at all (``spell`` gives []) is no constraint: it could
     never be met, and would only keep every hypothesis from ending before its length limit.
@@ -237,16 +240,24 @@ class TermConstraints:
         self.surfaces = surfaces
         self._bytes = [phrase.encode("utf-8") for phrase in self.phrases]
         self._keep = max((len(b) for b in self._bytes), default=1) - 1
-        # Per phrase: the next token once r of its bytes are written (r >= 1); the tokens it
-        # may start with; the first token of its spelling at the start of the output.
+        # Per phrase, once r of its bytes are written: the next token, and the tokens that
+        # counts as written. The tokens it may start with; the first of its spelling at the
+        # start of the output; its length in tokens.
         self._next: list[list[int | None]] = []
+        self._written: list[list[int]] = []
         self._entries: list[list[int]] = []
         self._first: list[list[int]] = []
+        self._length: list[int] = []
         for phrase in self.phrases:
-            self._next.append([rest[0] if rest else None
-                               for rest in _rest_spellings(phrase, surfaces, spell)])  # fmt: skip
+            rests = _rest_spellings(phrase, surfaces, spell)
+            whole = len(rests[0])
+            self._next.append([rest[0] if rest else None for rest in rests])
+            self._written.append([min(whole - 1, max(0, whole - len(rest))) if rest else 0
+                                  for rest in rests])  # fmt: skip
             self._entries.append(_tokens_ending_in(phrase, surfaces))
             self._first.append(spell(phrase, True)[:1])
+            self._length.append(whole)
+        self.tokens = sum(self._length)
         self._advanced: dict[tuple[State, int], State] = {}
         self._read_states: dict[State, tuple[int, tuple[int, ...]]] = {}
 
@@ -280,16 +291,16 @@ class TermConstraints:
         found = self._read_states.get(state)
         if found is None:
             met, tail, started = state  # type: ignore[misc]
-            under_way, tokens = False, []
+            progress, tokens = 0, []
             for c, phrase in enumerate(self._bytes):
                 if met >> c & 1:
+                    progress += self._length[c]
                     continue
                 r = next((r for r in range(len(phrase) - 1, 0, -1)
                           if tail.endswith(phrase[:r])), 0)  # fmt: skip
-                under_way |= r > 0
+                progress += self._written[c][r]
                 tokens += [self._next[c][r]] if r else self._entries[c]
                 tokens += [] if r or started else self._first[c]
-            progress = 2 * (self.count - self.unmet(state)) + under_way
             found = (progress, tuple(t for t in dict.fromkeys(tokens) if t is not None))
             self._read_states[state] = found
         return found

@@ -39,6 +39,7 @@ DEFAULT_WINDOW = 1000  # lines decoded together when streaming (translate_stream
 # Sentences with glossary terms are searched with a beam of at least this: dynamic beam
 # allocation shares the beam among constraint counts, and a beam of 1 can only paste a term.
 MIN_CONSTRAINED_BEAM = 5
+MAX_CONSTRAINED_BEAM = 12  # ... and of one slot per bank, up to this
 
 
 class Engine(Protocol):
@@ -516,20 +517,22 @@ class Translator:
         encodes each request as it arrives and decodes many requests' sources together).
 
         ``constraints[i]``: what source i's output must hold. Sources with constraints are
-        batched apart, at a beam of at least ``MIN_CONSTRAINED_BEAM``; the others decode
-        exactly as without them.
+        batched apart, by their beam (``constrained_beam``); the others decode exactly as
+        without them.
         """
         outputs: list[list[Hypothesis]] = [[] for _ in encoded]
         self._split_batches = 0
-        constrained = [c is not None for c in constraints or [None] * len(encoded)]
-        for steered in (False, True):
-            group = [i for i, flag in enumerate(constrained) if flag == steered]
-            beam = max(beam_size, MIN_CONSTRAINED_BEAM) if steered else beam_size
+        constraints = constraints or [None] * len(encoded)
+        groups: dict[tuple[bool, int], list[int]] = {}  # (constrained, beam) -> sources
+        for i, c in enumerate(constraints):
+            key = (False, beam_size) if c is None else (True, constrained_beam(beam_size, c))
+            groups.setdefault(key, []).append(i)
+        for (steered, beam), group in sorted(groups.items()):
             budget = self.engine.batch_budget(max_tokens, beam)
             for batch in token_batches([encoded[i] for i in group], budget):
                 rows = [group[i] for i in batch]
-                found = self._hypotheses([encoded[i] for i in rows], beam, n_best,
-                                         [constraints[i] for i in rows] if steered else None)  # type: ignore[index]  # fmt: skip
+                wanted = [constraints[i] for i in rows] if steered else None
+                found = self._hypotheses([encoded[i] for i in rows], beam, n_best, wanted)
                 for index, hyps in zip(rows, found, strict=True):
                     outputs[index] = hyps
                 if on_batch is not None:
@@ -637,6 +640,16 @@ def _source_spans(ids: list[int], tokenizer: Any,
         spans.append((low, max(low + 1, min(end, position + surface))))
         position += surface
     return spans
+
+
+def constrained_beam(beam_size: int, constraints: Constraints) -> int:
+    """The beam a sentence with constraints is searched with: the beam asked for, at least
+    ``MIN_CONSTRAINED_BEAM``, and a slot for each bank (constraint tokens met, 0..tokens) up
+    to ``MAX_CONSTRAINED_BEAM``: with fewer slots than banks, the highest banks take them all
+    and the terms are pasted wherever they come first. It depends on the sentence alone, so
+    a sentence's translation never depends on its neighbours."""
+    wanted = max(beam_size, MIN_CONSTRAINED_BEAM, constraints.tokens + 1)
+    return max(beam_size, min(wanted, MAX_CONSTRAINED_BEAM))
 
 
 def _warn_missing(batch: TextBatch, found: list[SentenceTranslation], first_line: int) -> None:

@@ -1,0 +1,257 @@
+"""Constrained beam search: constraints met and placed where the scorer prefers, dynamic beam
+allocation, the length limit, terms tracked on the text, and batch invariance."""
+
+import math
+
+import pytest
+import torch
+
+from helpers import random_ids, synthetic_pairs, tiny_model
+from seq2seq.constrained import TermConstraints, allocate, constrained_beam_search
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.glossary import Term, term_constraints
+from seq2seq.scoring import TransformerScorer, translate_ids
+from seq2seq.search import SearchConfig, SpecialTokens, beam_search
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+A, B, C, D, XY, ZX, X, Y = range(4, 12)  # tokens of the scripted decoder
+VOCAB = 12
+IDS = SpecialTokens(pad=PAD, unk=UNK, bos=BOS, eos=EOS)
+# What each token writes: the constraints are followed on this text.
+SURFACES = (b"", b"", b"", b"", b"a", b"b", b"c", b"d", b"xy", b"zx", b"x", b"y")
+PLAIN = SearchConfig(length_penalty=0.0, max_len_a=0.0, max_len_b=6)
+
+
+def spell(text: str, first: bool) -> list[int]:
+    """The scripted vocabulary's spelling of a text: a token per letter (xy as one)."""
+    tokens, i = [], 0
+    while i < len(text):
+        if text.startswith("xy", i):
+            tokens.append(XY)
+            i += 2
+        elif text[i].encode() in SURFACES:
+            tokens.append(SURFACES.index(text[i].encode()))
+            i += 1
+        else:
+            return []  # no token writes it
+    return tokens
+
+
+def phrases(*texts: str) -> TermConstraints:
+    return TermConstraints(texts, SURFACES, spell)
+
+
+class ScriptedScorer:
+    """Next-token log-probabilities from a table keyed by the prefix; a default otherwise."""
+
+    def __init__(self, table: dict, rows: int, default: dict | None = None) -> None:
+        self.table, self.default = table, default or {EOS: 0.7, A: 0.1, B: 0.1, C: 0.05, D: 0.05}
+        self.prefixes: list[tuple[int, ...]] = [() for _ in range(rows)]
+
+    def __call__(self, last_tokens):
+        out = torch.full((len(self.prefixes), VOCAB), -30.0)
+        for row, token in enumerate(last_tokens.tolist()):
+            if token != BOS:
+                self.prefixes[row] = self.prefixes[row] + (token,)
+            for tok, p in self.table.get(self.prefixes[row], self.default).items():
+                out[row, tok] = math.log(p)
+        return out
+
+    def reorder(self, index):
+        self.prefixes = [self.prefixes[i] for i in index.tolist()]
+
+
+def search(table, constraints, k=4, limit=6, n_best=1, default=None):
+    rows = len(constraints)
+    return constrained_beam_search(ScriptedScorer(table, rows * k, default),
+                                   torch.full((rows,), limit), k, IDS, constraints, PLAIN,
+                                   n_best)  # fmt: skip
+
+
+# The scorer likes "a b" then eos; d is unlikely at the start and likely after "a".
+TABLE = {
+    (): {A: 0.8, B: 0.1, D: 0.01, EOS: 0.09},
+    (A,): {B: 0.6, D: 0.3, EOS: 0.1},
+    (A, B): {EOS: 0.9, D: 0.1},
+    (A, D): {B: 0.7, EOS: 0.3},
+    (A, D, B): {EOS: 1.0},
+    (D,): {A: 0.5, EOS: 0.5},
+}
+
+
+def test_without_constraints_the_scorer_chooses():
+    assert [h.tokens for h in search(TABLE, [None])[0]] == [[A, B]]
+    assert [h.tokens for h in search(TABLE, [phrases()])[0]] == [[A, B]]
+
+
+def test_a_constraint_is_met_and_placed_where_the_scorer_prefers_it():
+    [[best]] = search(TABLE, [phrases("d")])
+    # "a d b" (0.8 * 0.3 * 0.7) beats "a d" (0.8 * 0.3 * 0.3), "a b d" (0.8 * 0.6 * 0.1 * 0.7
+    # at best) and pasting d first ("d a": 0.01 * 0.5 * 0.7).
+    assert best.tokens == [A, D, B] and best.unmet == 0
+    assert best.log_prob == pytest.approx(math.log(0.8 * 0.3 * 0.7 * 1.0))
+
+
+def test_two_constraints_and_a_multi_token_one_are_all_met():
+    [[best]] = search(TABLE, [phrases("d", "cab")], k=6)
+    text = b"".join(SURFACES[t] for t in best.tokens)
+    assert b"d" in text and b"cab" in text and best.unmet == 0
+
+
+def test_a_constraint_that_cannot_fit_returns_the_best_partial_hypothesis_and_says_so():
+    # "abcd" needs 4 tokens; the limit leaves 2 before the eos: never an exception.
+    [[best]] = search(TABLE, [phrases("abcd")], limit=3)
+    assert best.unmet == 1 and len(best.tokens) <= 2
+    # Of two constraints, the one that fits is met.
+    [[best]] = search(TABLE, [phrases("d", "abcd")], limit=3)
+    assert best.unmet == 1 and D in best.tokens
+
+
+def test_a_phrase_written_in_other_pieces_counts_as_met():
+    # The scorer writes "zx" then "y": the text holds "xy", though not as the token XY.
+    table = {(): {ZX: 0.9, XY: 0.05, EOS: 0.05}, (ZX,): {Y: 0.9, EOS: 0.1}, (ZX, Y): {EOS: 1.0}}
+    [[best]] = search(table, [phrases("xy")])
+    assert best.tokens == [ZX, Y] and best.unmet == 0  # not "zx y xy": nothing pasted
+
+
+def test_allocation_gives_every_bank_its_share():
+    # Bank 0 holds the three best; bank 2's weak candidate still gets a slot, first.
+    assert allocate([0, 0, 0, 2, 1], [-1.0, -2.0, -3.0, -9.0, -5.0], 3) == [3, 4, 0]
+    assert allocate([0, 0, 0], [-3.0, -1.0, -2.0], 2) == [1, 2]  # one bank: plain beam
+
+
+def test_the_beam_keeps_hypotheses_that_met_more_constraints_than_likelier_ones():
+    # d is very unlikely anywhere; plain beam never keeps it, the banks must.
+    default = {EOS: 0.5, A: 0.25, B: 0.2499, D: 0.0001}
+    [[best]] = search({}, [phrases("d")], k=2, default=default)
+    assert D in best.tokens and best.unmet == 0
+
+
+def test_n_best_lists_rank_met_constraints_first():
+    found = search(TABLE, [phrases("d")], k=4, n_best=3)[0]
+    assert [h.unmet for h in found] == sorted(h.unmet for h in found)
+    assert all(D in h.tokens for h in found if h.unmet == 0)
+
+
+# -- the real model: batch invariance, the cache, and a real tokenizer ----------------------
+
+
+def test_unconstrained_sentences_in_a_constrained_batch_decode_exactly_as_beam_search():
+    model = tiny_model(seed=3)
+    src = random_ids(5, 9, seed=4)
+    src[1, 6:] = PAD
+    config = SearchConfig()
+    constraints = [None, TermConstraints(["q"], _letters(), _spell_letters), None,
+                   TermConstraints(["pq", "r"], _letters(), _spell_letters), None]  # fmt: skip
+    together = translate_ids(model, src, 4, config, n_best=2, constraints=constraints)
+    plain = translate_ids(model, src, 4, config, n_best=2)
+    for i in (0, 2, 4):
+        assert [h.tokens for h in together[i]] == [h.tokens for h in plain[i]]
+        assert [h.score for h in together[i]] == [h.score for h in plain[i]]
+    for i in (1, 3):  # a constrained sentence alone gives what it gives in the batch
+        row = src[i : i + 1, : int((src[i] != PAD).sum())]
+        alone = translate_ids(model, row, 4, config, n_best=2, constraints=[constraints[i]])
+        assert [h.tokens for h in alone[0]] == [h.tokens for h in together[i]]
+        assert [h.score for h in alone[0]] == pytest.approx([h.score for h in together[i]])
+        assert together[i][0].unmet == 0
+
+
+def test_the_cache_follows_the_beams_the_banks_choose():
+    """The search's log-probability of its output equals the model's, teacher-forced: the KV
+    cache was reordered with every beam the banks kept."""
+    model = tiny_model(seed=5)
+    src = random_ids(2, 7, seed=6)
+    constraints = [TermConstraints(["qr"], _letters(), _spell_letters)] * 2
+    found = translate_ids(model, src, 3, SearchConfig(), constraints=constraints)
+    for i, [best] in enumerate(found):
+        target = [BOS, *best.tokens, EOS]
+        with torch.no_grad():
+            logits = model(src[i : i + 1], torch.tensor([target[:-1]]))
+        log_probs = logits.log_softmax(dim=-1)[0]
+        forced = sum(float(log_probs[t, token]) for t, token in enumerate(target[1:]))
+        assert best.log_prob == pytest.approx(forced, abs=1e-4)
+
+
+def _letters() -> tuple[bytes, ...]:
+    """Token t of tiny_model's vocabulary (40) writes one letter, specials nothing."""
+    return tuple(b"" if t < 4 else bytes([ord("a") + (t - 4) % 26]) for t in range(40))
+
+
+def _spell_letters(text: str, first: bool) -> list[int]:
+    return [ord(char) - ord("a") + 4 for char in text]
+
+
+def test_a_term_sentencepiece_segments_two_ways_is_matched_on_the_text():
+    """Alone, 会买 is "会" "买"; in "我明天会买苹果。" this vocabulary writes it inside the one
+    piece "▁我明天会买". A scorer that writes the sentence in its own pieces meets the term
+    without pasting it again."""
+    texts = [text for pair in synthetic_pairs() for text in pair]
+    tokenizer = Tokenizer.train(texts, 420)
+    alone = [tokenizer.id_to_piece(t) for t in tokenizer.encode_target("会买")]
+    in_context = tokenizer.encode_target("我明天会买苹果。")
+    pieces = [tokenizer.id_to_piece(t) for t in in_context]
+    assert "▁我明天会买" in pieces and alone != ["▁我明天会买"]
+    table = {tuple(in_context[:i]): {in_context[i]: 0.9, EOS: 0.1}
+             for i in range(len(in_context))}  # fmt: skip
+    table[tuple(in_context)] = {EOS: 1.0}
+    constraints = [term_constraints(tokenizer, [Term("will buy", "会买")])]
+    scorer = _VocabScorer(ScriptedScorer(table, 4, {EOS: 1.0}), tokenizer.vocab_size)
+    [[best]] = constrained_beam_search(scorer, torch.tensor([12]), 4, IDS, constraints, PLAIN)
+    assert best.tokens == in_context and best.unmet == 0
+
+
+class _VocabScorer:
+    """A ScriptedScorer over a real tokenizer's vocabulary."""
+
+    def __init__(self, scripted: ScriptedScorer, vocab: int) -> None:
+        self.scripted, self.vocab = scripted, vocab
+
+    def __call__(self, last_tokens):
+        out = torch.full((last_tokens.shape[0], self.vocab), -30.0)
+        for row, token in enumerate(last_tokens.tolist()):
+            if token != BOS:
+                self.scripted.prefixes[row] += (token,)
+            for tok, p in self.scripted.table.get(self.scripted.prefixes[row],
+                                                  self.scripted.default).items():  # fmt: skip
+                out[row, tok] = math.log(p)
+        return out
+
+    def reorder(self, index):
+        self.scripted.reorder(index)
+
+
+def test_the_constraint_state_follows_bytes_and_counts_banks():
+    constraints = phrases("xy", "d")
+    state = constraints.start()
+    assert constraints.unmet(state) == 2 and constraints.progress(state) == 0
+    state = constraints.advance(state, ZX)  # "zx": xy under way, spelled XY: no token saved
+    assert constraints.progress(state) == 0 and Y in constraints.next_tokens(state)
+    state = constraints.advance(state, Y)  # "zxy": xy met (spelled as one token, XY)
+    assert constraints.unmet(state) == 1 and constraints.progress(state) == 1
+    state = constraints.advance(state, D)
+    assert constraints.unmet(state) == 0 and constraints.progress(state) == 2
+    assert constraints.next_tokens(state) == ()
+
+
+def test_a_phrase_the_vocabulary_cannot_write_is_no_constraint():
+    assert phrases("q").count == 0  # no token writes "q"
+    assert [h.tokens for h in search(TABLE, [phrases("q")])[0]] == [[A, B]]
+
+
+def test_constraints_must_match_the_batch():
+    with pytest.raises(ValueError, match="2 constraint sets for 1 sentences"):
+        constrained_beam_search(ScriptedScorer(TABLE, 2), torch.tensor([4]), 2, IDS,
+                                [None, None], PLAIN)  # fmt: skip
+
+
+def test_beam_search_with_no_constraint_at_all_is_unchanged():
+    model = tiny_model(seed=9)
+    src = random_ids(3, 8, seed=2)
+    config = SearchConfig()
+    max_lens = config.max_lengths((src != PAD).sum(dim=1))
+    plain = beam_search(TransformerScorer(model, src, 3, int(max_lens.max())), max_lens, 3, IDS,
+                        config)  # fmt: skip
+    steered = constrained_beam_search(TransformerScorer(model, src, 3, int(max_lens.max())),
+                                      max_lens, 3, IDS, [None] * 3, config)  # fmt: skip
+    assert [[h.tokens for h in hyps] for hyps in plain] == [[h.tokens for h in hyps]
+                                                           for hyps in steered]  # fmt: skip

@@ -1,0 +1,136 @@
+"""Glossaries: reading TSV/CSV with one-line errors, finding terms in sentences (whole words,
+any case, multi-word, longest first), and forcing them through the Translator and the CLI."""
+
+from __future__ import annotations
+
+import pytest
+
+from seq2seq.cli import main
+from seq2seq.errors import DataError
+from seq2seq.glossary import Glossary, Term, missing_terms
+
+GLOSSARY = Glossary([Term("teacher", "导师"), Term("machine learning", "机器学习"),
+                     Term("learning", "学习"), Term("e-mail", "电邮"), Term("New York", "纽约"),
+                     Term("York", "约克")])  # fmt: skip
+
+
+def targets(sentence: str) -> list[str]:
+    return [term.target for term in GLOSSARY.terms_in(sentence)]
+
+
+def test_terms_match_whole_words_in_any_case():
+    assert targets("My TEACHER's e-mail.") == ["导师", "电邮"]
+    assert targets("Teachers and email") == []  # not a word of the sentence
+
+
+def test_overlapping_terms_take_the_longest_and_multi_word_terms_match():
+    assert targets("He studies machine learning.") == ["机器学习"]  # not 学习 too
+    assert targets("Learning is fun; machine learning more.") == ["学习", "机器学习"]
+    assert targets("I flew to new   york.") == ["纽约"]
+    assert targets("York and New York") == ["约克", "纽约"]
+
+
+def test_a_term_that_occurs_twice_applies_once():
+    assert targets("teacher, teacher!") == ["导师"]
+
+
+def test_tsv_and_csv_and_dicts_read_the_same():
+    tsv = Glossary.parse("teacher\t导师\n\nNew York\t纽约\n")
+    csv = Glossary.parse('teacher,导师\n"New York",纽约,en,zh\n', format="csv")
+    entries = Glossary.from_dict({"teacher": "导师", "New York": "纽约"})
+    assert list(tsv) == list(csv) == list(entries) == [Term("teacher", "导师"),
+                                                       Term("New York", "纽约")]  # fmt: skip
+    assert Glossary.parse(tsv.to_tsv()).terms == tsv.terms
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("teacher\t导师\nbook\n", "g.tsv:2: expected 2 tab-separated fields (source, target), "
+                                  "found 1"),
+        ("teacher\t导师\ta\n", "g.tsv:1: expected 2 tab-separated fields"),
+        ("teacher\t\n", "g.tsv:1: empty target term"),
+        (" teacher\t导师\n", "g.tsv:1: source term ' teacher' has leading or trailing white space"),
+        ("teacher\t导师\n\nTeacher\t老师\n", "g.tsv:3: duplicate source term 'Teacher' (first on "
+                                             "line 1)"),
+        ("a\x07b\tc\n", "g.tsv:1: source term 'a\\x07b' holds a control character"),
+    ],
+)  # fmt: skip
+def test_a_bad_entry_is_a_one_line_error_naming_its_line(tmp_path, text, message):
+    path = tmp_path / "g.tsv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(DataError) as error:
+        Glossary.read(path)
+    assert str(error.value).startswith(f"{path}:{message.split(':', 1)[1]}")
+    assert "\n" not in str(error.value)
+
+
+def test_missing_terms_are_read_on_the_text():
+    terms = [Term("teacher", "导师"), Term("book", "书")]
+    assert missing_terms(terms, "我的导师有一本书。") == []
+    assert missing_terms(terms, "我的老师有一本书。") == [Term("teacher", "导师")]
+
+
+# -- through the Translator and the CLI (the tiny untrained translator) ---------------------
+
+
+def test_terms_are_forced_only_in_the_sentences_that_hold_them(translator):
+    glossary = Glossary([Term("apples", "苹果"), Term("book", "一本书")])
+    lines = ["I will buy apples today. She can see the book.", "We will eat rice.", "",
+             "He can see a new car tomorrow."]  # fmt: skip
+    plain = translator.translate(lines, beam_size=3)
+    forced = translator.translate(lines, beam_size=3, glossary=glossary)
+    assert forced[1:] == plain[1:]  # no term: byte-identical
+    assert "苹果" in forced[0] and "一本书" in forced[0]
+    # Each sentence is searched apart: the second holds the book, the first the apples.
+    sentences = translator.translate_sentences(["I will buy apples today.",
+                                                "She can see the book."],
+                                               beam_size=3, glossary=glossary)  # fmt: skip
+    assert "苹果" in sentences[0].texts[0] and "一本书" not in sentences[0].texts[0]
+    assert "一本书" in sentences[1].texts[0] and "苹果" not in sentences[1].texts[0]
+    assert all(not s.missing for s in sentences)
+
+
+def test_a_term_that_cannot_fit_is_reported_not_raised(translator, capsys):
+    long_term = "苹果" * 40  # far beyond the length limit of a two-word sentence
+    out = translator.translate(["Buy apples.", "Eat rice."], beam_size=3,
+                               glossary=Glossary([Term("apples", long_term)]))  # fmt: skip
+    assert len(out) == 2 and long_term not in out[0]
+    warning = capsys.readouterr().err
+    assert "1 input(s) lack glossary term(s)" in warning and "(apples): line 1" in warning
+
+
+def test_greedy_with_a_glossary_still_forces_terms(translator):
+    out = translator.translate(["I will buy apples today."], beam_size=1,
+                               glossary=Glossary([Term("apples", "一辆新车")]))  # fmt: skip
+    assert "一辆新车" in out[0]
+
+
+def test_cli_translate_and_evaluate_take_a_glossary(translation_checkpoint, tmp_path, capsys):
+    glossary = tmp_path / "terms.tsv"
+    glossary.write_text("apples\t苹果\nbook\t那本书\n", encoding="utf-8")
+    source = tmp_path / "in.en"
+    source.write_text("I will buy apples today.\nWe will eat rice.\n", encoding="utf-8")
+    reference = tmp_path / "ref.zh"
+    reference.write_text("我今天会买苹果。\n我们会吃米饭。\n", encoding="utf-8")
+    output = tmp_path / "out.zh"
+    common = ["--checkpoint", str(translation_checkpoint), "--glossary", str(glossary),
+              "--beam-size", "2"]  # fmt: skip
+    assert main(["translate", *common, "--input", str(source), "--output", str(output)]) == 0
+    lines = output.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2 and "苹果" in lines[0]
+    assert main(["evaluate", *common, "--src", str(source), "--ref", str(reference),
+                 "--hyps", str(tmp_path / "hyps.zh"), "--json"]) == 0  # fmt: skip
+    assert '"glossary"' in capsys.readouterr().out
+    assert "苹果" in (tmp_path / "hyps.zh").read_text(encoding="utf-8").splitlines()[0]
+
+
+def test_cli_names_the_bad_line_of_a_glossary(translation_checkpoint, tmp_path, capsys):
+    glossary = tmp_path / "terms.tsv"
+    glossary.write_text("apples\t苹果\nbook 那本书\n", encoding="utf-8")
+    code = main(["translate", "--checkpoint", str(translation_checkpoint), "--glossary",
+                 str(glossary), "--input", str(glossary)])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err == (f"seq2seq translate: error: {glossary}:2: expected 2 tab-separated fields "
+                   "(source, target), found 1")  # fmt: skip
