@@ -491,6 +491,10 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-continuous", dest="continuous", action="store_false",
                    help="decode every request in whole batches, instead of letting sentences "
                    "join and leave the batch between decoder steps")  # fmt: skip
+    p.add_argument("--glossary-dir", metavar="DIR", default=None,
+                   help="keep the glossaries made through DeepL's API (/v2/glossaries) in this "
+                   "directory, one JSON file each, so they survive a restart (default: in "
+                   "memory only)")  # fmt: skip
     p.set_defaults(run=run_serve)
 
 
@@ -505,7 +509,7 @@ def run_serve(args: argparse.Namespace) -> int:
     return serve(args.checkpoint, args.host, args.port, args.engine, args.device,
                  args.model_name, args.beam_size, args.max_batch_tokens, args.max_wait_ms,
                  args.max_queue, args.char_limit, args.batch_limit, args.api_keys,
-                 args.continuous, args.quantize, args.file_limit)  # fmt: skip
+                 args.continuous, args.quantize, args.file_limit, args.glossary_dir)  # fmt: skip
 
 
 def _load_translator(args: argparse.Namespace):

@@ -299,7 +299,7 @@ class TermConstraints:
                 r = next((r for r in range(len(phrase) - 1, 0, -1)
                           if tail.endswith(phrase[:r])), 0)  # fmt: skip
                 progress += self._written[c][r]
-                tokens += [self._next[c][r]] if r else self._entries[c]
+                tokens += [self._next[c][r], *(() if r else self._entries[c])]
                 tokens += [] if r or started else self._first[c]
             found = (progress, tuple(t for t in dict.fromkeys(tokens) if t is not None))
             self._read_states[state] = found
@@ -327,13 +327,16 @@ def _rest_spellings(phrase: str, surfaces: Sequence[bytes],
 
 def _tokens_ending_in(phrase: str, surfaces: Sequence[bytes]) -> list[int]:
     """Tokens whose text ends with a beginning of ``phrase`` (at a character boundary):
-    where a phrase can start inside a piece."""
+    where a phrase can start inside a piece ("的老" before "师"), but never glued to a Latin
+    letter or digit before it ("hi" does not start "iPhone")."""
     by_last_character = _vocabulary_index(surfaces)[0]
     found = []
     for end in range(1, len(phrase) + 1):
         prefix = phrase[:end].encode("utf-8")
-        found += [t for t in by_last_character.get(phrase[end - 1], ())
-                  if surfaces[t].endswith(prefix)]  # fmt: skip
+        for token in by_last_character.get(phrase[end - 1], ()):
+            before = surfaces[token][: len(surfaces[token]) - len(prefix)]
+            if surfaces[token].endswith(prefix) and not before[-1:].isalnum():
+                found.append(token)
     return found
 
 

@@ -30,7 +30,8 @@ WORD_START = "\u2581"  # SentencePiece's mark of a piece that starts a word
 # Words as the matcher sees them: runs of letters/digits, and each other visible character
 # alone ("e-mail" is e, -, mail; "teacher's" holds the word "teacher").
 _WORD = re.compile(r"\w+|[^\w\s]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+_BREAK = re.compile(r"[\t\n\r\u2028\u2029]")  # a quoted CSV field may hold one; TSV cannot
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 FORMATS = ("tsv", "csv")
 
 
@@ -192,6 +193,9 @@ def _entry(fields: list[str], format: str, source: str, number: int) -> Term:
         if value != value.strip():
             raise DataError.at(source, number, f"{side} term {value!r} has leading or trailing "
                                                "white space")  # fmt: skip
+        if _BREAK.search(value):
+            raise DataError.at(source, number, f"{side} term {value!r} holds a tab or a line "
+                                               "break")  # fmt: skip
         if _CONTROL.search(value):
             raise DataError.at(source, number, f"{side} term {value!r} holds a control "
                                                "character")  # fmt: skip

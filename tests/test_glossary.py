@@ -134,3 +134,63 @@ def test_cli_names_the_bad_line_of_a_glossary(translation_checkpoint, tmp_path, 
     assert code == 2
     assert err == (f"seq2seq translate: error: {glossary}:2: expected 2 tab-separated fields "
                    "(source, target), found 1")  # fmt: skip
+
+
+# -- the server's LibreTranslate and /v1/translate routes (inline glossaries) ----------------
+
+
+def test_libretranslate_takes_an_inline_glossary_as_json_or_form(http):
+    body = {"q": ["I will buy apples today.", "We will eat rice."], "source": "en",
+            "target": "zh", "glossary": {"apples": "苹果"}}  # fmt: skip
+    answer = http.post("/translate", json=body).json()
+    assert "苹果" in answer["translatedText"][0]
+    assert answer["glossaryTermsNotMet"] == [[], []] and "warnings" not in answer
+    plain = http.post("/translate", json={**body, "glossary": None}).json()
+    assert answer["translatedText"][1] == plain["translatedText"][1]  # no term: unchanged
+    form = {"q": body["q"][0], "source": "en", "target": "zh", "glossary": "apples\t苹果"}
+    assert http.post("/translate", data=form).json()["translatedText"] == \
+        answer["translatedText"][0]
+
+
+def test_the_server_says_which_terms_it_could_not_place(http):
+    body = {"q": "Buy apples.", "source": "en", "target": "zh",
+            "glossary": {"apples": "苹果" * 40}}  # fmt: skip
+    answer = http.post("/translate", json=body).json()
+    assert answer["glossaryTermsNotMet"] == ["apples"]
+    assert answer["warnings"] == ["q: glossary term(s) not placed within the length limit: "
+                                  "apples"]  # fmt: skip
+    native = http.post("/v1/translate", json={"text": ["Buy apples."],
+                                              "glossary": {"apples": "苹果" * 40}}).json()
+    assert native["translations"][0]["glossary_terms_not_met"] == ["apples"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "message"),
+    [
+        ("/translate", {"q": "x", "source": "en", "target": "zh",
+                        "glossary": {"apples": "苹果", "Apples": "苹"}},
+         "Invalid request: glossary:2: duplicate source term 'Apples' (first on line 1)"),
+        ("/translate", {"q": "x", "source": "en", "target": "zh", "glossary": "apples"},
+         "Invalid request: glossary:1: expected 2 tab-separated fields (source, target), "
+         "found 1"),
+        ("/v1/translate", {"text": "x", "glossary": {"apples": ""}},
+         "Invalid request: glossary:1: empty target term"),
+        ("/v1/translate", {"text": "x", "glossary": {"a": "b"}, "return_attention": True},
+         "Invalid request: return_attention takes no glossary"),
+    ],
+)  # fmt: skip
+def test_bad_inline_glossaries_are_400s_naming_the_entry(http, path, body, message):
+    answer = http.post(path, json=body)
+    assert answer.status_code == 400 and answer.json()["error"] == message
+
+
+def test_constrained_requests_decode_in_whole_batches(http):
+    """The continuous decoder takes plain requests; a glossary's go to whole batches."""
+    before = http.get("/v1/stats").json()
+    http.post("/v1/translate", json={"text": ["We will eat rice today."]})
+    middle = http.get("/v1/stats").json()
+    assert middle["batches"] == before["batches"] and middle["steps"] > before["steps"]
+    http.post("/v1/translate", json={"text": ["We will eat rice today."],
+                                     "glossary": {"rice": "米饭"}})  # fmt: skip
+    after = http.get("/v1/stats").json()
+    assert after["batches"] == middle["batches"] + 1 and after["steps"] == middle["steps"]

@@ -198,6 +198,31 @@ def test_page_shows_server_errors(browser, translation_server):
     assert text_of(browser, "translation") == translate_api(url, [SENTENCE], 2)[0]["text"]
 
 
+def test_glossary_box_forces_terms_as_the_api_does(browser, translation_server):
+    url = translation_server.url
+    open_page(browser, url)
+    browser.find_element(By.CSS_SELECTOR, "#glossary-box summary").click()
+    type_into(browser, "source", f"{SENTENCE}\n{SECOND}")
+    # Set as a paste would: typing a tab would move the focus on.
+    browser.execute_script("document.getElementById('glossary').value = arguments[0];",
+                           "tea = 苹果\nstation\t一本书")  # fmt: skip
+    type_into(browser, "beam", "2")
+    browser.find_element(By.ID, "translate").click()
+    assert wait_for(browser, "done", "error") == "done", text_of(browser, "status")
+    body = {"text": [SENTENCE, SECOND], "beam_size": 2, "return_scores": True,
+            "glossary": {"tea": "苹果", "station": "一本书"}}  # fmt: skip
+    answer = httpx.post(url + "/v1/translate", json=body, timeout=WAIT).json()
+    texts = [t["text"] for t in answer["translations"]]
+    assert text_of(browser, "translation") == "\n".join(texts)
+    assert "苹果" in texts[0] and "一本书" in texts[1]
+    assert [t["glossary_terms_not_met"] for t in answer["translations"]] == [[], []]
+
+    type_into(browser, "glossary", "tea = 苹果\nno separator here")
+    browser.find_element(By.ID, "translate").click()
+    assert wait_for(browser, "done", "error") == "error"
+    assert text_of(browser, "status") == "Glossary line 2: write English = 中文"
+
+
 SUBTITLES = (f"1\n00:00:01,000 --> 00:00:02,500\n{SENTENCE}\n\n"
              f"2\n00:00:03,000 --> 00:00:04,000\n{SECOND}\n")  # fmt: skip
 KEPT_LINES = (0, 1, 3, 4, 5, 7)  # SUBTITLES' cue numbers, timings and blank lines

@@ -2,7 +2,8 @@
 
 Routes: ``/translate``, ``/languages``, ``/detect`` (LibreTranslate's API) and ``/v1/translate``
 (ours: n-best, scores, attention) in ``translation_routes``; ``/v1/completions`` and
-``/v1/models`` (OpenAI's, for a decoder-only language model) in ``completion_routes``; here the
+``/v1/models`` (OpenAI's, for a decoder-only language model) in ``completion_routes``;
+``/v2/translate``, ``/v2/glossaries`` and the rest of DeepL's API in ``deepl_routes``; here the
 errors, ``/health``, ``/v1/stats``, ``/frontend/settings``, the web page at ``/`` and the log.
 Model work happens in the worker thread; the event loop only parses, queues and answers, so
 ``/health`` and new requests are answered while a batch decodes.
@@ -23,7 +24,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seq2seq.serve.batching import BatchingWorker, Job
 from seq2seq.serve.completion_routes import add_completion_routes
+from seq2seq.serve.deepl_routes import add_deepl_routes
 from seq2seq.serve.files import SUPPORTED
+from seq2seq.serve.glossaries import GlossaryStore
 from seq2seq.serve.handling import ClientGone, ServerSettings
 from seq2seq.serve.model import ServedModel
 from seq2seq.serve.protocol import (
@@ -34,10 +37,12 @@ from seq2seq.serve.translation_routes import add_translation_routes
 
 log = logging.getLogger("seq2seq.serve")
 OPENAI_PATHS = ("/v1/completions", "/v1/models")
+DEEPL_PATHS = ("/v2/", "/v3/")
 
 
 def create_app(served: ServedModel, settings: ServerSettings = ServerSettings()) -> FastAPI:  # noqa: B008
     """The app, with its worker thread started; the app's shutdown finishes queued work."""
+    store = GlossaryStore(settings.glossary_dir)  # before the thread: a bad directory fails
     worker = BatchingWorker(
         lambda jobs: _run(served, settings, jobs),
         max_batch_tokens=settings.max_batch_tokens,
@@ -61,10 +66,12 @@ def create_app(served: ServedModel, settings: ServerSettings = ServerSettings())
     app = FastAPI(title="seq2seq", summary=f"English→Chinese translation: {served.name}",
                   lifespan=lifespan)  # fmt: skip
     app.state.served, app.state.settings, app.state.worker = served, settings, worker
+    app.state.glossaries = store
     app.add_middleware(RequestLog)
     _add_error_handlers(app)
-    add_translation_routes(app, served, settings, worker)
+    translate_texts = add_translation_routes(app, served, settings, worker)
     add_completion_routes(app, served, settings, worker)
+    add_deepl_routes(app, served, settings, translate_texts, store)
     _add_page_routes(app, served, settings, worker)
     return app
 
@@ -86,6 +93,8 @@ def _error_response(request: Request, error: ApiError) -> JSONResponse:
     if request.url.path.startswith(OPENAI_PATHS):
         return JSONResponse(openai_error(error.status, error.message, error.param),
                             status_code=error.status)  # fmt: skip
+    if request.url.path.startswith(DEEPL_PATHS):
+        return JSONResponse({"message": error.message}, status_code=error.status)
     return JSONResponse({"error": error.message}, status_code=error.status)
 
 

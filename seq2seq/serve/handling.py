@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import Future
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fastapi import Request
@@ -27,6 +28,7 @@ class ServerSettings:
     api_keys: frozenset[str] | None = None
     continuous: bool = True  # sentences join and leave the batch between decoder steps
     file_limit: int = 200_000  # characters of a file sent to /translate_file
+    glossary_dir: Path | None = None  # DeepL-API glossaries saved here (None: in memory only)
 
     def __post_init__(self) -> None:
         """Refuse a bad value when the settings are made, before the model loads; each error

@@ -11,7 +11,7 @@ import socket
 import time
 from pathlib import Path
 
-from seq2seq.checks import readable_file
+from seq2seq.checks import readable_file, writable_directory
 from seq2seq.errors import ConfigError
 from seq2seq.serve.protocol import Limits
 
@@ -50,6 +50,7 @@ def serve(
     continuous: bool = True,
     quantize: str | None = None,
     file_limit: int = 200_000,
+    glossary_dir: str | None = None,
 ) -> int:
     """Run ``seq2seq serve`` (the options are the command's; ``--help`` explains them)."""
     import uvicorn
@@ -58,11 +59,15 @@ def serve(
     from seq2seq.serve.handling import ServerSettings
     from seq2seq.serve.model import ServedModel
 
-    # The settings, the key file and the address are checked before the slow load.
+    # The settings, the key file, the glossary directory and the address are checked before
+    # the slow load.
+    if glossary_dir is not None:
+        writable_directory(glossary_dir, "--glossary-dir")
     settings = ServerSettings(beam_size, max_batch_tokens, max_wait_ms, max_queue,
                               Limits(char_limit, batch_limit),
                               read_api_keys(api_keys) if api_keys else None,
-                              continuous, file_limit)  # fmt: skip
+                              continuous, file_limit,
+                              Path(glossary_dir) if glossary_dir else None)  # fmt: skip
     listener = bind(host, port)
     try:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
