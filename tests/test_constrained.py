@@ -255,3 +255,17 @@ def test_beam_search_with_no_constraint_at_all_is_unchanged():
                                       max_lens, 3, IDS, [None] * 3, config)  # fmt: skip
     assert [[h.tokens for h in hyps] for hyps in plain] == [[h.tokens for h in hyps]
                                                            for hyps in steered]  # fmt: skip
+
+
+def test_a_character_outside_the_vocabulary_is_written_and_banked_byte_by_byte():
+    texts = [text for pair in synthetic_pairs() for text in pair]
+    tokenizer = Tokenizer.train(texts, 406)
+    constraints = term_constraints(tokenizer, [Term("guide", "导")])  # 导: three byte pieces
+    spelled = [tokenizer.piece_to_id(f"<0x{b:02X}>") for b in "导".encode()]
+    assert constraints.count == 1 and constraints.tokens == 3
+    state = constraints.advance(constraints.start(), tokenizer.piece_to_id("我"))
+    for written, token in enumerate(spelled, start=1):
+        assert token in constraints.next_tokens(state)
+        state = constraints.advance(state, token)
+        assert constraints.progress(state) == written
+    assert constraints.unmet(state) == 0
