@@ -646,7 +646,8 @@ def _translate_chunk(translator, chunk: list[str], args, progress: LineProgress,
     beam = max(args.beam_size, args.n_best)
     found = translator.translate_n_best(chunk, args.n_best, beam, args.max_tokens,
                                         args.split_sentences, progress.advance,
-                                        progress.set_total, glossary)  # fmt: skip
+                                        progress.set_total, glossary,
+                                        progress.done_lines + 1)  # fmt: skip
     first = progress.done_lines
     return [f"{first + number} ||| {h.text} ||| F0= {h.log_prob:.4f} ||| {h.score:.4f}"
             for number, hyps in enumerate(found) for h in hyps]  # fmt: skip

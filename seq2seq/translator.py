@@ -215,9 +215,8 @@ class Translator:
             on_total: called once with the number of distinct sentences (pieces) to decode.
             first_line: the number of ``lines[0]`` in its file, for warnings naming lines.
             glossary: terms each sentence's translation must use where the sentence holds
-                their English side (constrained beam search, at a beam of at least
-                ``MIN_CONSTRAINED_BEAM``); a term that could not be placed is named in a
-                warning.
+                their English side (constrained beam search, at ``constrained_beam``'s beam);
+                a term that could not be placed is named in a warning.
         """
         documents = [parse_text(line.replace("\n", " ")) for line in lines]
         outputs = self.translate_documents(documents, beam_size, max_tokens, split, on_batch,
@@ -264,6 +263,7 @@ class Translator:
         on_batch: Callable[[int], None] | None = None,
         on_total: Callable[[int], None] | None = None,
         glossary: Glossary | None = None,
+        first_line: int = 1,
     ) -> list[list[Hypothesis]]:
         """The ``n_best`` best translations of each line, best first, each a ``Hypothesis``
         with its ``text``. A line of several sentences has each sentence searched apart; its
@@ -275,7 +275,7 @@ class Translator:
         found = self.translate_sentences(batch.sentences, beam_size, max_tokens, n_best,
                                          on_batch=on_batch, on_total=on_total,
                                          glossary=glossary)  # fmt: skip
-        _warn_missing(batch, found, 1)
+        _warn_missing(batch, found, first_line)
         return [[replace(h, text=one_line(h.text)) for h in batch.n_best(i, found, n_best)]
                 for i in range(len(lines))]  # fmt: skip
 
