@@ -34,11 +34,13 @@ import torch
 from torch import Tensor
 
 from seq2seq.search import (
+    NEG_INF,
     Hypothesis,
     Scorer,
     SearchConfig,
     SpecialTokens,
     beam_search,
+    sentences_done,
     top_k_by_blocks,
 )
 
@@ -92,7 +94,7 @@ def constrained_beam_search(
     """
     if len(constraints) != max_lens.shape[0]:
         raise ValueError(f"{len(constraints)} constraint sets for {max_lens.shape[0]} sentences")
-    banks = ConstraintBanks(constraints, beam_size, specials, config, max_lens.device)
+    banks = ConstraintBanks(constraints, beam_size, specials, config, max_lens.device, n_best)
     return beam_search(scorer, max_lens, beam_size, specials, config, n_best, steer=banks)
 
 
@@ -101,9 +103,9 @@ class ConstraintBanks:
 
     def __init__(self, constraints: Sequence[Constraints | None], k: int,
                  specials: SpecialTokens, config: SearchConfig,
-                 device: torch.device | str = "cpu") -> None:  # fmt: skip
+                 device: torch.device | str = "cpu", n_best: int = 1) -> None:  # fmt: skip
         self.constraints = [c if c is not None and c.count else None for c in constraints]
-        self.k, self.specials, self.config = k, specials, config
+        self.k, self.specials, self.config, self.n_best = k, specials, config, n_best
         self.states: list[list[State] | None] = [
             None if c is None else [c.start()] * k for c in self.constraints
         ]
@@ -118,7 +120,7 @@ class ConstraintBanks:
                 for j, state in enumerate(states) if c.unmet(state)]  # type: ignore[arg-type]  # fmt: skip
         if rows:
             sentences, beams = zip(*rows, strict=True)
-            log_probs[list(sentences), list(beams), self.specials.eos] = float("-inf")
+            log_probs[list(sentences), list(beams), self.specials.eos] = NEG_INF
 
     def select_(
         self,
@@ -146,22 +148,28 @@ class ConstraintBanks:
         for (b, j, t), score in zip(forced, forced_scores, strict=True):
             by_sentence[b][(j, t)] = score
         top_scores, top_beam, top_token = (x[steered].tolist() for x in candidates)
+        beams = []  # per steered sentence: k (score, source beam, token)
         for i, b in enumerate(steered):
             found = by_sentence[b]
             for j in range(k):
                 found[(j, best_tokens[i][j])] = best_scores[i][j]
             for score, j, t in zip(top_scores[i], top_beam[i], top_token[i], strict=True):
                 found[(j, t)] = score
-            self._select_sentence(b, found, chosen, finished[b], history, step)
+            beams.append(self._select_sentence(b, found, finished[b], history, step))
+        # One write per tensor: a write per beam cost more than the choosing.
+        for field, tensor in enumerate(chosen):  # scores, source beams, tokens: (n, k) each
+            values = [[beam[field] for beam in rows] for rows in beams]
+            tensor[steered] = torch.tensor(values, dtype=tensor.dtype, device=tensor.device)
 
     def _select_sentence(self, b: int, found: dict[tuple[int, int], float],
-                         chosen: tuple[Tensor, Tensor, Tensor], finished: list[Hypothesis],
-                         history: Tensor, step: int) -> None:  # fmt: skip
-        """Sentence b's finished hypotheses and k open beams from its candidates ``found``
+                         finished: list[Hypothesis], history: Tensor,
+                         step: int) -> list[tuple[float, int, int]]:  # fmt: skip
+        """Sentence b's finished hypotheses (added to ``finished``) and its k open beams,
+        best first, (score, source beam, token) each, from its candidates ``found``
         ({(beam, token): score})."""
         constraints, states, eos = self.constraints[b], self.states[b], self.specials.eos
         assert constraints is not None and states is not None
-        scored = [(score, j, t) for (j, t), score in found.items() if score != float("-inf")]
+        scored = [(score, j, t) for (j, t), score in found.items() if score != NEG_INF]
         after = [states[j] if t == eos else constraints.advance(states[j], t)
                  for _, j, t in scored]  # fmt: skip
         bank = [constraints.progress(state) for state in after]
@@ -176,12 +184,25 @@ class ConstraintBanks:
         picked = [open_[i] for i in allocate([bank[i] for i in open_],
                                              [scored[i][0] for i in open_], self.k)]  # fmt: skip
         picked.sort(key=lambda i: -scored[i][0])
-        scores, beams, tokens = chosen
-        scores[b], beams[b], tokens[b] = float("-inf"), 0, self.specials.pad
-        for slot, index in enumerate(picked):
-            scores[b, slot], beams[b, slot], tokens[b, slot] = scored[index]
-        self.states[b] = [after[index] for index in picked]
-        self.states[b] += [constraints.start()] * (self.k - len(picked))  # dead beams
+        dead = self.k - len(picked)  # too few candidates: beams that go nowhere
+        self.states[b] = [after[index] for index in picked] + [constraints.start()] * dead
+        return [scored[index] for index in picked] + [(NEG_INF, 0, self.specials.pad)] * dead
+
+    def done(self, finished: list[list[Hypothesis]], open_scores: Tensor, step: int,
+             max_lens: Tensor) -> Tensor:  # fmt: skip
+        """A sentence with constraints stops once its ``n_best`` best hypotheses meet them all
+        and no open beam can beat them: it need not collect k such hypotheses, as a plain
+        beam does. Its beams are spread over the banks, so k complete ones take long to come,
+        and a beam that has yet to place a term only loses probability placing it; waiting
+        for k cost twice the decoder steps of plain beam search on the demo's term
+        sentences, the beams running on in repetitions before placing their terms."""
+        rows = [b for b, c in enumerate(self.constraints) if c is not None]
+        done = torch.zeros(len(self.constraints), dtype=torch.bool, device=open_scores.device)
+        if rows:
+            complete = [[h for h in finished[b] if not h.unmet] for b in rows]
+            done[rows] = sentences_done(complete, open_scores[rows], step, max_lens[rows],
+                                        self.n_best, self.config)  # fmt: skip
+        return done
 
     def keep(self, sentences: list[int]) -> None:
         self.constraints = [self.constraints[i] for i in sentences]
@@ -199,12 +220,13 @@ def allocate(banks: Sequence[int], scores: Sequence[float], k: int) -> list[int]
         >>> allocate(banks=[0, 0, 0, 1, 1], scores=[-1.0, -2.0, -3.0, -5.0, -6.0], k=3)
         [3, 0, 4]
     """
-    order = sorted(range(len(scores)), key=lambda i: -scores[i])
-    rank, seen = {}, {}
-    for i in order:
-        rank[i] = seen.get(banks[i], 0)
-        seen[banks[i]] = rank[i] + 1
-    return sorted(order, key=lambda i: (rank[i], -banks[i]))[:k]
+    seen: dict[int, int] = {}
+    stripes = []  # (rank within its bank, -bank, candidate): one candidate per (rank, bank)
+    for i in sorted(range(len(scores)), key=scores.__getitem__, reverse=True):
+        rank = seen.get(banks[i], 0)
+        seen[banks[i]] = rank + 1
+        stripes.append((rank, -banks[i], i))
+    return [i for _, _, i in sorted(stripes)[:k]]
 
 
 class TermConstraints:

@@ -244,6 +244,8 @@ def beam_search(
             steer.select_(log_probs, candidates, (scores, chosen_beam, chosen_token), found,
                           done, history, step)  # fmt: skip
         done |= sentences_done(found, scores, step, max_lens, k, config)
+        if steer is not None:
+            done |= steer.done(found, scores, step, max_lens)
         if bool(done.all()):
             break
         # Finished sentences keep their rows in place: nothing to copy for them.
@@ -287,6 +289,11 @@ class BeamSteer(Protocol):
         """For each steered sentence not done: add its finished hypotheses to ``finished``
         and write its k open beams into ``chosen`` (scores, source beam, token; each (n, k))
         in place. ``candidates``: the 2k best continuations of ``top_continuations``."""
+        ...
+
+    def done(self, finished: list[list[Hypothesis]], open_scores: Tensor, step: int,
+             max_lens: Tensor) -> Tensor:  # fmt: skip
+        """(n,) bool: steered sentences that may stop now, by rules of its own."""
         ...
 
     def keep(self, sentences: list[int]) -> None:

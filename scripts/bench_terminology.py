@@ -1,0 +1,472 @@
+"""Terminology: a glossary forced into the test split by constrained beam search.
+
+    python scripts/bench_terminology.py                       # the demo model's test split
+    python scripts/bench_terminology.py --limit 300 --rounds 1 --json terms.json
+    python scripts/bench_terminology.py --glossary terms.tsv --usual usual.tsv --src x.en --ref x.zh
+
+The terms (``TERMS``, or ``--glossary FILE``, DeepL's TSV ``english<TAB>chinese``): common
+English words of the demo's sentences, each with a Chinese translation the demo model does not
+choose on its own, a real synonym of the one it does choose (teacher → 导师 where it writes
+老师), and those usual words of its (``--usual FILE``: ``english<TAB>word[,word...]``; a term
+missing there keeps the built-in words of the same English, if any). A sentence holds a term
+where ``Glossary.terms_in`` finds it: whole words, case-insensitively ("teachers" does not hold
+"teacher"). The per-term table checks the choice: the test sentences holding each term, and how
+many of their plain (no glossary) outputs already hold the forced term (0 for a sound term) or
+one of the usual words.
+
+References with the forced term: in each reference of a sentence holding a term, every
+occurrence of the term's usual words (the longest first, left to right, never inside an
+occurrence of the forced term) is replaced by the forced term. Per (reference, term): a
+reference that already holds the forced term is left as it is ("already"), one holding a usual
+word is substituted, and one holding neither keeps its reference as it is ("none": the
+reference translated the word some other way, or left it out). Scores against these references
+and against the original ones are both given.
+
+Measured in one process on the checkpoint's held-out split (``--split``, as ``seq2seq
+evaluate`` rebuilds it, one item per distinct English sentence with all its references) or on
+``--src``/``--ref`` files; ``--limit N``: the first N items. After a warm-up (a few sentences,
+plain and with the glossary; the first glossary call also builds the vocabulary's spelling
+index, timed apart), each of ``--rounds`` rounds times four ``Translator.translate`` calls at
+``--beam-size``: plain and with the glossary over the whole split, then over the term sentences
+alone, the plain run first in even rounds and the glossary run first in odd ones;
+``time.perf_counter`` around each call, the best of the rounds reported. Outputs come from the
+first round. The translator searches a sentence with terms at a beam of its own
+(``seq2seq.translator.constrained_beam``: the beam asked for, at least 5, and a slot per bank
+of constraint tokens up to 12), so the time ratio includes that wider beam; the table gives how
+many term sentences got each beam (worked out per line).
+
+Reported: the term rate (term sentences whose glossary output holds every forced term, and
+(sentence, term) pairs met; the same for the plain outputs; "holds" as ``missing_terms`` reads
+it: the term's text anywhere in the output), the pairs whose output also holds one of the usual
+words (the term written beside the model's own word, not in its place), how many term sentences
+the translator's missing-term warning named, BLEU and chrF (sacreBLEU, ``zh`` tokenizer) of the term
+sentences with and without the glossary against both reference sets, how many sentences without
+terms came out byte-identical with and without the glossary, the glossary/plain time ratios, the
+per-term table, examples and failures (term sentences whose glossary output lacks a term).
+Progress goes to stderr; ``--json FILE`` also writes every figure, with every term sentence's
+outputs and forced reference (``term_outputs``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+# (English, forced Chinese, the demo model's usual words for it). Chosen on the demo model
+# (configs/tiny.yaml) and its test split: none of the forced terms is in its plain beam-5
+# outputs of the sentences holding the English word (the per-term table checks it again;
+# dropped for that: street 马路, bus 巴士, name 姓名). No one-character usual word that
+# other words hold (美 in 美好, 难 in 很难读懂): substituted there, the reference reads wrong
+# (and so no "difficult": the references say 难, the model too).
+# 轿 has no piece in the demo's vocabulary: 轿车 is spelled in byte pieces.
+TERMS: list[tuple[str, str, tuple[str, ...]]] = [
+    ("teacher", "导师", ("老师", "教师")),
+    ("friend", "友人", ("朋友",)),
+    ("car", "轿车", ("汽车", "车子", "车")),
+    ("school", "学堂", ("学校",)),
+    ("book", "书籍", ("书",)),
+    ("English", "英文", ("英语",)),
+    ("room", "屋子", ("房间", "房")),
+    ("money", "金钱", ("钱",)),
+    ("house", "住宅", ("房子", "房屋")),
+    ("today", "今日", ("今天",)),
+    ("tomorrow", "明日", ("明天",)),
+    ("yesterday", "昨日", ("昨天",)),
+    ("tonight", "今夜", ("今天晚上", "今晚")),
+    ("morning", "清晨", ("早上", "早晨", "上午")),
+    ("doctor", "大夫", ("医生",)),
+    ("children", "儿童", ("孩子们", "小孩子", "孩子", "小孩")),
+    ("problem", "难题", ("问题",)),
+    ("taxi", "的士", ("出租车", "计程车")),
+    ("company", "企业", ("公司",)),
+    ("job", "职位", ("工作",)),
+    ("buy", "购买", ("买",)),
+    ("beautiful", "秀美", ("漂亮", "美丽")),
+    ("happy", "愉快", ("高兴", "快乐", "幸福", "开心")),
+    ("phone", "话机", ("电话", "手机")),
+    ("city", "都市", ("城市",)),
+    ("computer", "计算机", ("电脑",)),
+    ("week", "礼拜", ("星期", "周")),
+    ("students", "学员", ("学生",)),
+    ("parents", "双亲", ("父母",)),
+    ("idea", "点子", ("主意", "想法")),
+    ("dangerous", "凶险", ("危险",)),
+    ("quiet", "宁静", ("安静",)),
+    ("university", "高校", ("大学",)),
+    ("important", "要紧", ("重要",)),
+    ("strange", "古怪", ("奇怪",)),
+    ("clothes", "服装", ("衣服",)),
+]
+OUTCOMES = ("substituted", "already", "none")
+WARMUP = 8  # sentences of the warm-up
+_START = time.perf_counter()
+
+
+def say(line: str) -> None:
+    """A progress line on stderr, with the seconds since the run started."""
+    print(f"[bench_terminology {time.perf_counter() - _START:6.1f} s] {line}", file=sys.stderr,
+          flush=True)  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- terms
+def read_usual(path: str | Path) -> dict[str, tuple[str, ...]]:
+    """``english<TAB>word[,word...]`` lines (more tab-separated words are fine too) →
+    {casefolded English: usual words}."""
+    usual = {}
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            english, *fields = line.split("\t")
+            words = [w.strip() for field in fields for w in field.split(",") if w.strip()]
+            usual[english.strip().casefold()] = tuple(words)
+    return usual
+
+
+def load_terms(glossary_path: str | None, usual_path: str | None):
+    """The glossary (``TERMS`` or the file's) and {casefolded English: usual words}."""
+    from seq2seq.glossary import Glossary, Term
+
+    usual = {en.casefold(): words for en, _, words in TERMS}
+    if glossary_path is None:
+        glossary = Glossary(Term(en, zh) for en, zh, _ in TERMS)
+    else:
+        glossary = Glossary.read(glossary_path)
+    if usual_path is not None:
+        usual.update(read_usual(usual_path))
+    return glossary, usual
+
+
+def substitute(reference: str, target: str, usual: Sequence[str]) -> tuple[str, str]:
+    """``reference`` with every usual word replaced by ``target``, and the outcome:
+    "already" (it holds ``target``: left as it is), "substituted", or "none" (no usual word).
+
+    Example:
+        >>> substitute("我的老师是好老师。", "导师", ["老师", "师"])
+        ('我的导师是好导师。', 'substituted')
+    """
+    if target in reference:
+        return reference, "already"
+    if not usual:
+        return reference, "none"
+    # The target first, so that a usual word inside it (买 in 购买) is never replaced.
+    words = [target, *sorted(usual, key=len, reverse=True)]
+    pattern = re.compile("|".join(map(re.escape, words)))
+    changed, count = pattern.subn(target, reference)
+    return changed, "substituted" if count else "none"
+
+
+def forced_references(terms: list, references: list[list[str]], usual: dict):
+    """Each term sentence's references with its terms substituted in turn, and per term the
+    count of each outcome over (reference, term) pairs."""
+    outcomes: dict[str, Counter] = {}
+    changed_refs = []
+    for own, refs in zip(terms, references, strict=True):
+        changed = []
+        for ref in refs:
+            for term in own:
+                ref, outcome = substitute(ref, term.target, usual.get(term.source.casefold(), ()))
+                outcomes.setdefault(term.source, Counter())[outcome] += 1
+            changed.append(ref)
+        changed_refs.append(changed)
+    return changed_refs, outcomes
+
+
+# ----------------------------------------------------------------------------- runs
+def timed_translate(translator, lines, beam_size, glossary=None) -> tuple[list[str], float, str]:
+    """Outputs, seconds and what the translator wrote on stderr (its warnings)."""
+    captured = io.StringIO()
+    with contextlib.redirect_stderr(captured):
+        start = time.perf_counter()
+        outputs = translator.translate(lines, beam_size, glossary=glossary)
+        seconds = time.perf_counter() - start
+    return outputs, seconds, captured.getvalue()
+
+
+def measure(translator, sets: dict[str, list[str]], glossary, args) -> dict:
+    """{(set, "plain"|"glossary"): {"outputs", "seconds" (best), "stderr"}} over ``--rounds``
+    rounds, alternating which run of each pair goes first."""
+    runs: dict = {}
+    for round_ in range(args.rounds):
+        for name, lines in sets.items():
+            order = ("plain", "glossary") if round_ % 2 == 0 else ("glossary", "plain")
+            for mode in order:
+                used = glossary if mode == "glossary" else None
+                outputs, seconds, stderr = timed_translate(translator, lines, args.beam_size, used)
+                say(f"round {round_ + 1}/{args.rounds}: {name} ({len(lines)} lines), {mode}: "
+                    f"{seconds:.2f} s")  # fmt: skip
+                run = runs.setdefault((name, mode), {"outputs": outputs, "seconds": seconds,
+                                                     "stderr": stderr})  # fmt: skip
+                run["seconds"] = min(run["seconds"], seconds)
+    return runs
+
+
+def warned_count(stderr: str) -> int:
+    """Inputs the translator's missing-term warning named (0 without one)."""
+    found = re.search(r"(\d+) input\(s\) lack glossary term", stderr)
+    return int(found.group(1)) if found else 0
+
+
+# ----------------------------------------------------------------------------- figures
+def term_rates(terms: list, outputs: list[str]) -> dict:
+    """Term sentences whose output holds all their terms, and (sentence, term) pairs met."""
+    from seq2seq.glossary import missing_terms
+
+    missing = [missing_terms(own, out) for own, out in zip(terms, outputs, strict=True)]
+    pairs = sum(map(len, terms))
+    return {"sentences_all_met": sum(not m for m in missing), "sentences": len(terms),
+            "sentence_rate": sum(not m for m in missing) / max(1, len(terms)),
+            "pairs_met": pairs - sum(map(len, missing)), "pairs": pairs,
+            "pair_rate": (pairs - sum(map(len, missing))) / max(1, pairs)}  # fmt: skip
+
+
+def scores(outputs: list[str], references: list[list[str]]) -> dict:
+    from seq2seq.evaluation import reference_streams, score_translations
+
+    found = score_translations(outputs, reference_streams(references))
+    return {"bleu": round(found["bleu"], 2), "chrf": round(found["chrf"], 2)}
+
+
+def spelling(tokenizer, text: str) -> str:
+    """How the model spells ``text``: its pieces joined by |, e.g. ``导|师``; a character
+    the vocabulary lacks comes as byte pieces (``<0xE8><0xBD><0xBF>|车``)."""
+    pieces = [tokenizer.id_to_piece(i) for i in tokenizer.encode_target(text)]
+    pieces = [p.removeprefix("\u2581") for p in pieces]
+    return re.sub(r"(?<=>)\|(?=<0x)", "", "|".join(p for p in pieces if p))
+
+
+def holds_usual(text: str, target: str, words: Sequence[str]) -> bool:
+    """Whether ``text`` holds a usual word outside the forced term (买 of 购买 does not count)."""
+    text = text.replace(target, "\0")
+    return any(word in text for word in words)
+
+
+def per_term(glossary, terms, plain, forced, outcomes, usual, tokenizer) -> list[dict]:
+    """Per glossary term: its spelling, its sentences, plain and glossary outputs holding the
+    forced term or a usual word, and its reference outcomes."""
+    rows = []
+    for term in glossary:
+        which = [i for i, own in enumerate(terms) if term in own]
+        words = usual.get(term.source.casefold(), ())
+        rows.append({
+            "en": term.source, "zh": term.target, "pieces": spelling(tokenizer, term.target),
+            "usual": list(words), "sentences": len(which),
+            "plain_forced": sum(term.target in plain[i] for i in which),
+            "plain_usual": sum(holds_usual(plain[i], term.target, words) for i in which),
+            "glossary_forced": sum(term.target in forced[i] for i in which),
+            "glossary_usual": sum(holds_usual(forced[i], term.target, words) for i in which),
+            **{f"refs_{k}": outcomes.get(term.source, Counter())[k] for k in OUTCOMES},
+        })  # fmt: skip
+    return rows
+
+
+def constrained_beams(terms: list, beam_size: int, tokenizer) -> dict[str, int] | None:
+    """{beam (a JSON key): term sentences searched with it}, as the translator widens the
+    beam of a sentence with constraints; None where this checkout's translator does not."""
+    from seq2seq import translator
+    from seq2seq.glossary import term_constraints
+
+    beam_of = getattr(translator, "constrained_beam", None)
+    if beam_of is None:
+        return None
+    beams = Counter(beam_of(beam_size, term_constraints(tokenizer, own)) for own in terms)
+    return {str(beam): n for beam, n in sorted(beams.items())}
+
+
+def report(args, sources, references, glossary, usual, runs, setup_s, tokenizer) -> dict:
+    """Every figure of the run, as one JSON-able dict."""
+    terms_of = [glossary.terms_in(source) for source in sources]
+    held = [i for i, own in enumerate(terms_of) if own]
+    others = [i for i, own in enumerate(terms_of) if not own]
+    plain, forced = runs[("whole", "plain")]["outputs"], runs[("whole", "glossary")]["outputs"]
+    terms = [terms_of[i] for i in held]
+    plain_t, forced_t = [plain[i] for i in held], [forced[i] for i in held]
+    original = [references[i] for i in held]
+    substituted, outcomes = forced_references(terms, original, usual)
+    total = Counter()
+    for counts in outcomes.values():
+        total.update(counts)
+    seconds = {f"{name}_{mode}": runs[(name, mode)]["seconds"] for name, mode in runs}
+    return {
+        "checkpoint": args.checkpoint, "beam_size": args.beam_size, "rounds": args.rounds,
+        "items": len(sources), "term_sentences": len(held), "other_sentences": len(others),
+        "glossary_terms": len(glossary),
+        "term_rate": term_rates(terms, forced_t), "term_rate_plain": term_rates(terms, plain_t),
+        "warned_missing": warned_count(runs[("whole", "glossary")]["stderr"]),
+        "scores": {"plain_vs_forced_refs": scores(plain_t, substituted),
+                   "glossary_vs_forced_refs": scores(forced_t, substituted),
+                   "plain_vs_original_refs": scores(plain_t, original),
+                   "glossary_vs_original_refs": scores(forced_t, original)},
+        "reference_outcomes": {k: total[k] for k in OUTCOMES},
+        "references_changed": sum(a != b for a, b in zip(substituted, original, strict=True)),
+        "identical_other": sum(plain[i] == forced[i] for i in others),
+        "same_in_term_only_run": sum(
+            a == b for a, b in zip(runs[("terms", "glossary")]["outputs"], forced_t, strict=True)),
+        "constrained_beams": constrained_beams(terms, args.beam_size, tokenizer),
+        "seconds": seconds, "glossary_setup_s": setup_s,
+        "ratio_whole": seconds["whole_glossary"] / seconds["whole_plain"],
+        "ratio_terms": seconds["terms_glossary"] / max(seconds["terms_plain"], 1e-9),
+        "per_term": per_term(glossary, terms_of, plain, forced, outcomes, usual, tokenizer),
+        "term_outputs": [{"source": sources[i], "plain": plain[i], "glossary": forced[i],
+                      "terms": [f"{t.source}={t.target}" for t in terms_of[i]],
+                      "reference": substituted[k][0]}
+                     for k, i in enumerate(held)],  # fmt: skip
+    }  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- printing
+def print_report(out: dict, examples: int) -> None:
+    rate, plain_rate, s = out["term_rate"], out["term_rate_plain"], out["scores"]
+    print(f"\n## Terminology: {out['glossary_terms']} terms, {out['items']:,} test sentences "
+          f"({out['term_sentences']} with terms), beam {out['beam_size']}, "
+          f"best of {out['rounds']} round(s)\n")  # fmt: skip
+    print("| measure | plain beam | glossary |")
+    print("|---|---:|---:|")
+    print(
+        f"| term sentences holding every forced term | {plain_rate['sentences_all_met']}/"
+        f"{plain_rate['sentences']} ({plain_rate['sentence_rate']:.1%}) | "
+        f"{rate['sentences_all_met']}/{rate['sentences']} ({rate['sentence_rate']:.1%}) |"
+    )
+    print(f"| (sentence, term) pairs met | {plain_rate['pairs_met']}/{plain_rate['pairs']} "
+          f"({plain_rate['pair_rate']:.1%}) | {rate['pairs_met']}/{rate['pairs']} "
+          f"({rate['pair_rate']:.1%}) |")  # fmt: skip
+    rows, pairs = out["per_term"], rate["pairs"]
+    kept = [sum(r[f"{run}_usual"] for r in rows) for run in ("plain", "glossary")]
+    print(f"| pairs whose output holds a usual word of the term (the forced term added beside "
+          f"it, in the glossary column) | {kept[0]}/{pairs} | {kept[1]}/{pairs} |")  # fmt: skip
+    for refs in ("forced", "original"):
+        a, b = s[f"plain_vs_{refs}_refs"], s[f"glossary_vs_{refs}_refs"]
+        print(f"| BLEU / chrF, term sentences, {refs} references | {a['bleu']:.2f} / "
+              f"{a['chrf']:.2f} | {b['bleu']:.2f} / {b['chrf']:.2f} |")  # fmt: skip
+    sec = out["seconds"]
+    print(
+        f"| seconds, term sentences only | {sec['terms_plain']:.2f} | "
+        f"{sec['terms_glossary']:.2f} ({out['ratio_terms']:.2f}x) |"
+    )
+    print(f"| seconds, whole split | {sec['whole_plain']:.2f} | {sec['whole_glossary']:.2f} "
+          f"({out['ratio_whole']:.2f}x) |")  # fmt: skip
+    print(
+        f"\nsentences without terms byte-identical with and without the glossary: "
+        f"{out['identical_other']}/{out['other_sentences']}"
+    )
+    print(
+        f"term sentences the missing-term warning named: {out['warned_missing']} "
+        f"(outputs lacking a term: {rate['sentences'] - rate['sentences_all_met']})"
+    )
+    print(
+        f"term sentences with the same glossary output in the term-only run: "
+        f"{out['same_in_term_only_run']}/{out['term_sentences']}"
+    )
+    if out["constrained_beams"] is not None:
+        shown = ", ".join(f"{n} at {beam}" for beam, n in out["constrained_beams"].items())
+        print(f"beams of the term sentences (constrained_beam): {shown}")
+    print(
+        f"glossary set-up (first call: the vocabulary's spelling index): "
+        f"{out['glossary_setup_s']:.2f} s, not in the times above"
+    )
+    o = out["reference_outcomes"]
+    print(f"forced references, per (reference, term): {o['substituted']} substituted (usual "
+          f"word replaced by the forced term), {o['already']} already held it, {o['none']} "
+          f"held no usual word and were kept as they are; {out['references_changed']} of "
+          f"{out['term_sentences']} term sentences' references changed")  # fmt: skip
+    print_terms(out["per_term"])
+    print_examples(out["term_outputs"], examples)
+
+
+def print_terms(rows: list[dict]) -> None:
+    print(
+        "\n| term | forced | its pieces | usual words | sentences | plain holds forced | "
+        "plain holds usual | glossary holds forced | glossary also holds usual | "
+        "refs substituted / already / none |"
+    )
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        flag = " **(model uses it)**" if r["plain_forced"] else ""
+        print(f"| {r['en']} | {r['zh']} | {r['pieces']} | {','.join(r['usual'])} | "
+              f"{r['sentences']} | "
+              f"{r['plain_forced']}{flag} | {r['plain_usual']} | {r['glossary_forced']} | "
+              f"{r['glossary_usual']} | "
+              f"{r['refs_substituted']} / {r['refs_already']} / {r['refs_none']} |")  # fmt: skip
+
+
+def print_examples(examples: list[dict], count: int) -> None:
+    from seq2seq.glossary import Term, missing_terms
+
+    def lacks(example: dict) -> bool:
+        terms = [Term(*t.split("=", 1)) for t in example["terms"]]
+        return bool(missing_terms(terms, example["glossary"]))
+
+    failures = [e for e in examples if lacks(e)]
+    for title, shown in (("Examples", examples[:count]), ("Failures", failures[:count])):
+        print(f"\n{title}" + (f" ({len(failures)} in all)" if title == "Failures" else "") + ":")
+        for e in shown:
+            print(
+                f"  {e['source']}   [{', '.join(e['terms'])}]\n    plain:    {e['plain']}\n"
+                f"    glossary: {e['glossary']}\n    forced reference: {e['reference']}"
+            )
+
+
+# ----------------------------------------------------------------------------- main
+def load_items(args) -> tuple[list[str], list[list[str]]]:
+    """The test items: sources and each one's references (None padding dropped)."""
+    from seq2seq.evaluation import load_eval_set
+
+    sources, streams, _ = load_eval_set(args.data_from or args.checkpoint, args.split, args.src,
+                                        args.ref, progress=say)  # fmt: skip
+    references = [[s[i] for s in streams if s[i] is not None] for i in range(len(sources))]
+    return sources[: args.limit], references[: args.limit]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add = parser.add_argument
+    add("--checkpoint", default="runs/demo/checkpoints/last.ckpt",
+        help="a .ckpt from seq2seq fit (runs/demo/checkpoints/last.ckpt)")  # fmt: skip
+    add("--split", choices=("test", "dev"), default="test",
+        help="the held-out split the checkpoint was trained with (test)")  # fmt: skip
+    add("--data-from", metavar="CKPT", help="--split of this checkpoint's data instead")
+    add("--src", help="English source file (instead of --split)")
+    add("--ref", action="append", help="Chinese reference file; repeat for more")
+    add("--glossary", help="TSV english<TAB>chinese (default: the built-in TERMS)")
+    add("--usual", help="TSV english<TAB>word[,word...]: the model's usual words per term")
+    add("--limit", type=int, help="only the first N test sentences")
+    add("--beam-size", type=int, default=5, help="(5)")
+    add("--rounds", type=int, default=3, help="timed rounds, best of (3)")
+    add("--examples", type=int, default=5, help="examples and failures printed (5)")
+    add("--json", type=Path, help="also write every figure here")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    from seq2seq.translator import Translator
+
+    glossary, usual = load_terms(args.glossary, args.usual)
+    sources, references = load_items(args)
+    held = [s for s in sources if glossary.terms_in(s)]
+    if not held:
+        raise SystemExit("no test sentence holds a glossary term")
+    say(f"{len(sources):,} sentences, {len(held)} with terms; loading {args.checkpoint}")
+    translator = Translator.from_checkpoint(args.checkpoint)
+    translator.translate(sources[:WARMUP], args.beam_size)  # warm-up
+    # The first glossary call builds the vocabulary's spelling index: its time less that of
+    # the same call again.
+    first = [timed_translate(translator, held[:1], args.beam_size, glossary)[1] for _ in "ab"]
+    setup_s = first[0] - first[1]
+    timed_translate(translator, held[:WARMUP], args.beam_size, glossary)
+    runs = measure(translator, {"whole": sources, "terms": held}, glossary, args)
+    out = report(args, sources, references, glossary, usual, runs, setup_s, translator.tokenizer)
+    print_report(out, args.examples)
+    if args.json:
+        args.json.write_text(json.dumps(out, ensure_ascii=False, indent=2), encoding="utf-8")
+    return out
+
+
+if __name__ == "__main__":
+    main()
