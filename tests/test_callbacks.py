@@ -10,38 +10,44 @@ import time
 import pytest
 import torch
 
-# Saves a 16 MB checkpoint over and over, through the CheckpointIO that seq2seq fit gives its
-# Trainer (a temporary file beside the checkpoint, then a rename), printing each finished step.
-SAVER = """
-import sys, torch
 
-io = None
-if sys.argv[2] == "atomic":
+def save_forever(path: str, how: str, state: dict, saved) -> None:
+    """Saves a 16 MB checkpoint over and over, through the CheckpointIO that seq2seq fit gives
+    its Trainer (a temporary file beside the checkpoint, then a rename), or, for contrast,
+    with a plain torch.save; ``saved`` is set once one save is complete."""
     from seq2seq.callbacks import AtomicCheckpointIO
 
-    io = AtomicCheckpointIO()
-state = {"weights": torch.randn(4_000_000), "step": 0}
-for step in range(1_000_000):
-    state["step"] = step
-    if io is None:
-        torch.save(state, sys.argv[1])  # a plain, non-atomic write, for contrast
-    else:
-        io.save_checkpoint(state, sys.argv[1])
-    print(step, flush=True)
-"""
+    io = AtomicCheckpointIO() if how == "atomic" else None
+    for step in range(1_000_000):
+        state["step"] = step
+        if io is None:
+            torch.save(state, path)  # a plain, non-atomic write
+        else:
+            io.save_checkpoint(state, path)
+        saved.set()
 
 
 def kill_during_saves(path, how: str, kills: int) -> list[str]:
-    """SIGKILLs the saver at random moments; returns what loading the file said after each."""
+    """SIGKILLs the saver at random moments; returns what loading the file said after each.
+
+    The savers are forked from this process, which has imported everything already: a fresh
+    interpreter importing Lightning for each kill took a minute for the test's ten kills."""
+    import multiprocessing
+
+    from seq2seq.callbacks import AtomicCheckpointIO  # noqa: F401 (imported before the forks)
+
+    fork = multiprocessing.get_context("fork")
+    state = {"weights": torch.randn(4_000_000), "step": 0}
     outcomes, rng = [], random.Random(0)
     for _ in range(kills):
-        saver = subprocess.Popen(
-            [sys.executable, "-c", SAVER, str(path), how], stdout=subprocess.PIPE, text=True
-        )
-        saver.stdout.readline()  # one complete save exists
+        saved = fork.Event()
+        saver = fork.Process(target=save_forever, args=(str(path), how, state, saved),
+                             daemon=True)  # fmt: skip
+        saver.start()
+        assert saved.wait(60), "the saver never finished a save"
         time.sleep(rng.uniform(0.0, 0.3))
         saver.kill()
-        saver.wait()
+        saver.join()
         try:
             outcomes.append(f"step {torch.load(path, weights_only=True)['step']}")
         except Exception as error:  # noqa: BLE001 - any failure to load is the finding
