@@ -398,3 +398,18 @@ def test_a_language_model_server_refuses_translation(lm_checkpoint):
             client.translate_text("Hello.", target_lang="ZH")
         assert caught.value.http_status_code == 400 and "language model" in str(caught.value)
         assert client.get_target_languages() == []
+
+
+def test_seq2seq_serve_keeps_glossaries_in_its_glossary_dir(translation_checkpoint, tmp_path):
+    """The command's --glossary-dir, end to end: a glossary made through the client is a file
+    there, and the next server started on the directory serves it."""
+    from serving import running_server
+
+    directory = tmp_path / "glossaries"  # made by the server
+    with running_server(translation_checkpoint, "--glossary-dir", str(directory)) as server:
+        made = deepl.Translator("k", server_url=server.url).create_glossary(
+            "kept", "EN", "ZH", {"teacher": "导师"})  # fmt: skip
+    assert [path.name for path in directory.iterdir()] == [f"{made.glossary_id}.json"]
+    with running_server(translation_checkpoint, "--glossary-dir", str(directory)) as server:
+        client = deepl.Translator("k", server_url=server.url)
+        assert client.get_glossary_entries(made.glossary_id) == {"teacher": "导师"}
