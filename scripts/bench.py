@@ -15,8 +15,9 @@ memory):
   clipping + AdamW step + schedule step, over the same ``--train-batches`` token batches
   (``max_tokens`` of the config, after ``--warmup`` untimed ones). Ours: ``TranslationModule
   .loss`` (label-smoothed loss projecting only non-pad target positions); Marian:
-  ``marian_loss``. Both use our optimizer and schedule (``seq2seq.schedule.paper_optimizer``
-  with the config's settings as ``seq2seq fit`` resolves them; ``benchmarks.train``).
+  ``marian_loss``. Both use our optimizer and schedule
+  (``seq2seq.training.schedule.paper_optimizer`` with the config's settings as ``seq2seq fit``
+  resolves them; ``benchmarks.train``).
 - fit tok/s: what users get: ``seq2seq fit`` (Lightning, our token batching, logging) on a copy
   of the config with ``max_steps = --fit-steps``, no validation, no snapshots, no cooldown,
   logs under OUT/fit. It is our ``ThroughputMonitor``'s ``tok_per_s`` (windows of 10 steps)
@@ -31,16 +32,16 @@ memory):
 - greedy / beam5 sent/s and tgt tok/s: ``--decode-sentences`` test sentences (sorted by
   length, batches of ``--decode-batch``, the same batches for both), source encoding included,
   one untimed warm-up batch first. Equal work: every sentence gets exactly 24 decoder steps,
-  23 tokens then a forced eos. Ours: ``seq2seq.search.greedy_search`` / ``beam_search`` over a
-  ``TransformerScorer`` whose eos is banned until the length limit (24) forces it. Marian:
-  ``generate(min_new_tokens=23, max_new_tokens=24, forced_eos_token_id=eos)``. Weights are
-  each model's own random initialisation: with the length fixed, the work does not depend on
-  them. Every output's length is checked. Issue reference on this machine (natural lengths,
-  not fixed): HF ``generate`` 191 sent/s greedy, 45 beam 5; CTranslate2 367 and 96.
+  23 tokens then a forced eos. Ours: ``seq2seq.decoding.search.greedy_search`` /
+  ``beam_search`` over a ``TransformerScorer`` whose eos is banned until the length limit (24)
+  forces it. Marian: ``generate(min_new_tokens=23, max_new_tokens=24, forced_eos_token_id=eos)``.
+  Weights are each model's own random initialisation: with the length fixed, the work does not
+  depend on them. Every output's length is checked. Issue reference on this machine (natural
+  lengths, not fixed): HF ``generate`` 191 sent/s greedy, 45 beam 5; CTranslate2 367 and 96.
   With ``--checkpoint CKPT`` (a model trained on ``--config``'s data) both decode with the same
   trained weights instead, at natural lengths: ours with ``translate_ids`` and the checkpoint's
   search settings, Marian with ``generate`` on the exact export of those weights
-  (``seq2seq.export.to_marian``) under the same output limit. Greedy outputs are then
+  (``seq2seq.tools.export.to_marian``) under the same output limit. Greedy outputs are then
   identical, so the work is equal; finished sentences cost us nothing (they leave the batch),
   which fixed lengths hide.
 - peak RSS: the worker process's maximum resident set (``os.wait4`` rusage of that child), so
@@ -147,7 +148,7 @@ def worker_prepare(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     """Writes settings.json (``model``: TranslationModule's arguments as ``seq2seq fit``
     resolves them, without the cooldown, which needs a run length; ``gradient_clip_val``;
     ``checkpoint``) and the batch files every worker reads."""
-    from seq2seq.callbacks import ThroughputMonitor
+    from seq2seq.training.callbacks import ThroughputMonitor
 
     gpu = torch.cuda.is_available()
     recipe = load_recipe(args.config)
@@ -172,7 +173,7 @@ def worker_prepare(args: argparse.Namespace, out: Path) -> dict[str, Any]:
 
 def check_checkpoint_tokenizer(checkpoint: str, tokenizer) -> None:
     """The decode batches are tokenized with the config's data: the checkpoint must share it."""
-    from seq2seq.checkpoint import load_model
+    from seq2seq.inference.checkpoint import load_model
 
     stored = load_model(checkpoint).tokenizer
     if stored.to_bytes() != tokenizer.to_bytes():

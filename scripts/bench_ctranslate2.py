@@ -44,7 +44,7 @@ def run_engine(job: Job) -> dict:
     """In a fresh process: load one engine, time greedy and beam 5 over the sources."""
     import torch
 
-    from seq2seq.translator import Translator
+    from seq2seq.inference.translator import Translator
 
     torch.set_num_threads(2)
     baseline = peak_resident_mib()
@@ -83,9 +83,9 @@ def base_checkpoint(checkpoint: str, directory: Path) -> tuple[str, str]:
     import torch
 
     from seq2seq import ModelConfig, Transformer
-    from seq2seq.checkpoint import CHECKPOINT_KEY, read_checkpoint
-    from seq2seq.export import export_ctranslate2
-    from seq2seq.search import SearchConfig
+    from seq2seq.decoding.search import SearchConfig
+    from seq2seq.inference.checkpoint import CHECKPOINT_KEY, read_checkpoint
+    from seq2seq.tools.export import export_ctranslate2
 
     section = dict(read_checkpoint(checkpoint)[CHECKPOINT_KEY])
     trained = ModelConfig(**section["model_config"])
@@ -111,7 +111,7 @@ def main() -> None:
     parser.add_argument("--base-sentences", type=int, default=200, help="with --base (200)")
     args = parser.parse_args()
 
-    from seq2seq.evaluation import held_out_split, reference_streams, score_translations
+    from seq2seq.inference.evaluation import held_out_split, reference_streams, score_translations
 
     sources, references = held_out_split(args.checkpoint, args.split)
     streams = reference_streams(references)  # one item per distinct English sentence

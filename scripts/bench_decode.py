@@ -18,7 +18,7 @@ import torch
 
 from seq2seq import ModelConfig, Transformer
 from seq2seq.config import paper_parameter_count
-from seq2seq.packing import pack_for_cpu_inference
+from seq2seq.inference.packed import pack_for_cpu_inference
 
 PRESETS = {
     "tiny": dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024),

@@ -60,7 +60,7 @@ def groups(items: list, k: int) -> list[list]:
 
 def line_stats(outputs: list[str], references: list[str]) -> dict:
     """BLEU, chrF (one reference per line), character ratio and lines under half length."""
-    from seq2seq.evaluation import score_translations
+    from seq2seq.inference.evaluation import score_translations
 
     scores = score_translations(outputs, [references])
     chars = sum(map(len, outputs)) / max(1, sum(map(len, references)))
@@ -182,7 +182,7 @@ def char_f1(found: str, wanted: str) -> float:
 
 
 def html_table(translator, sources, references, args) -> None:
-    from seq2seq.evaluation import reference_streams, score_translations
+    from seq2seq.inference.evaluation import reference_streams, score_translations
 
     cases = html_cases(sources, references, args.html_sentences, args.seed)
     docs = [document(before, bold, after) for before, bold, after, _ in cases]
@@ -237,8 +237,8 @@ def main() -> None:
         args.sentences, args.per_line, args.long_lines, args.html_sentences = 40, "2", 1, 20
         args.rounds = 1
 
-    from seq2seq.evaluation import held_out_split
-    from seq2seq.translator import Translator
+    from seq2seq.inference.evaluation import held_out_split
+    from seq2seq.inference.translator import Translator
 
     start = time.perf_counter()
     all_sources, all_references = held_out_split(args.checkpoint, "test")

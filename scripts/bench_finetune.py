@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from seq2seq.data.clean import normalize_en  # noqa: E402
-from seq2seq.evaluation import (  # noqa: E402
+from seq2seq.inference.evaluation import (  # noqa: E402
     group_references,
     held_out_split,
     reference_streams,
@@ -52,8 +52,8 @@ def parse_args() -> argparse.Namespace:
 
 def stand_in_for_a_download(checkpoint: Path, work: Path) -> Path:
     """Our checkpoint -> MarianMTModel directory -> imported checkpoint."""
-    from seq2seq.export import export_hf
-    from seq2seq.pretrained import import_marian
+    from seq2seq.tools.export import export_hf
+    from seq2seq.tools.pretrained import import_marian
 
     hf = export_hf(checkpoint, work / "hf")
     return import_marian(str(hf), work / "imported.ckpt")
@@ -91,7 +91,7 @@ def domain_splits(tsv: Path, imported: Path, cache: Path) -> tuple[dict[str, Tes
 
 def bleu(checkpoint: Path, test: Test, beam: int) -> tuple[float, list[str]]:
     """sacreBLEU of ``checkpoint``'s translations of ``test``, and the translations."""
-    from seq2seq.translator import Translator
+    from seq2seq.inference.translator import Translator
 
     sources, references = test
     outputs = Translator.from_checkpoint(checkpoint).translate(sources, beam)
@@ -105,8 +105,8 @@ def reference_nll(checkpoint: Path, test: Test, batch_size: int = 64) -> float:
     import torch
     import torch.nn.functional as F
 
-    from seq2seq.checkpoint import load_model
     from seq2seq.data.batching import collate
+    from seq2seq.inference.checkpoint import load_model
 
     loaded = load_model(checkpoint)
     model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.model.config

@@ -176,7 +176,7 @@ def load_sentences(args: argparse.Namespace) -> list[str]:
         lines = Path(args.sentences).read_text(encoding="utf-8").splitlines()
         sentences = [line for line in lines if line.strip()]
     else:
-        from seq2seq.evaluation import held_out_split
+        from seq2seq.inference.evaluation import held_out_split
 
         sentences, _ = held_out_split(args.checkpoint, "test")
     if not sentences:
@@ -402,7 +402,7 @@ def ceiling(args: argparse.Namespace, beam: int, lines: Path, scratch: Path) -> 
 
 def measure_ceiling(args: argparse.Namespace) -> dict[str, Any]:
     """The worker's side: load, warm up, then time ``translate`` of all the sentences."""
-    from seq2seq.translator import Translator
+    from seq2seq.inference.translator import Translator
 
     sentences = load_sentences(args)
     translator = Translator.from_checkpoint(args.checkpoint)

@@ -31,9 +31,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
-    from seq2seq.evaluation import held_out_split
+    from seq2seq.inference.evaluation import held_out_split
+    from seq2seq.inference.translator import Translator
     from seq2seq.textio import read_lines
-    from seq2seq.translator import Translator
 
     lines = read_lines(args.input) if args.input else held_out_split(args.checkpoint, "test")[0]
     lines = lines[: args.lines]

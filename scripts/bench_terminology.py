@@ -31,9 +31,9 @@ index, timed apart), each of ``--rounds`` rounds times four ``Translator.transla
 alone, the plain run first in even rounds and the glossary run first in odd ones;
 ``time.perf_counter`` around each call, the best of the rounds reported. Outputs come from the
 first round. The translator searches a sentence with terms at a beam of its own
-(``seq2seq.translator.constrained_beam``: the beam asked for, at least 5, and a slot per bank
-of constraint tokens up to 12), so the time ratio includes that wider beam; the table gives how
-many term sentences got each beam (worked out per line).
+(``seq2seq.inference.translator.constrained_beam``: the beam asked for, at least 5, and a slot
+per bank of constraint tokens up to 12), so the time ratio includes that wider beam; the table gives
+how many term sentences got each beam (worked out per line).
 
 Reported: the term rate (term sentences whose glossary output holds every forced term, and
 (sentence, term) pairs met; the same for the plain outputs; "holds" as ``missing_terms`` reads
@@ -131,7 +131,7 @@ def read_usual(path: str | Path) -> dict[str, tuple[str, ...]]:
 
 def load_terms(glossary_path: str | None, usual_path: str | None):
     """The glossary (``TERMS`` or the file's) and {casefolded English: usual words}."""
-    from seq2seq.glossary import Glossary, Term
+    from seq2seq.inference.glossary import Glossary, Term
 
     usual = {en.casefold(): words for en, _, words in TERMS}
     if glossary_path is None:
@@ -216,7 +216,7 @@ def warned_count(stderr: str) -> int:
 # ----------------------------------------------------------------------------- figures
 def term_rates(terms: list, outputs: list[str]) -> dict:
     """Term sentences whose output holds all their terms, and (sentence, term) pairs met."""
-    from seq2seq.glossary import missing_terms
+    from seq2seq.inference.glossary import missing_terms
 
     missing = [missing_terms(own, out) for own, out in zip(terms, outputs, strict=True)]
     pairs = sum(map(len, terms))
@@ -227,7 +227,7 @@ def term_rates(terms: list, outputs: list[str]) -> dict:
 
 
 def scores(outputs: list[str], references: list[list[str]]) -> dict:
-    from seq2seq.evaluation import reference_streams, score_translations
+    from seq2seq.inference.evaluation import reference_streams, score_translations
 
     found = score_translations(outputs, reference_streams(references))
     return {"bleu": round(found["bleu"], 2), "chrf": round(found["chrf"], 2)}
@@ -269,8 +269,8 @@ def per_term(glossary, terms, plain, forced, outcomes, usual, tokenizer) -> list
 def constrained_beams(terms: list, beam_size: int, tokenizer) -> dict[str, int] | None:
     """{beam (a JSON key): term sentences searched with it}, as the translator widens the
     beam of a sentence with constraints; None where this checkout's translator does not."""
-    from seq2seq import translator
-    from seq2seq.glossary import term_constraints
+    from seq2seq.inference import translator
+    from seq2seq.inference.glossary import term_constraints
 
     beam_of = getattr(translator, "constrained_beam", None)
     if beam_of is None:
@@ -396,7 +396,7 @@ def print_terms(rows: list[dict]) -> None:
 
 
 def print_examples(examples: list[dict], count: int) -> None:
-    from seq2seq.glossary import Term, missing_terms
+    from seq2seq.inference.glossary import Term, missing_terms
 
     def lacks(example: dict) -> bool:
         terms = [Term(*t.split("=", 1)) for t in example["terms"]]
@@ -415,7 +415,7 @@ def print_examples(examples: list[dict], count: int) -> None:
 # ----------------------------------------------------------------------------- main
 def load_items(args) -> tuple[list[str], list[list[str]]]:
     """The test items: sources and each one's references (None padding dropped)."""
-    from seq2seq.evaluation import load_eval_set
+    from seq2seq.inference.evaluation import load_eval_set
 
     sources, streams, _ = load_eval_set(args.data_from or args.checkpoint, args.split, args.src,
                                         args.ref, progress=say)  # fmt: skip
@@ -445,7 +445,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    from seq2seq.translator import Translator
+    from seq2seq.inference.translator import Translator
 
     glossary, usual = load_terms(args.glossary, args.usual)
     sources, references = load_items(args)

@@ -21,9 +21,10 @@ reference implementation's".
   trains it on ``TranslationDataModule.train_dataloader()`` (same tokenizer, ``max_tokens``,
   seed, and per-epoch batch order as Lightning's) with our recipe, every setting resolved from
   ``--config`` by ``seq2seq fit``'s own parser: the optimizer and schedule of
-  ``seq2seq.schedule.paper_optimizer``, the function ``TranslationModule.configure_optimizers``
-  calls (AdamW with the config's betas/eps/weight decay, inverse-sqrt warmup with
-  ``warmup_steps`` and ``lr_scale``, the optional ``cooldown_steps`` before ``max_steps``, the
+  ``seq2seq.training.schedule.paper_optimizer``, the function
+  ``TranslationModule.configure_optimizers`` calls (AdamW with the config's betas/eps/weight decay,
+  inverse-sqrt warmup with ``warmup_steps`` and ``lr_scale``, the optional ``cooldown_steps`` before
+  ``max_steps``, the
   schedule following the larger of step / max_steps and elapsed / ``--minutes`` as ours does
   under ``max_time``), gradient-norm clipping at ``trainer.gradient_clip_val``, label-smoothed
   cross-entropy over non-pad targets (``F.cross_entropy(label_smoothing=...,
@@ -154,7 +155,7 @@ def train_ours(args: argparse.Namespace, recipe: Recipe, out: Path) -> Path:
 
 def ours_training_stats(checkpoint_path: Path, datamodule) -> dict[str, Any]:
     """Optimizer steps, tokens and training seconds of one of our checkpoints."""
-    from seq2seq.checkpoint import read_checkpoint
+    from seq2seq.inference.checkpoint import read_checkpoint
 
     checkpoint = read_checkpoint(checkpoint_path)
     steps = int(checkpoint["global_step"])
@@ -173,7 +174,7 @@ def ours_training_stats(checkpoint_path: Path, datamodule) -> dict[str, Any]:
 
 def decode_ours(checkpoint_path: Path, sources: list[str], beam_size: int):
     """Our Translator on ``sources``: (hypotheses, seconds, parameters)."""
-    from seq2seq.translator import Translator
+    from seq2seq.inference.translator import Translator
 
     translator = Translator.from_checkpoint(checkpoint_path)
     start = time.perf_counter()
@@ -193,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from lightning.pytorch import seed_everything
 
-    from seq2seq.evaluation import group_references
+    from seq2seq.inference.evaluation import group_references
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)

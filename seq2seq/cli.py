@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if argv and argv[0] in LIGHTNING_COMMANDS:
         try:
-            from seq2seq.lightning_cli import lightning_command  # seconds: Lightning loads
+            from seq2seq.training.lightning_cli import lightning_command  # seconds: Lightning loads
         except KeyboardInterrupt:
             print(f"seq2seq {argv[0]}: interrupted before training started", file=sys.stderr)
             return 130
@@ -185,7 +185,7 @@ def check_arguments(args: argparse.Namespace) -> None:
         if path is not None:
             checks.checkpoint(path)
     if given("quantize") is not None:  # int8 on a GPU says so, whatever the GPU
-        from seq2seq.packing import check_quantize
+        from seq2seq.inference.cpu import check_quantize
 
         check_quantize(args.quantize, given("device") or "cpu")
     if given("device") is not None:
@@ -193,7 +193,7 @@ def check_arguments(args: argparse.Namespace) -> None:
     if given("hf") is not None:
         _check_hf_source(args.hf)
     if given("eval_json") is not None:
-        from seq2seq.evaluation import read_eval_json
+        from seq2seq.inference.evaluation import read_eval_json
 
         read_eval_json(args.eval_json)
     _check_outputs(args, checks)
@@ -223,7 +223,7 @@ def _check_outputs(args: argparse.Namespace, checks) -> None:
 
 
 def version_line() -> str:
-    """``seq2seq 0.1.0 (torch 2.13.0+cpu, lightning 2.6.6, Python 3.11.7)``, read from the
+    """``seq2seq 0.2.0 (torch 2.13.0+cpu, lightning 2.6.6, Python 3.11.7)``, read from the
     installed packages' metadata (nothing imported)."""
     import platform
     from importlib.metadata import PackageNotFoundError, version
@@ -300,7 +300,7 @@ def _read_glossary(args: argparse.Namespace):  # noqa: ANN202 (Glossary | None)
     at once, naming it)."""
     if args.glossary is None:
         return None
-    from seq2seq.glossary import Glossary
+    from seq2seq.inference.glossary import Glossary
 
     if args.engine == "ctranslate2":
         raise ValueError("--glossary needs --engine torch (CTranslate2 has no constrained "
@@ -513,7 +513,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def _load_translator(args: argparse.Namespace):
-    from seq2seq.translator import Translator
+    from seq2seq.inference.translator import Translator
 
     if args.engine == "ctranslate2":
         translator = Translator.from_ctranslate2(args.checkpoint, args.device, args.quantize)
@@ -605,8 +605,8 @@ def run_translate(args: argparse.Namespace) -> int:
 def _translate_lines(translator, args: argparse.Namespace, glossary=None) -> int:
     """Plain text, one output line per input line, streamed a window of lines at a time:
     each window's lines are written (and flushed) as soon as they are translated."""
+    from seq2seq.inference.translator import line_windows
     from seq2seq.textio import LineWriter, count_lines, stream_lines
-    from seq2seq.translator import line_windows
 
     typing = args.input is None and sys.stdin.isatty()
     window = 1 if typing else args.window  # at a terminal, answer each line as it is typed
@@ -679,7 +679,7 @@ class LineProgress:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
-    from seq2seq.evaluation import (
+    from seq2seq.inference.evaluation import (
         eval_set_label,
         hypotheses_path,
         load_eval_set,
@@ -716,8 +716,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from seq2seq.generation import Generator, check_sampling
-    from seq2seq.search import SamplingConfig
+    from seq2seq.decoding.search import SamplingConfig
+    from seq2seq.inference.generation import Generator, check_sampling
     from seq2seq.textio import read_lines, write_lines
 
     temperature = 0.0 if args.greedy else args.temperature
@@ -758,7 +758,7 @@ def _stream_one(generator, prompt: str, options: dict) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from seq2seq import export
+    from seq2seq.tools import export
 
     if args.format == "hf":
         out = export.export_hf(args.checkpoint, args.output, args.eval_json)
@@ -770,8 +770,8 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from seq2seq.checkpoint import load_model
-    from seq2seq.pretrained import import_marian
+    from seq2seq.inference.checkpoint import load_model
+    from seq2seq.tools.pretrained import import_marian
 
     out = import_marian(args.hf, args.output, args.target_token)
     config = load_model(out).model.config
@@ -782,7 +782,7 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_attention(args: argparse.Namespace) -> int:
-    from seq2seq.pictures import attention_picture
+    from seq2seq.tools.pictures import attention_picture
 
     out = attention_picture(args.checkpoint, args.text, args.output, layer=args.layer,
                             head=args.head, beam_size=args.beam_size,
@@ -792,14 +792,14 @@ def run_attention(args: argparse.Namespace) -> int:
 
 
 def run_plot(args: argparse.Namespace) -> int:
-    from seq2seq.pictures import plot_curves
+    from seq2seq.tools.pictures import plot_curves
 
     print(f"wrote {plot_curves(args.run_dir, args.output)}")
     return 0
 
 
 def run_average(args: argparse.Namespace) -> int:
-    from seq2seq.checkpoint import average_checkpoints
+    from seq2seq.inference.checkpoint import average_checkpoints
 
     average_checkpoints(args.checkpoints, args.output)
     print(f"averaged {len(args.checkpoints)} checkpoints into {args.output}")

@@ -69,7 +69,7 @@ def lm_server(lm_checkpoint):
 @pytest.fixture(scope="module")
 def translator(translation_checkpoint):
     """The translator ``translation_server`` serves, loaded in the test process."""
-    from seq2seq.translator import Translator
+    from seq2seq.inference.translator import Translator
 
     return Translator.from_checkpoint(translation_checkpoint)
 

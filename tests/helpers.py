@@ -81,9 +81,9 @@ def tiny_checkpoint(
     written before it did (their models read sources without an eos)."""
     from dataclasses import asdict
 
-    from seq2seq.checkpoint import CHECKPOINT_KEY, SOURCE_EOS_KEY
     from seq2seq.data.tokenizer import SEP, Tokenizer
-    from seq2seq.search import SearchConfig
+    from seq2seq.decoding.search import SearchConfig
+    from seq2seq.inference.checkpoint import CHECKPOINT_KEY, SOURCE_EOS_KEY
 
     texts = [text for pair in synthetic_pairs() for text in pair]
     # 150 + the 256 byte pieces

@@ -1,85 +1,88 @@
 """The package's layering, checked from its source: imports flow one way, down.
 
-Layers, bottom to top (README, "What is inside"): errors and text lines; the paper (config,
-embedding, attention, layers, model, cache, loss); decoding (searches, scorers, CPU packing);
-data; inference (checkpoints, translator and generator, engines, evaluation); training
-(schedule, module, callbacks, Lightning CLI); tools (export, pictures, the server); the command
-line.
+``FLOORS`` is the one map of the package: every module or package under ``seq2seq/`` has a
+floor, and an import may only go to its own floor or one below. The README's table ("What is
+inside") and each package's docstring are checked against it.
 """
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).parents[1] / "seq2seq"
+ROOT = Path(__file__).parents[1]
+PACKAGE = ROOT / "seq2seq"
 
-LAYERS = {
-    "errors": 0, "textio": 0, "checks": 0,
-    "config": 1, "cache": 1, "embedding": 1, "attention": 1, "layers": 1, "model": 1, "loss": 1,
-    "search": 2, "scoring": 2, "packing": 2, "quantization": 2, "attention_maps": 2,
-    "continuous": 2, "constrained": 2,
-    "data": 3, "formats": 3, "glossary": 3,
-    "documents": 4,
-    "checkpoint": 4, "translator": 4, "generation": 4, "ctranslate2_engine": 4, "evaluation": 4,
-    "schedule": 5, "training": 5, "callbacks": 5, "lightning_cli": 5,
-    "export": 6, "pictures": 6, "serve": 6, "pretrained": 6,
-    "cli": 7, "__main__": 7, "__init__": 7,
-}  # fmt: skip
-# Deprecated names that seq2seq.search forwards, lazily, to their new home (PEP 562 hook).
-ALLOWED_UPWARD = {("search", "scoring")}
+# floor (bottom first): the top-level modules and packages that live there
+FLOORS = {
+    "ground": ("errors", "textio", "checks", "moved"),
+    "the paper": ("config", "embedding", "attention", "layers", "model", "cache", "loss"),
+    "decoding": ("decoding",),
+    "data": ("data", "formats"),
+    "inference": ("inference",),
+    "training": ("training",),
+    "tools": ("tools", "serve"),
+    "the command line": ("cli", "__main__", "__init__"),
+}
+LAYERS = {name: level for level, names in enumerate(FLOORS.values()) for name in names}
 
 
 def module_name(path: Path) -> str:
-    relative = path.relative_to(PACKAGE).with_suffix("")
-    return ".".join(relative.parts)
+    """``seq2seq/decoding/search.py`` -> ``decoding.search``; a package is its ``__init__``."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts = parts[:-1]
+    return ".".join(parts)
 
 
 def layer_of(module: str) -> int:
-    return LAYERS[module.split(".")[0]]  # data.x, serve.x: their package's layer
-
-
-def seq2seq_imports(path: Path, top_level_only: bool) -> set[str]:
-    """The seq2seq modules a file imports (``seq2seq.data.x`` -> ``data.x``)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    nodes = tree.body if top_level_only else list(ast.walk(tree))
-    found = set()
-    for node in nodes:
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("seq2seq"):
-            base = node.module.removeprefix("seq2seq").removeprefix(".")
-            if base:
-                found.add(base)
-            else:  # from seq2seq import scoring
-                found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.Import):
-            found.update(a.name.removeprefix("seq2seq.") for a in node.names
-                         if a.name.startswith("seq2seq."))  # fmt: skip
-    return found
+    return LAYERS[module.split(".")[0]]  # decoding.search: its package's floor
 
 
 def all_modules() -> dict[str, Path]:
     return {module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
+MODULES = all_modules()
+
+
+def seq2seq_imports(path: Path, top_level_only: bool) -> set[str]:
+    """The seq2seq modules a file imports (``seq2seq.data.x`` -> ``data.x``); with
+    ``top_level_only=False``, the imports inside functions too."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("seq2seq"):
+            base = node.module.removeprefix("seq2seq").removeprefix(".")
+            for alias in node.names:  # from seq2seq.decoding import search: the module
+                submodule = f"{base}.{alias.name}".lstrip(".")
+                found.add(submodule if submodule in MODULES else base or "__init__")
+        elif isinstance(node, ast.Import):
+            found.update(a.name.removeprefix("seq2seq.") for a in node.names
+                         if a.name.startswith("seq2seq."))  # fmt: skip
+    return found
+
+
 def test_every_module_has_a_layer():
-    unplaced = [name for name in all_modules() if name.split(".")[0] not in LAYERS]
+    unplaced = [name for name in MODULES if name.split(".")[0] not in LAYERS]
     assert unplaced == []
 
 
 def test_imports_never_go_up_a_layer():
     """Module-level and function-level (lazy) imports alike."""
     upward = []
-    for name, path in all_modules().items():
+    for name, path in MODULES.items():
         for imported in seq2seq_imports(path, top_level_only=False):
-            if layer_of(imported) > layer_of(name) and (name, imported) not in ALLOWED_UPWARD:
+            if layer_of(imported) > layer_of(name):
                 upward.append(f"{name} -> {imported}")
     assert upward == []
 
 
-def test_no_import_circle_at_module_level():
-    graph = {
-        name: seq2seq_imports(path, top_level_only=True) for name, path in all_modules().items()
-    }
+def test_no_import_circle():
+    """Counting imports inside functions: a lazy import hides a circle, it does not break it."""
+    graph = {name: seq2seq_imports(path, top_level_only=False) for name, path in MODULES.items()}
     graph = {name: {i for i in deps if i in graph} for name, deps in graph.items()}
     visiting, done = set(), set()
 
@@ -98,7 +101,11 @@ def test_no_import_circle_at_module_level():
 
 
 def test_the_searches_never_see_a_model():
-    assert seq2seq_imports(PACKAGE / "search.py", top_level_only=True) == set()
+    for search in ("search", "sampling", "constrained"):
+        path = PACKAGE / "decoding" / f"{search}.py"
+        if path.exists():
+            imported = seq2seq_imports(path, top_level_only=False)
+            assert imported <= {"decoding.search", "decoding.sampling"}, search
 
 
 CORE_MAY_IMPORT = ("__future__", "torch", "seq2seq", "dataclasses", "typing", "functools", "math",
@@ -123,9 +130,39 @@ def test_inference_does_not_import_lightning():
     a server or a user's script needs only torch)."""
     code = (
         "import sys\n"
-        "import seq2seq.translator, seq2seq.generation, seq2seq.evaluation, seq2seq.export\n"
-        "import seq2seq.ctranslate2_engine, seq2seq.data.tokenizer\n"
+        "import seq2seq.inference.translator, seq2seq.inference.generation\n"
+        "import seq2seq.inference.evaluation, seq2seq.tools.export\n"
+        "import seq2seq.inference.ctranslate2_engine, seq2seq.data.tokenizer\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'lightning'))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def readme_floors() -> dict[str, tuple[str, ...]]:
+    """The README's table of floors: floor -> the names in its modules column."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## What is inside", 1)[1]
+    table = section[section.index("| floor |") :].split("\n\n", 1)[0]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        floor, modules = (cell.strip() for cell in line.strip("|").split("|")[:2])
+        rows[floor] = tuple(re.sub(r"(\.py|/)$", "", m) for m in re.findall(r"`([^`]+)`", modules))
+    return rows
+
+
+def test_the_readme_table_is_the_map():
+    expected = {floor: tuple(n for n in names if n not in {"__main__", "__init__"})
+                for floor, names in FLOORS.items()}  # fmt: skip
+    assert readme_floors() == dict(reversed(expected.items()))  # the README shows the top first
+
+
+def test_each_package_docstring_names_its_modules():
+    """A newcomer who opens a package's ``__init__`` learns where each job lives."""
+    for init in PACKAGE.glob("*/__init__.py"):
+        docstring = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        floor = next(f for f, names in FLOORS.items() if init.parent.name in names)
+        assert floor.removeprefix("the ") in docstring.lower(), init
+        for module in init.parent.glob("*.py"):
+            if module.stem != "__init__":
+                assert module.stem in docstring, f"{init.parent.name}: {module.stem} unnamed"

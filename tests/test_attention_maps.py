@@ -5,7 +5,7 @@ import torch
 
 from helpers import random_ids, tiny_model
 from seq2seq.attention import merge_heads, split_heads
-from seq2seq.attention_maps import cross_attention_maps, self_attention_maps
+from seq2seq.inference.attention_maps import cross_attention_maps, self_attention_maps
 
 
 def test_cross_attention_maps_reproduce_the_layer_output():

@@ -15,7 +15,7 @@ def save_forever(path: str, how: str, state: dict, saved) -> None:
     """Saves a 16 MB checkpoint over and over, through the CheckpointIO that seq2seq fit gives
     its Trainer (a temporary file beside the checkpoint, then a rename), or, for contrast,
     with a plain torch.save; ``saved`` is set once one save is complete."""
-    from seq2seq.callbacks import AtomicCheckpointIO
+    from seq2seq.training.callbacks import AtomicCheckpointIO
 
     io = AtomicCheckpointIO() if how == "atomic" else None
     for step in range(1_000_000):
@@ -34,7 +34,7 @@ def kill_during_saves(path, how: str, kills: int) -> list[str]:
     interpreter importing Lightning for each kill took a minute for the test's ten kills."""
     import multiprocessing
 
-    from seq2seq.callbacks import AtomicCheckpointIO  # noqa: F401 (imported before the forks)
+    from seq2seq.training.callbacks import AtomicCheckpointIO  # noqa: F401 (imported before the forks)
 
     fork = multiprocessing.get_context("fork")
     state = {"weights": torch.randn(4_000_000), "step": 0}
@@ -57,7 +57,7 @@ def kill_during_saves(path, how: str, kills: int) -> list[str]:
 
 @pytest.mark.slow
 def test_a_killed_save_leaves_the_previous_checkpoint_intact(tmp_path):
-    from seq2seq.callbacks import AtomicCheckpointIO
+    from seq2seq.training.callbacks import AtomicCheckpointIO
 
     last = tmp_path / "last.ckpt"
     outcomes = kill_during_saves(last, "atomic", kills=6)
@@ -78,7 +78,7 @@ def test_the_run_lock_is_taken_atomically_and_only_once(tmp_path):
     import os
     import socket
 
-    from seq2seq.callbacks import LOCK_NAME, BestAndLastCheckpoint
+    from seq2seq.training.callbacks import LOCK_NAME, BestAndLastCheckpoint
 
     checkpoint = BestAndLastCheckpoint(dirpath=str(tmp_path / "ckpt"))
     lock = tmp_path / "ckpt" / LOCK_NAME
@@ -101,7 +101,7 @@ LONG_STEP = """
 import time
 from types import SimpleNamespace
 
-from seq2seq.callbacks import SignalStop
+from seq2seq.training.callbacks import SignalStop
 
 strategy = SimpleNamespace(launcher=None)
 connector = SimpleNamespace(cluster_environment=None)
@@ -147,7 +147,7 @@ def test_signal_stop_handles_sigint_and_sigterm_only_while_fit_runs():
 
     from lightning.fabric.plugins.environments import SLURMEnvironment
 
-    from seq2seq.callbacks import SignalStop
+    from seq2seq.training.callbacks import SignalStop
 
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     stop = SignalStop()

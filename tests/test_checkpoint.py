@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from helpers import synthetic_pairs, tiny_checkpoint, tiny_config
-from seq2seq.checkpoint import atomic_save, load_model, read_checkpoint
 from seq2seq.data.clean import normalize_en
 from seq2seq.data.tokenizer import (
     EOS_ID,
@@ -16,10 +15,11 @@ from seq2seq.data.tokenizer import (
     checkpoint_tokenizer,
     checkpoint_tokenizer_bytes,
 )
+from seq2seq.decoding.decode import translate_ids
 from seq2seq.errors import ConfigError
-from seq2seq.scoring import translate_ids
-from seq2seq.training import TranslationModule
-from seq2seq.translator import TorchEngine, Translator
+from seq2seq.inference.checkpoint import atomic_save, load_model, read_checkpoint
+from seq2seq.inference.translator import TorchEngine, Translator
+from seq2seq.training.module import TranslationModule
 
 LINES = ["I will buy tea today.", "Tom can see the red bag.", "We  can cook rice at home."]
 

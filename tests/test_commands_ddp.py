@@ -19,7 +19,7 @@ from helpers import CONFIG, synthetic_pairs
 from seq2seq.config import ModelConfig
 from seq2seq.data.batching import Batch
 from seq2seq.data.datamodule import TranslationDataModule
-from seq2seq.training import TranslationModule
+from seq2seq.training.module import TranslationModule
 
 pytestmark = pytest.mark.slow
 WORKER = Path(__file__).parent / "workers" / "ddp_worker.py"
@@ -114,15 +114,15 @@ def test_ddp_validation_equals_one_process_on_the_same_dev_set(torchrun_results,
     val_bleu is scored on every rank's translations gathered: one process gets the same."""
     import lightning as L
 
-    import seq2seq.training
+    import seq2seq.training.module
 
     rank0, rank1 = torchrun_results
     data = prepared[2]
     module = tiny_module(val_bleu_sentences=-1)
     module.load_state_dict(rank0["final"])
     scored = []
-    score = seq2seq.training.score_translations
-    monkeypatch.setattr(seq2seq.training, "score_translations",
+    score = seq2seq.training.module.score_translations
+    monkeypatch.setattr(seq2seq.training.module, "score_translations",
                         lambda h, r: scored.append((h, r[0])) or score(h, r))  # fmt: skip
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as each rank: the same float sums

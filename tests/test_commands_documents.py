@@ -7,7 +7,7 @@ import pytest
 
 from helpers import tiny_checkpoint
 from seq2seq.cli import main
-from seq2seq.translator import Translator
+from seq2seq.inference.translator import Translator
 
 SENTENCES = ["I will buy apples today.", "She can see the book tomorrow."]
 

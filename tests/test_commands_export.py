@@ -11,8 +11,8 @@ import torch
 
 from helpers import synthetic_pairs
 from seq2seq.cli import main
-from seq2seq.evaluation import score_translations
-from seq2seq.translator import Translator
+from seq2seq.inference.evaluation import score_translations
+from seq2seq.inference.translator import Translator
 
 pytestmark = pytest.mark.slow
 

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from helpers import fit, write_config
-from seq2seq.checkpoint import read_checkpoint
 from seq2seq.cli import main
-from seq2seq.translator import Translator
+from seq2seq.inference.checkpoint import read_checkpoint
+from seq2seq.inference.translator import Translator
 
 pytestmark = pytest.mark.slow
 
@@ -60,7 +60,7 @@ def test_tensorboard_logs_beside_csv_when_installed(run):
 
 
 def test_logged_learning_rate_follows_the_paper_schedule(run):
-    from seq2seq.schedule import inverse_sqrt_schedule
+    from seq2seq.training.schedule import inverse_sqrt_schedule
 
     rows = [r for r in metrics(run) if r.get("lr-AdamW")]
     for row in rows:

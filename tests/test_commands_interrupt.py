@@ -18,9 +18,9 @@ import pytest
 import torch
 
 from helpers import write_config
-from seq2seq.checkpoint import read_checkpoint
 from seq2seq.cli import main
-from seq2seq.lightning_cli import resume_argv  # imports Lightning now, see below
+from seq2seq.inference.checkpoint import read_checkpoint
+from seq2seq.training.lightning_cli import resume_argv  # imports Lightning now, see below
 
 # Imported at collection, Lightning's log handler writes to pytest's session-long stderr, not
 # to the first test's capsys stream (closed after that test: "Logging error" in later ones).

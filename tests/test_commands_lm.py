@@ -14,7 +14,7 @@ import torch
 from helpers import synthetic_pairs
 from seq2seq import ModelConfig, Transformer
 from seq2seq.cli import main
-from seq2seq.generation import Generator
+from seq2seq.inference.generation import Generator
 
 pytestmark = pytest.mark.slow
 CONFIGS = Path(__file__).parent.parent / "configs"
@@ -123,7 +123,7 @@ def test_generate_keeps_one_line_per_prompt_whatever_it_holds(lm, tmp_path, caps
 
 
 def _greedy():
-    from seq2seq.search import SamplingConfig
+    from seq2seq.decoding.search import SamplingConfig
 
     return SamplingConfig(temperature=0.0)
 

@@ -19,7 +19,7 @@ import pytest
 
 from helpers import synthetic_pairs
 from seq2seq.cli import LineProgress, main
-from seq2seq.translator import Translator
+from seq2seq.inference.translator import Translator
 
 SENTENCES = [en for en, _ in synthetic_pairs()]
 

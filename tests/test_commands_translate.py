@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from helpers import synthetic_pairs
-from seq2seq.checkpoint import read_checkpoint
 from seq2seq.cli import main
-from seq2seq.translator import Translator
+from seq2seq.inference.checkpoint import read_checkpoint
+from seq2seq.inference.translator import Translator
 
 pytestmark = pytest.mark.slow
 

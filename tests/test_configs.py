@@ -6,9 +6,9 @@ import pytest
 import torch
 import yaml
 
-from seq2seq.callbacks import AtomicCheckpointIO
 from seq2seq.cli import main
-from seq2seq.lightning_cli import run_lightning_cli
+from seq2seq.training.callbacks import AtomicCheckpointIO
+from seq2seq.training.lightning_cli import run_lightning_cli
 
 CONFIGS = sorted((Path(__file__).parent.parent / "configs").glob("*.yaml"))
 
@@ -40,7 +40,7 @@ def test_config_instantiates_with_the_tokenizers_vocabulary(config):
 
 def test_the_finetune_config_takes_the_checkpoints_model_and_tokenizer(tmp_path, corpus):
     from helpers import tiny_checkpoint
-    from seq2seq.checkpoint import load_model
+    from seq2seq.inference.checkpoint import load_model
 
     checkpoint = tiny_checkpoint(tmp_path / "base.ckpt")
     config = str(Path(__file__).parent.parent / "configs" / "finetune.yaml")

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from helpers import tiny_model
-from seq2seq.continuous import ContinuousBeam, ContinuousGreedy
-from seq2seq.scoring import translate_ids
-from seq2seq.search import SearchConfig
+from seq2seq.decoding.continuous import ContinuousBeam, ContinuousGreedy
+from seq2seq.decoding.decode import translate_ids
+from seq2seq.decoding.search import SearchConfig
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from seq2seq.data.batching import collate_blocks, collate_joined
 from seq2seq.data.datamodule import TranslationDataModule
 from seq2seq.data.lm import clean_documents, pack_blocks, split_documents
 from seq2seq.data.sources import CorpusSpec, load_texts
-from seq2seq.scoring import translation_prompt
+from seq2seq.decoding.decode import translation_prompt
 
 PAD, BOS, EOS, SEP = 0, 2, 3, 4
 

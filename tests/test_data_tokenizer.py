@@ -170,7 +170,7 @@ def test_too_small_corpus_for_vocab_raises():
 def test_hugging_face_export_reads_byte_pieces_alike(tokenizer, tmp_path):
     transformers = pytest.importorskip("transformers")
     from seq2seq.config import ModelConfig
-    from seq2seq.export import write_marian_tokenizer
+    from seq2seq.tools.export import write_marian_tokenizer
 
     write_marian_tokenizer(tokenizer, ModelConfig(vocab_size=tokenizer.vocab_size), tmp_path)
     marian = transformers.MarianTokenizer.from_pretrained(tmp_path)

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from helpers import tiny_checkpoint
-from seq2seq.search import Hypothesis, SearchConfig
-from seq2seq.translator import Translator
+from seq2seq.decoding.search import Hypothesis, SearchConfig
+from seq2seq.inference.translator import Translator
 
 SENTENCES = ["I will buy apples today.", "She can see the book tomorrow.", "We should eat."]
 
@@ -156,7 +156,7 @@ def test_best_combinations_are_the_top_sums_in_order():
     import itertools
     import random
 
-    from seq2seq.documents import best_combinations
+    from seq2seq.inference.documents import best_combinations
 
     rng = random.Random(0)
     for _ in range(200):

@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from helpers import synthetic_pairs, tiny_checkpoint
-from seq2seq.checkpoint import read_checkpoint
 from seq2seq.cli import main
 from seq2seq.data.datamodule import DATA_LOCATION, TranslationDataModule
 from seq2seq.errors import DataError
-from seq2seq.evaluation import (
+from seq2seq.inference.checkpoint import read_checkpoint
+from seq2seq.inference.evaluation import (
     eval_set_label,
     files_name,
     held_out_split,

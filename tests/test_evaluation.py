@@ -3,7 +3,7 @@ None, and the scores equal sacreBLEU's on explicit per-item reference lists."""
 
 import pytest
 
-from seq2seq.evaluation import group_references, reference_streams, score_translations
+from seq2seq.inference.evaluation import group_references, reference_streams, score_translations
 
 sacrebleu = pytest.importorskip("sacrebleu")
 

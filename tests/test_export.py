@@ -30,7 +30,7 @@ def biased_export(tmp_path_factory):
     """An HF export whose model would rather say <unk>, or end at once, than anything else."""
     from transformers import MarianMTModel
 
-    from seq2seq.export import export_hf
+    from seq2seq.tools.export import export_hf
 
     root = tmp_path_factory.mktemp("export")
     hf = export_hf(tiny_checkpoint(root / "model.ckpt", saved_before_unk_id=True), root / "hf")
@@ -43,7 +43,7 @@ def biased_export(tmp_path_factory):
 
 def test_the_generation_config_bans_specials_and_empty_outputs():
     from seq2seq.config import ModelConfig
-    from seq2seq.export import generation_config
+    from seq2seq.tools.export import generation_config
 
     config = generation_config(ModelConfig()).to_dict()
     assert config["bad_words_ids"] == [[PAD], [UNK], [BOS]]
@@ -77,8 +77,8 @@ def biased_ctranslate2(biased_export, tmp_path_factory):
     """The same model converted for CTranslate2, with search settings as exports wrote them
     before unk_id existed."""
     pytest.importorskip("ctranslate2")
-    from seq2seq.ctranslate2_engine import SETTINGS_FILE, SPM_FILE, CTranslate2Engine
-    from seq2seq.export import convert
+    from seq2seq.inference.ctranslate2_engine import SETTINGS_FILE, SPM_FILE, CTranslate2Engine
+    from seq2seq.tools.export import convert
 
     out = tmp_path_factory.mktemp("ct2")
     convert(biased_export, out)
@@ -107,7 +107,7 @@ def test_ctranslate2_gives_one_real_token_where_the_model_wants_unk_or_nothing(
 @pytest.fixture(scope="module")
 def new_model(tmp_path_factory):
     """An untrained checkpoint of a model trained on sources ending with eos, and its export."""
-    from seq2seq.export import export_hf
+    from seq2seq.tools.export import export_hf
 
     root = tmp_path_factory.mktemp("new")
     checkpoint = tiny_checkpoint(root / "model.ckpt", source_ends_with_eos=True)
@@ -118,7 +118,7 @@ def new_model(tmp_path_factory):
 def test_marian_tokenizer_and_generate_give_our_greedy_translations(new_model, capsys):
     from transformers import MarianMTModel, MarianTokenizer
 
-    from seq2seq.translator import Translator
+    from seq2seq.inference.translator import Translator
 
     checkpoint, hf = new_model
     assert "warning" not in capsys.readouterr().err
@@ -143,9 +143,9 @@ def test_marian_tokenizer_and_generate_give_our_greedy_translations(new_model, c
 def test_an_older_model_exports_with_a_warning_and_imports_back_as_it_was(tmp_path, capsys):
     from transformers import MarianConfig
 
-    from seq2seq.checkpoint import load_model
-    from seq2seq.export import EXPORT_SOURCE_EOS, export_hf
-    from seq2seq.pretrained import import_marian
+    from seq2seq.inference.checkpoint import load_model
+    from seq2seq.tools.export import EXPORT_SOURCE_EOS, export_hf
+    from seq2seq.tools.pretrained import import_marian
 
     old = tiny_checkpoint(tmp_path / "old.ckpt")  # no key: trained without a source eos
     hf = export_hf(old, tmp_path / "hf")
@@ -162,8 +162,8 @@ def test_an_older_model_exports_with_a_warning_and_imports_back_as_it_was(tmp_pa
 @pytest.mark.parametrize("with_eos", [True, None])  # None: a checkpoint from before the key
 def test_ctranslate2_reads_sources_as_the_model_was_trained(tmp_path, capsys, with_eos):
     pytest.importorskip("ctranslate2")
-    from seq2seq.export import export_ctranslate2
-    from seq2seq.translator import Translator
+    from seq2seq.inference.translator import Translator
+    from seq2seq.tools.export import export_ctranslate2
 
     checkpoint = tiny_checkpoint(tmp_path / "model.ckpt", source_ends_with_eos=with_eos)
     exported = export_ctranslate2(checkpoint, tmp_path / "ct2")

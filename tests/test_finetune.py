@@ -23,7 +23,7 @@ CONFIG = Path(__file__).parents[1] / "configs" / "finetune.yaml"
 
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory) -> Path:
-    from seq2seq.pretrained import import_marian
+    from seq2seq.tools.pretrained import import_marian
 
     root = tmp_path_factory.mktemp("finetune")
     directory = build_opus_mt_like(root / "hf")
@@ -49,7 +49,7 @@ def _fit_args(imported: Path, tsv: Path, root: Path, *extra: str) -> list[str]:
 
 
 def _weights(path: Path) -> dict[str, torch.Tensor]:
-    from seq2seq.checkpoint import load_model
+    from seq2seq.inference.checkpoint import load_model
 
     return load_model(path).model.state_dict()
 
@@ -57,8 +57,8 @@ def _weights(path: Path) -> dict[str, torch.Tensor]:
 def test_fine_tuning_starts_from_the_checkpoint_with_its_tokenizer(
     imported, domain_tsv, tmp_path, capsys
 ):
-    from seq2seq.checkpoint import load_model
     from seq2seq.cli import main
+    from seq2seq.inference.checkpoint import load_model
 
     copy = tmp_path / "start.ckpt"  # removed after fitting: evaluate must not need it
     shutil.copy(imported, copy)
@@ -103,7 +103,7 @@ def test_our_training_loss_is_marians_loss(imported, domain_tsv, tmp_path):
 
     from seq2seq.config import ModelConfig
     from seq2seq.data.datamodule import TranslationDataModule
-    from seq2seq.training import TranslationModule
+    from seq2seq.training.module import TranslationModule
 
     data = TranslationDataModule(corpus="tsv", path=str(domain_tsv), tokenizer_from=str(imported),
                                  cache_dir=str(tmp_path / "cache"), max_tokens=800)  # fmt: skip

@@ -1,8 +1,8 @@
 """The text-level Generator (generation.py); the id-level ``generate_ids`` is in test_scoring.py."""
 
 from helpers import LLAMA, tiny_model
-from seq2seq.generation import Generator
-from seq2seq.search import SamplingConfig, SearchConfig
+from seq2seq.decoding.search import SamplingConfig, SearchConfig
+from seq2seq.inference.generation import Generator
 
 EOS = 3
 
@@ -33,8 +33,8 @@ def test_streamed_text_waits_for_whole_characters(tmp_path):
     import torch
 
     from helpers import tiny_checkpoint
-    from seq2seq.checkpoint import load_model
-    from seq2seq.generation import _TextStream
+    from seq2seq.inference.checkpoint import load_model
+    from seq2seq.inference.generation import _TextStream
 
     tokenizer = load_model(tiny_checkpoint(tmp_path / "lm.ckpt", lm=True)).tokenizer
     prompt, text = tokenizer.encode("我"), "龘你好"

@@ -7,7 +7,7 @@ import pytest
 
 from seq2seq.cli import main
 from seq2seq.errors import DataError
-from seq2seq.glossary import Glossary, Term, missing_terms
+from seq2seq.inference.glossary import Glossary, Term, missing_terms
 
 GLOSSARY = Glossary([Term("teacher", "导师"), Term("machine learning", "机器学习"),
                      Term("learning", "学习"), Term("e-mail", "电邮"), Term("New York", "纽约"),

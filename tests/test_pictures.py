@@ -16,7 +16,7 @@ def _png(path):
 def test_attention_picture_has_a_panel_per_layer_and_chinese_glyphs(tmp_path):
     from fontTools.ttLib import TTFont
 
-    from seq2seq.pictures import draw_attention, find_cjk_font
+    from seq2seq.tools.pictures import draw_attention, find_cjk_font
 
     font = find_cjk_font()
     assert font is not None, "no CJK font: pip install mplfonts"
@@ -34,7 +34,7 @@ def test_attention_picture_has_a_panel_per_layer_and_chinese_glyphs(tmp_path):
 
 
 def test_training_curves_picture_from_a_metrics_file(tmp_path):
-    from seq2seq.pictures import latest_metrics, plot_curves, read_curves
+    from seq2seq.tools.pictures import latest_metrics, plot_curves, read_curves
 
     run = tmp_path / "runs" / "demo"
     for version in (0, 1, 10):

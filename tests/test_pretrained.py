@@ -32,8 +32,8 @@ def _marian(directory):
 
 @pytest.fixture(scope="module")
 def opus(tmp_path_factory):
-    from seq2seq.checkpoint import load_model
-    from seq2seq.pretrained import import_marian
+    from seq2seq.inference.checkpoint import load_model
+    from seq2seq.tools.pretrained import import_marian
 
     root = tmp_path_factory.mktemp("opus")
     directory = build_opus_mt_like(root / "hf")
@@ -90,8 +90,8 @@ def test_logits_equal_marians_on_a_padded_batch(opus):
 
 
 def test_greedy_translations_equal_generate(opus):
-    from seq2seq.scoring import translate_ids
-    from seq2seq.translator import Translator
+    from seq2seq.decoding.decode import translate_ids
+    from seq2seq.inference.translator import Translator
 
     loaded, config = opus.loaded, opus.loaded.model.config
     tokenizer, search = loaded.tokenizer, loaded.search
@@ -138,9 +138,9 @@ def test_tokenization_equals_marian_tokenizers(opus, target_token):
 
 
 def test_import_export_import_round_trips(opus, tmp_path):
-    from seq2seq.checkpoint import load_model, read_checkpoint
-    from seq2seq.export import export_hf
-    from seq2seq.pretrained import import_marian
+    from seq2seq.inference.checkpoint import load_model, read_checkpoint
+    from seq2seq.tools.export import export_hf
+    from seq2seq.tools.pretrained import import_marian
 
     exported = export_hf(opus.ckpt, tmp_path / "hf")
     marian, _ = _marian(exported)
@@ -166,9 +166,9 @@ def test_import_export_import_round_trips(opus, tmp_path):
 
 @pytest.mark.parametrize("with_eos", [True, None])  # None: a checkpoint from before the key
 def test_our_own_export_imports_back_exactly(tmp_path, with_eos):
-    from seq2seq.checkpoint import load_model, read_checkpoint
-    from seq2seq.export import export_hf
-    from seq2seq.pretrained import import_marian
+    from seq2seq.inference.checkpoint import load_model, read_checkpoint
+    from seq2seq.tools.export import export_hf
+    from seq2seq.tools.pretrained import import_marian
 
     checkpoint = tiny_checkpoint(tmp_path / "ours.ckpt", source_ends_with_eos=with_eos)
     exported = export_hf(checkpoint, tmp_path / "hf")
@@ -183,8 +183,8 @@ def test_our_own_export_imports_back_exactly(tmp_path, with_eos):
 
 
 def test_an_imported_tokenizer_always_ends_sources_with_eos(opus):
-    from seq2seq.checkpoint import read_checkpoint
     from seq2seq.data.tokenizer import checkpoint_tokenizer, tokenizer_from_bytes
+    from seq2seq.inference.checkpoint import read_checkpoint
 
     assert read_checkpoint(opus.ckpt)["seq2seq"]["source_ends_with_eos"] is True
     assert checkpoint_tokenizer(opus.ckpt).source_ends_with_eos is True
@@ -195,7 +195,7 @@ def test_an_imported_tokenizer_always_ends_sources_with_eos(opus):
 
 def test_an_imported_model_translates_from_the_command_line(opus, tmp_path, capsys):
     from seq2seq.cli import main
-    from seq2seq.translator import Translator
+    from seq2seq.inference.translator import Translator
 
     lines = [en for en, _ in opus.pairs[:3]] + ["", "  "]
     (tmp_path / "in.en").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -247,7 +247,7 @@ def test_models_we_cannot_represent_are_refused(tmp_path, capsys, overrides, mes
 
 
 def test_a_cut_source_keeps_its_language_token_and_eos(opus, capsys):
-    from seq2seq.translator import Translator
+    from seq2seq.inference.translator import Translator
 
     translator = Translator.from_checkpoint(opus.ckpt)
     config, tokenizer = opus.loaded.model.config, opus.loaded.tokenizer
@@ -259,8 +259,8 @@ def test_a_cut_source_keeps_its_language_token_and_eos(opus, capsys):
 
 def test_an_imported_model_exports_to_ctranslate2_with_the_same_greedy_output(opus, tmp_path):
     pytest.importorskip("ctranslate2")
-    from seq2seq.export import export_ctranslate2
-    from seq2seq.translator import Translator
+    from seq2seq.inference.translator import Translator
+    from seq2seq.tools.export import export_ctranslate2
 
     exported = export_ctranslate2(opus.ckpt, tmp_path / "ct2")
     lines = [en for en, _ in opus.pairs]

@@ -11,17 +11,18 @@ from torch import nn
 from helpers import random_ids, tiny_checkpoint, tiny_config
 from seq2seq import Transformer
 from seq2seq.cli import main
-from seq2seq.generation import Generator
-from seq2seq.packing import PackedLinear, check_quantize, prepare_for_inference
-from seq2seq.quantization import (
+from seq2seq.decoding.decode import translate_ids
+from seq2seq.decoding.search import SearchConfig
+from seq2seq.inference.cpu import check_quantize, prepare_for_inference
+from seq2seq.inference.generation import Generator
+from seq2seq.inference.int8 import (
     QUANTIZATION_AVAILABLE,
     Int8Embedding,
     Int8Linear,
     quantize_for_cpu_inference,
 )
-from seq2seq.scoring import translate_ids
-from seq2seq.search import SearchConfig
-from seq2seq.translator import Translator
+from seq2seq.inference.packed import PackedLinear
+from seq2seq.inference.translator import Translator
 
 pytestmark = pytest.mark.skipif(not QUANTIZATION_AVAILABLE, reason="no fbgemm in this torch")
 VOCAB = 3000
@@ -176,7 +177,7 @@ def test_int8_greedy_agrees_with_float32_on_a_trained_model(reverser):
 
 
 def test_the_translator_generator_and_server_load_in_int8(tmp_path):
-    from seq2seq.serve.model import ServedModel
+    from seq2seq.serve.served_model import ServedModel
 
     path = tiny_checkpoint(tmp_path / "t.ckpt")
     translator = Translator.from_checkpoint(path, quantize="int8")

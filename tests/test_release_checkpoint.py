@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from seq2seq.glossary import Glossary
-from seq2seq.translator import Translator
+from seq2seq.inference.glossary import Glossary
+from seq2seq.inference.translator import Translator
 
 DATA = Path(__file__).parent / "data"
 CHECKPOINT = DATA / "release-0.1.0.ckpt"

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from seq2seq.schedule import (
+from seq2seq.training.schedule import (
     cooldown_factor,
     inverse_sqrt_schedule,
     paper_optimizer,

@@ -10,15 +10,21 @@ import torch
 
 from helpers import GPT, LLAMA, STYLES, random_ids, tiny_config, tiny_model
 from seq2seq import Transformer
-from seq2seq.packing import pack_for_cpu_inference
-from seq2seq.scoring import (
+from seq2seq.decoding.decode import (
     PromptScorer,
     TransformerScorer,
     generate_ids,
     special_tokens,
     translate_ids,
 )
-from seq2seq.search import SamplingConfig, SearchConfig, SpecialTokens, beam_search, greedy_search
+from seq2seq.decoding.search import (
+    SamplingConfig,
+    SearchConfig,
+    SpecialTokens,
+    beam_search,
+    greedy_search,
+)
+from seq2seq.inference.packed import pack_for_cpu_inference
 
 PAD, UNK, BOS, EOS, SEP = 0, 1, 2, 3, 4
 IDS = SpecialTokens(pad=PAD, unk=UNK, bos=BOS, eos=EOS)  # as tiny_config's

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from helpers import random_ids, tiny_model
-from seq2seq.scoring import TransformerScorer, translate_ids
-from seq2seq.search import (
+from seq2seq.decoding.decode import TransformerScorer, translate_ids
+from seq2seq.decoding.search import (
     RowStreams,
     SamplingConfig,
     SearchConfig,

@@ -10,7 +10,7 @@ import urllib.error
 import httpx
 import pytest
 
-from seq2seq.translator import Translator
+from seq2seq.inference.translator import Translator
 
 pytest.importorskip("fastapi")
 pytestmark = pytest.mark.slow
@@ -226,7 +226,7 @@ def test_requests_are_logged_one_line_each(http, translation_server):
 
 
 def test_an_int8_server_says_int8_when_it_starts(translation_checkpoint):
-    from seq2seq.quantization import QUANTIZATION_AVAILABLE
+    from seq2seq.inference.int8 import QUANTIZATION_AVAILABLE
     from serving import running_server
 
     if not QUANTIZATION_AVAILABLE:
@@ -291,7 +291,7 @@ def test_a_decoder_only_translator_serves_translate_like_an_encoder_decoder(tmp_
 
 def test_a_ctranslate2_export_is_served_with_the_same_api(translation_checkpoint, tmp_path):
     pytest.importorskip("ctranslate2")
-    from seq2seq.export import export_ctranslate2
+    from seq2seq.tools.export import export_ctranslate2
     from serving import running_server
 
     directory = export_ctranslate2(translation_checkpoint, tmp_path / "ct2")

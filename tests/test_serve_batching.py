@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from seq2seq.serve.batching import BatchingWorker, Job, QueueFull, WorkerClosed
+from seq2seq.serve.worker import BatchingWorker, Job, QueueFull, WorkerClosed
 
 
 class Recorder:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from seq2seq.generation import Generator
-from seq2seq.search import SamplingConfig
+from seq2seq.decoding.search import SamplingConfig
+from seq2seq.inference.generation import Generator
 
 pytest.importorskip("fastapi")
 openai = pytest.importorskip("openai")

@@ -57,7 +57,7 @@ def serving(served, **settings):
 
 @pytest.fixture(scope="module")
 def served(translation_checkpoint):
-    from seq2seq.serve.model import ServedModel
+    from seq2seq.serve.served_model import ServedModel
 
     return ServedModel.load(translation_checkpoint)
 
@@ -368,7 +368,7 @@ def test_glossaries_in_a_directory_survive_a_restart(served, tmp_path, caplog):
 def test_the_store_writes_atomically_and_merges_by_words(tmp_path, monkeypatch):
     import os
 
-    from seq2seq.glossary import Glossary, Term
+    from seq2seq.inference.glossary import Glossary, Term
     from seq2seq.serve.glossaries import GlossaryStore, merged
 
     store = GlossaryStore(tmp_path / "made")
@@ -390,7 +390,7 @@ def test_the_store_writes_atomically_and_merges_by_words(tmp_path, monkeypatch):
 
 
 def test_a_language_model_server_refuses_translation(lm_checkpoint):
-    from seq2seq.serve.model import ServedModel
+    from seq2seq.serve.served_model import ServedModel
 
     with serving(ServedModel.load(lm_checkpoint)) as address:
         client = deepl.Translator("k", server_url=address)

@@ -73,7 +73,7 @@ def test_greedy_requests_join_a_running_batch_and_get_their_greedy_answer(
         translation_checkpoint):  # fmt: skip
     """Continuous batching: sentences of concurrent greedy requests join and leave between
     decoder steps; every answer is greedy search's for that request alone."""
-    from seq2seq.translator import Translator
+    from seq2seq.inference.translator import Translator
 
     translator = Translator.from_checkpoint(translation_checkpoint)
     rng = random.Random(5)

@@ -9,8 +9,8 @@ import pytest
 
 from seq2seq.cli import main
 from seq2seq.serve.handling import ServerSettings
-from seq2seq.serve.model import ServedModel
 from seq2seq.serve.protocol import Limits
+from seq2seq.serve.served_model import ServedModel
 from seq2seq.serve.server import bind, read_api_keys, serve
 
 

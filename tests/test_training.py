@@ -5,8 +5,8 @@ import torch
 
 from helpers import tiny_config
 from seq2seq.data.batching import Batch
-from seq2seq.schedule import cooldown_factor, inverse_sqrt_schedule
-from seq2seq.training import TranslationModule
+from seq2seq.training.module import TranslationModule
+from seq2seq.training.schedule import cooldown_factor, inverse_sqrt_schedule
 
 
 class FakeTimer:
@@ -124,7 +124,7 @@ def test_nonfinite_loss_skips_the_update_and_training_goes_on():
 
 
 def test_a_loss_that_stays_nonfinite_stops_training_with_a_message():
-    from seq2seq.training import TrainingStopped
+    from seq2seq.training.module import TrainingStopped
 
     module = LossIsNanOn(set(range(100)), max_nonfinite_steps=3)
     with pytest.raises(TrainingStopped, match=r"not finite \(nan\) for 3 batches in a row"):

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from helpers import synthetic_pairs
-from seq2seq.translator import Translator, token_batches
+from seq2seq.inference.translator import Translator, token_batches
 
 
 @pytest.mark.slow
@@ -21,7 +21,7 @@ def test_batching_does_not_change_translations(run):
 
 @pytest.mark.slow
 def test_a_batch_out_of_memory_is_split_and_retried(run, monkeypatch, capsys):
-    import seq2seq.translator as translator_module
+    import seq2seq.inference.translator as translator_module
 
     translator = Translator.from_checkpoint(run / "checkpoints" / "last.ckpt")
     lines = ["I will buy apples today.", "", "He should eat some fish.", "We can cook rice."] * 3

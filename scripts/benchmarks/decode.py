@@ -3,11 +3,12 @@ Marian translations of whole test sets.
 
 Fixed lengths (random weights): every sentence gets exactly ``DECODE_STEPS`` decoder steps,
 ``DECODE_STEPS - 1`` tokens then a forced eos, so both models do equal work whatever their
-weights. Ours: ``seq2seq.search.greedy_search`` / ``beam_search`` over a ``TransformerScorer``
-whose eos is banned until the length limit forces it (``FixedLengthScorer``); Marian:
-``generate(min_new_tokens=DECODE_STEPS - 1, max_new_tokens=DECODE_STEPS)``. Natural lengths (a
+weights. Ours: ``seq2seq.decoding.search.greedy_search`` / ``beam_search`` over a
+``TransformerScorer`` whose eos is banned until the length limit forces it (``FixedLengthScorer``);
+Marian: ``generate(min_new_tokens=DECODE_STEPS - 1, max_new_tokens=DECODE_STEPS)``. Natural lengths
+(a
 checkpoint): ours with ``translate_ids`` and the checkpoint's search settings, Marian with
-``generate`` on the exact export of those weights (``seq2seq.export.to_marian``) under the
+``generate`` on the exact export of those weights (``seq2seq.tools.export.to_marian``) under the
 same output limit.
 """
 
@@ -33,7 +34,7 @@ def encode_sources(tokenizer, lines: list[str], limit: int) -> list[list[int]]:
     """Sources as our ``Translator`` encodes them: NFKC-normalised, tokenized ([] for a blank
     line), cut to ``limit`` (the model's positions; a source ending with eos keeps it)."""
     from seq2seq.data.clean import normalize_en
-    from seq2seq.translator import cut_source
+    from seq2seq.inference.translator import cut_source
 
     texts = [normalize_en(line) for line in lines]
     return [cut_source(tokenizer.encode_source(text), limit, tokenizer) if text.strip() else []
@@ -88,10 +89,10 @@ def decoder(model: str, settings: dict[str, Any], beam: int, checkpoint: str | N
 def ours_decoder(settings: dict[str, Any], beam: int) -> Decoder:
     """Our search on our model (randomly initialised, packed as ``Translator`` packs it)."""
     from seq2seq.config import ModelConfig
+    from seq2seq.decoding.decode import TransformerScorer, special_tokens
+    from seq2seq.decoding.search import SearchConfig, beam_search, greedy_search
+    from seq2seq.inference.packed import pack_for_cpu_inference
     from seq2seq.model import Transformer
-    from seq2seq.packing import pack_for_cpu_inference
-    from seq2seq.scoring import TransformerScorer, special_tokens
-    from seq2seq.search import SearchConfig, beam_search, greedy_search
 
     model = pack_for_cpu_inference(Transformer(ModelConfig(**settings["config"])).eval())
     config, specials = SearchConfig(**settings["search"]), special_tokens(model.config)
@@ -112,9 +113,9 @@ def ours_decoder(settings: dict[str, Any], beam: int) -> Decoder:
 
 def trained_ours_decoder(checkpoint: str, beam: int) -> Decoder:
     """``translate_ids`` with the checkpoint's weights and search settings."""
-    from seq2seq.checkpoint import load_model
-    from seq2seq.packing import pack_for_cpu_inference
-    from seq2seq.scoring import translate_ids
+    from seq2seq.decoding.decode import translate_ids
+    from seq2seq.inference.checkpoint import load_model
+    from seq2seq.inference.packed import pack_for_cpu_inference
 
     loaded = load_model(checkpoint)
     model = pack_for_cpu_inference(loaded.model)  # as Translator decodes
@@ -129,7 +130,7 @@ def trained_ours_decoder(checkpoint: str, beam: int) -> Decoder:
 def marian_decoder(settings: dict[str, Any], beam: int) -> Decoder:
     """``MarianMTModel.generate`` (randomly initialised) at fixed lengths."""
     from seq2seq.config import ModelConfig
-    from seq2seq.scoring import special_tokens
+    from seq2seq.decoding.decode import special_tokens
 
     model = build_marian(settings["config"]).eval()
     specials = special_tokens(ModelConfig(**settings["config"]))
@@ -147,9 +148,9 @@ def trained_marian_decoder(checkpoint: str, beam: int) -> Decoder:
     """``generate`` on the exact MarianMTModel export of the checkpoint, with our output limit
     (a * source length + b, eos forced at it; one limit per batch, the longest source's) and
     length penalty alpha."""
-    from seq2seq.checkpoint import load_model
-    from seq2seq.export import to_marian
-    from seq2seq.scoring import special_tokens
+    from seq2seq.decoding.decode import special_tokens
+    from seq2seq.inference.checkpoint import load_model
+    from seq2seq.tools.export import to_marian
 
     loaded = load_model(checkpoint)
     model, search = to_marian(loaded.model), loaded.search
@@ -186,8 +187,8 @@ def translate_marian(
     sentence gets our limit ``int(a * len) + b`` (capped at max_positions), eos included;
     (translations, seconds). ``settings`` are ``TranslationModule``'s (``Recipe.model``)."""
     from seq2seq.config import ModelConfig
-    from seq2seq.scoring import special_tokens
-    from seq2seq.search import SearchConfig
+    from seq2seq.decoding.decode import special_tokens
+    from seq2seq.decoding.search import SearchConfig
     from seq2seq.textio import one_line
 
     limit = settings["config"]["max_positions"]

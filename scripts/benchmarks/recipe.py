@@ -48,7 +48,7 @@ class Recipe:
 def load_recipe(path: str, overrides: list[str] | None = None) -> Recipe:
     """The config at ``path`` as ``seq2seq fit --config path *overrides`` resolves it (the
     CLI builds the module, data module and trainer without running anything)."""
-    from seq2seq.lightning_cli import run_lightning_cli
+    from seq2seq.training.lightning_cli import run_lightning_cli
 
     cli = run_lightning_cli(["--config", path, *(overrides or [])], run=False)
     trainer = cli.config.trainer

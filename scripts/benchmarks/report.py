@@ -81,7 +81,7 @@ def print_ratio_table(rows: list[tuple[str, Any, Any]]) -> list[dict[str, Any]]:
 def score(name: str, hypotheses: list[str], references: list[list[str]], out: Path) -> dict:
     """sacreBLEU of ``hypotheses`` against each source's references (as ``seq2seq evaluate``),
     with the hypotheses written to OUT/NAME.test.hyp.zh."""
-    from seq2seq.evaluation import reference_streams, score_translations
+    from seq2seq.inference.evaluation import reference_streams, score_translations
 
     path = out / f"{name}.test.hyp.zh"
     path.write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")

@@ -2,7 +2,7 @@
 clipping, AdamW step, schedule step), the loops around it, the batches ``seq2seq fit`` sees,
 and ``seq2seq fit`` itself run as a subprocess.
 
-The optimizer and schedule are ``seq2seq.schedule.paper_optimizer``, the very function
+The optimizer and schedule are ``seq2seq.training.schedule.paper_optimizer``, the very function
 ``TranslationModule.configure_optimizers`` calls, with the recipe's settings (AdamW with the
 config's betas/eps/weight decay, inverse-sqrt warmup with ``warmup_steps`` and ``lr_scale``,
 the optional ``cooldown_steps`` before ``max_steps``, and, under a time budget, the schedule's
@@ -37,7 +37,7 @@ def recipe_optimizer(
 ):
     """(AdamW, per-step LambdaLR) of our recipe for ``parameters``; ``settings`` are
     ``TranslationModule``'s arguments (``Recipe.model``)."""
-    from seq2seq.schedule import paper_optimizer
+    from seq2seq.training.schedule import paper_optimizer
 
     return paper_optimizer(
         parameters,
@@ -87,8 +87,8 @@ def update_step(
 def translation_module(settings: dict[str, Any]):
     """Our ``TranslationModule`` from its resolved arguments (``Recipe.model``)."""
     from seq2seq.config import ModelConfig
-    from seq2seq.search import SearchConfig
-    from seq2seq.training import TranslationModule
+    from seq2seq.decoding.search import SearchConfig
+    from seq2seq.training.module import TranslationModule
 
     hparams = {k: v for k, v in settings.items() if k not in ("config", "search")}
     return TranslationModule(

@@ -1,4 +1,17 @@
-"""Data layer: corpora, cleaning, the hash split, the joint tokenizer, token-budget batching.
+"""Data, floor 3: from corpora to batches of token ids.
+
+    sources.py           loaders: the bundled corpus, local files, Hugging Face datasets
+    clean.py             normalisation and pair filtering
+    split.py             the fixed train/dev/test split, keyed on a hash of the Chinese side
+    tokenizer.py         the joint English+Chinese SentencePiece model, fixed special ids
+    paired_tokenizer.py  an imported Marian model's two SentencePiece models, one vocabulary
+    prepare.py           corpus -> clean -> split -> tokenizer -> token ids, cached once
+    tables.py            Arrow tables: a corpus on disk, memory-mapped, several processes
+    lm.py                monolingual text for a decoder-only model: packed blocks
+    layouts.py           pairs, joined pairs or LM blocks, chosen once
+    batching.py          token-budget batching: bucketing sampler, collation, resumable loader
+    sentences.py         English text into sentences, and translations back into text
+    datamodule.py        the Lightning data module (the only one here importing Lightning)
 
 Only :mod:`seq2seq.data.datamodule` imports Lightning; it is loaded lazily so that importing
 ``seq2seq.data`` for tokenization or batching stays light.

@@ -15,7 +15,7 @@ models see the ids they were trained on:
 Special ids are the model's own (Marian: eos 0, unk 1). Marian starts decoding from its
 ``<pad>`` token (whose embedding is zero); imported models keep that row as their ``bos`` and
 get a distinct padding id after the last piece, so padding masks never hide the start token
-(:mod:`seq2seq.pretrained`).
+(:mod:`seq2seq.tools.pretrained`).
 
 It has the interface of :class:`seq2seq.data.tokenizer.Tokenizer` that translation needs, and
 serialises to bytes (:meth:`to_bytes`) that :func:`seq2seq.data.tokenizer.tokenizer_from_bytes`

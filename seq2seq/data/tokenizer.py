@@ -34,8 +34,9 @@ UNK_ID = 1
 BOS_ID = 2
 EOS_ID = 3
 SEP = "<sep>"  # between source and target of a decoder-only translation model
-# In a checkpoint's seq2seq section (seq2seq.checkpoint): whether the model read sources ending
-# with eos; absent in checkpoints written before that convention, whose models read none.
+# In a checkpoint's seq2seq section (seq2seq.inference.checkpoint): whether the model read
+# sources ending with eos; absent in checkpoints written before that convention, whose models read
+# none.
 SOURCE_EOS_KEY = "source_ends_with_eos"
 
 
@@ -232,7 +233,7 @@ def section_tokenizer(section: dict) -> Tokenizer | PairedTokenizer:
 
 def checkpoint_tokenizer_bytes(path: str | Path) -> bytes:
     """The tokenizer a seq2seq checkpoint holds (in its ``seq2seq`` section, see
-    :mod:`seq2seq.checkpoint`), read without building its model. The bytes hold the
+    :mod:`seq2seq.inference.checkpoint`), read without building its model. The bytes hold the
     vocabulary, not the source convention: :func:`checkpoint_tokenizer` has both.
 
     Raises:
@@ -243,10 +244,10 @@ def checkpoint_tokenizer_bytes(path: str | Path) -> bytes:
 
 def _tokenizer_section(path: str | Path) -> dict:
     """A checkpoint's ``seq2seq`` section, checked to hold a tokenizer."""
-    import torch
+    from seq2seq.moved import load_checkpoint_file
 
     try:  # mmap: the weights are never read into memory
-        checkpoint = torch.load(path, map_location="cpu", weights_only=False, mmap=True)
+        checkpoint = load_checkpoint_file(path, mmap=True)
     except Exception as error:  # missing, truncated, not a torch file
         raise DataError.at(path, None, f"cannot read checkpoint ({str(error)[:200]})") from None
     section = checkpoint.get("seq2seq") if isinstance(checkpoint, dict) else None

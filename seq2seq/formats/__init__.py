@@ -1,5 +1,10 @@
-"""Document formats: plain text, HTML, Markdown and SubRip subtitles, each parsed into raw parts
-kept as written and segments to translate (``inline.Document``). Pure text: no model.
+"""Document formats, floor 3 (beside data): each parsed into raw parts kept as written and
+segments to translate (``inline.Document``). Pure text: no model.
+
+    inline.py    the Document every format parses into; inline markup put back by alignment
+    html.py      HTML
+    markdown.py  Markdown
+    srt.py       SubRip subtitles
 
 ``parse(text, format)`` reads any of them; ``format_of(path)`` picks one from a file name.
 """

@@ -8,7 +8,7 @@ units translated. A segment is the plain text the model reads plus its inline ``
 literally, a ``<br>`` between two words.
 
 Putting markup back (``render``) follows an alignment from each character of the translation to
-the source characters it came from (the model's cross-attention, ``seq2seq.documents``):
+the source characters it came from (the model's cross-attention, ``seq2seq.inference.documents``):
 an element wraps the translated characters aligned into its source span. LibreTranslate
 instead translates each text node alone, so "I like <b>green</b> tea." becomes three fragments
 the model never saw as one sentence; here the sentence is translated whole and the tags

@@ -1,9 +1,12 @@
-"""``seq2seq serve``: a trained model behind an HTTP API (``pip install -e ".[serve]"``).
+"""``seq2seq serve``, floor 6 (with the tools): a trained model behind HTTP APIs
+(``pip install -e ".[serve]"``).
 
-- ``batching``: the worker thread that owns the model and batches requests together;
-- ``model``: the served model (translator or language model) and its batch functions;
+- ``worker``: the worker thread that owns the model and batches requests together;
+- ``served_model``: the served model (translator or language model) and its batch functions;
+- ``files``: ``/translate_file``, documents uploaded and translated in their own format;
 - ``protocol``: LibreTranslate's and OpenAI's request and answer shapes, checked;
 - ``handling``: settings, API keys, handing jobs to the worker and waiting for them;
-- ``translation_routes``, ``completion_routes``: the two APIs; ``app``: the FastAPI app, errors,
+- ``translation_routes``, ``deepl_routes``, ``completion_routes``: the three APIs;
+  ``glossaries``: DeepL's glossaries, in memory or a directory; ``app``: the FastAPI app, errors,
   health, the page and the request log; ``server``: loading, warming up, uvicorn, shutdown.
 """

@@ -22,18 +22,18 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from seq2seq.serve.batching import BatchingWorker, Job
 from seq2seq.serve.completion_routes import add_completion_routes
 from seq2seq.serve.deepl_routes import add_deepl_routes
 from seq2seq.serve.files import SUPPORTED
 from seq2seq.serve.glossaries import GlossaryStore
 from seq2seq.serve.handling import ClientGone, ServerSettings
-from seq2seq.serve.model import ServedModel
 from seq2seq.serve.protocol import (
     ApiError,
     openai_error,
 )
+from seq2seq.serve.served_model import ServedModel
 from seq2seq.serve.translation_routes import add_translation_routes
+from seq2seq.serve.worker import BatchingWorker, Job
 
 log = logging.getLogger("seq2seq.serve")
 OPENAI_PATHS = ("/v1/completions", "/v1/models")

@@ -30,7 +30,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from seq2seq.errors import DataError
-from seq2seq.glossary import Glossary
+from seq2seq.inference.glossary import Glossary
 from seq2seq.serve.files import TranslateTexts
 from seq2seq.serve.glossaries import (
     MAX_ENTRIES,
@@ -42,8 +42,8 @@ from seq2seq.serve.glossaries import (
     merged,
 )
 from seq2seq.serve.handling import ServerSettings
-from seq2seq.serve.model import ServedModel
 from seq2seq.serve.protocol import ApiError
+from seq2seq.serve.served_model import ServedModel
 
 TARGETS = {"ZH": "Chinese (simplified)", "ZH-HANS": "Chinese (simplified)"}
 CHARACTER_LIMIT = 10**15  # /v2/usage's limit: none here, and clients read "limit reached"

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from seq2seq.errors import ConfigError, DataError
-from seq2seq.glossary import Glossary, Term
+from seq2seq.inference.glossary import Glossary, Term
 
 log = logging.getLogger("seq2seq.serve")
 MAX_GLOSSARIES = 1000  # DeepL's per-account limit

@@ -12,8 +12,8 @@ from typing import Any
 from fastapi import Request
 
 from seq2seq.checks import at_least, finite
-from seq2seq.serve.batching import BatchingWorker, Job, QueueFull, WorkerClosed
 from seq2seq.serve.protocol import ApiError, Limits
+from seq2seq.serve.worker import BatchingWorker, Job, QueueFull, WorkerClosed
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ def serve(
 
     from seq2seq.serve.app import create_app
     from seq2seq.serve.handling import ServerSettings
-    from seq2seq.serve.model import ServedModel
+    from seq2seq.serve.served_model import ServedModel
 
     # The settings, the key file, the glossary directory and the address are checked before
     # the slow load.
@@ -98,7 +98,7 @@ def warm_up(served) -> None:  # noqa: ANN001
     if served.translator is not None:
         served.translator.translate(WARM_UP, beam_size=2)
     else:
-        from seq2seq.search import SamplingConfig
+        from seq2seq.decoding.search import SamplingConfig
 
         served.generator.complete(["warm up"], 4, SamplingConfig(temperature=0.0))
 

@@ -11,15 +11,14 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from seq2seq.documents import SentenceTranslation, TextBatch
+from seq2seq.decoding.search import Hypothesis
 from seq2seq.errors import DataError
 from seq2seq.formats import parse
-from seq2seq.glossary import Glossary, Term
-from seq2seq.search import Hypothesis
-from seq2seq.serve.batching import BatchingWorker, Job
+from seq2seq.inference.documents import SentenceTranslation, TextBatch
+from seq2seq.inference.glossary import Glossary, Term
+from seq2seq.inference.translator import cut_source
 from seq2seq.serve.files import add_file_routes
 from seq2seq.serve.handling import ServerSettings, authorize, submit, wait_for
-from seq2seq.serve.model import ServedModel, TranslatedSentence, TranslationWork
 from seq2seq.serve.protocol import (
     MAX_BEAM,
     ApiError,
@@ -30,7 +29,8 @@ from seq2seq.serve.protocol import (
     translate_args,
     valid_text,
 )
-from seq2seq.translator import cut_source
+from seq2seq.serve.served_model import ServedModel, TranslatedSentence, TranslationWork
+from seq2seq.serve.worker import BatchingWorker, Job
 
 
 class NativeTranslateRequest(BaseModel):

@@ -13,10 +13,10 @@ from pathlib import Path
 import lightning as L
 import torch
 
-import seq2seq.training
+import seq2seq.training.module
 from seq2seq.config import ModelConfig
 from seq2seq.data.datamodule import TranslationDataModule
-from seq2seq.training import TranslationModule
+from seq2seq.training.module import TranslationModule
 
 TINY = dict(d_model=32, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=64, dropout=0.0)
 
@@ -66,8 +66,10 @@ def main() -> None:
     trainer.fit(module, datamodule=data)
 
     scored = []  # what validation BLEU is computed on
-    score = seq2seq.training.score_translations
-    seq2seq.training.score_translations = lambda h, r: scored.append((h, r[0])) or score(h, r)
+    score = seq2seq.training.module.score_translations
+    seq2seq.training.module.score_translations = lambda h, r: scored.append((h, r[0])) or score(
+        h, r
+    )
     module.hparams.val_bleu_sentences = -1  # the whole dev set
     trainer.limit_val_batches = 1.0
     (validation,) = trainer.validate(module, datamodule=data, verbose=False)

@@ -22,7 +22,7 @@ Constraints are tracked on the *text* a hypothesis writes (``TermConstraints``),
 ids: SentencePiece spells a Chinese term differently by its neighbours ("老师" alone, "的老师"
 after 的), and a term the model writes in pieces of its own still counts as met.
 
-Like ``seq2seq.search``, this module imports no model.
+Like ``seq2seq.decoding.search``, this module imports no model.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
-from seq2seq.search import (
+from seq2seq.decoding.search import (
     NEG_INF,
     Hypothesis,
     Scorer,

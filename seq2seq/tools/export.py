@@ -41,12 +41,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from seq2seq.checkpoint import SOURCE_EOS_KEY, LoadedModel, load_model, read_checkpoint
 from seq2seq.config import ModelConfig
-from seq2seq.ctranslate2_engine import SETTINGS_FILE, SPM_FILE
 from seq2seq.data.paired_tokenizer import PairedTokenizer
 from seq2seq.errors import CheckpointError
-from seq2seq.evaluation import read_eval_json
+from seq2seq.inference.checkpoint import SOURCE_EOS_KEY, LoadedModel, load_model, read_checkpoint
+from seq2seq.inference.ctranslate2_engine import SETTINGS_FILE, SPM_FILE
+from seq2seq.inference.evaluation import read_eval_json
 from seq2seq.model import Transformer
 
 EXPORT_SOURCE_EOS = "seq2seq_source_ends_with_eos"  # in config.json: the model reads a </s>
@@ -74,7 +74,7 @@ def check_exportable(config: ModelConfig) -> None:
 def marian_rows(config: ModelConfig, tokenizer: Any) -> tuple[int, int]:
     """Marian's vocabulary size and padding id for our model.
 
-    An imported OPUS-MT model (:mod:`seq2seq.pretrained`) has a padding id appended after its
+    An imported OPUS-MT model (:mod:`seq2seq.tools.pretrained`) has a padding id appended after its
     vocabulary and Marian's ``<pad>`` as its start token; Marian pads with that start token,
     so the export drops the appended row. Our own models keep every row and their pad."""
     if tokenizer is not None and tokenizer.appended_pad:

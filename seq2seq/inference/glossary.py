@@ -4,7 +4,7 @@ A glossary is read from TSV (DeepL's entry format: ``source<TAB>target``, one en
 CSV too, as DeepL takes). A term applies to a sentence when its English side occurs in it as
 whole words, case-insensitively; multi-word terms are matched word by word, and where two
 terms overlap the longer one wins. The Chinese sides of a sentence's terms become the
-constraints of its beam search (``seq2seq.constrained``), spelled in the model's pieces by
+constraints of its beam search (``seq2seq.decoding.constrained``), spelled in the model's pieces by
 ``term_constraints``; whether a term was honoured is read on the detokenized output
 (``missing_terms``), so a term the model wrote in pieces of its own still counts.
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from seq2seq.constrained import TermConstraints
+from seq2seq.decoding.constrained import TermConstraints
 from seq2seq.errors import DataError
 
 WORD_START = "\u2581"  # SentencePiece's mark of a piece that starts a word

@@ -3,8 +3,9 @@
 ``Translator`` owns what every runtime shares: normalising and encoding lines, cutting
 over-long sources, batching by tokens (longest first, so padding stays small), splitting a
 batch that runs out of memory, and putting outputs back in input order. The decoding itself
-comes from an engine: ``TorchEngine`` (our model and searches) here, ``CTranslate2Engine`` in
-``seq2seq.ctranslate2_engine``; a server batching requests is one more user of the same seam.
+comes from an engine: ``TorchEngine`` (our model and searches), or ``CTranslate2Engine`` in
+``seq2seq.inference.ctranslate2_engine``; a server batching requests is one more user of the
+same seam.
 """
 
 from __future__ import annotations
@@ -18,20 +19,25 @@ from typing import Any, Protocol
 
 import torch
 
-from seq2seq.attention_maps import cross_attention_maps, self_attention_maps
-from seq2seq.checkpoint import load_model
-from seq2seq.constrained import Constraints
 from seq2seq.data.clean import normalize_en
 from seq2seq.data.sentences import clauses
-from seq2seq.documents import SentenceTranslation, TextBatch, combine_hypotheses, windowed_lines
+from seq2seq.decoding.constrained import Constraints
+from seq2seq.decoding.decode import translate_ids, translation_prompt
+from seq2seq.decoding.search import Hypothesis, SearchConfig
 from seq2seq.errors import CheckpointError
 from seq2seq.formats import Document, parse, parse_text
 from seq2seq.formats.inline import Alignment, monotonic_alignment
-from seq2seq.glossary import Glossary, Term, missing_terms, term_constraints
+from seq2seq.inference.attention_maps import cross_attention_maps, self_attention_maps
+from seq2seq.inference.checkpoint import load_model
+from seq2seq.inference.cpu import check_quantize, prepare_for_inference
+from seq2seq.inference.documents import (
+    SentenceTranslation,
+    TextBatch,
+    combine_hypotheses,
+    windowed_lines,
+)
+from seq2seq.inference.glossary import Glossary, Term, missing_terms, term_constraints
 from seq2seq.model import Transformer
-from seq2seq.packing import check_quantize, prepare_for_inference
-from seq2seq.scoring import translate_ids, translation_prompt
-from seq2seq.search import Hypothesis, SearchConfig
 from seq2seq.textio import one_line, warn_lines
 
 WORD_START = "\u2581"  # SentencePiece's mark of a piece that starts a word
@@ -56,7 +62,7 @@ class Engine(Protocol):
         constraints: Sequence[Constraints | None] | None = None,
     ) -> list[list[Hypothesis]]:
         """The ``n_best`` best outputs of each source (ids without bos/eos), best first;
-        ``constraints``: what each output must hold (``seq2seq.constrained``)."""
+        ``constraints``: what each output must hold (``seq2seq.decoding.constrained``)."""
         ...
 
     def source_limit(self) -> int:
@@ -73,7 +79,7 @@ class Engine(Protocol):
 
 
 class TorchEngine:
-    """Our Transformer and our searches (``seq2seq.scoring.translate_ids``)."""
+    """Our Transformer and our searches (``seq2seq.decoding.decode.translate_ids``)."""
 
     constrains = True  # has constrained beam search (glossaries)
 
@@ -157,7 +163,7 @@ class Translator:
         """Build everything from a ``.ckpt`` written by ``seq2seq fit``: an encoder-decoder
         model, or a decoder-only one trained on joined pairs (``configs/lm_translate.yaml``).
         On the CPU in float32 its weights are packed for inference, or with
-        ``quantize="int8"`` quantized to int8 (``seq2seq.packing.prepare_for_inference``)."""
+        ``quantize="int8"`` quantized to int8 (``seq2seq.inference.cpu.prepare_for_inference``)."""
         check_quantize(quantize, device)
         loaded = load_model(path, device)
         if loaded.is_language_model:
@@ -173,7 +179,7 @@ class Translator:
     ) -> Translator:
         """A translator over a ``seq2seq export --format ctranslate2`` directory;
         ``quantize="int8"`` has CTranslate2 quantize a float32 export as it loads it."""
-        from seq2seq.ctranslate2_engine import CTranslate2Engine
+        from seq2seq.inference.ctranslate2_engine import CTranslate2Engine
 
         check_quantize(quantize, device)
         engine = CTranslate2Engine(directory, device=device, compute_type=quantize or "default")

@@ -6,7 +6,7 @@ segment into sentences (``seq2seq.data.sentences``) and keeps each distinct sent
 file of paragraphs is decoded in the same token-batched pass as a file of sentences. Given the
 sentences' translations it rebuilds each document: translations joined with no space (a
 newline kept where one stood), markup placed by alignment (``seq2seq.formats.inline``).
-``Translator`` (``seq2seq.translator``) produces the ``SentenceTranslation``\\ s.
+``Translator`` (``seq2seq.inference.translator``) produces the ``SentenceTranslation``\\ s.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import heapq
 from dataclasses import dataclass, field, replace
 
 from seq2seq.data.sentences import Sentence, join_translations, split_sentences
+from seq2seq.decoding.search import Hypothesis
 from seq2seq.formats.inline import (
     Alignment,
     Document,
@@ -24,7 +25,6 @@ from seq2seq.formats.inline import (
     render,
     segments,
 )
-from seq2seq.search import Hypothesis
 
 
 @dataclass

@@ -136,13 +136,13 @@ def attention_picture(
     self-attention of a decoder-only one (the whole sequence against itself)."""
     import torch
 
-    from seq2seq.attention_maps import cross_attention_maps, self_attention_maps
-    from seq2seq.checkpoint import load_model
     from seq2seq.data.clean import normalize_en
-    from seq2seq.packing import pack_for_cpu_inference
-    from seq2seq.scoring import generate_ids, translate_ids, translation_prompt
-    from seq2seq.search import SamplingConfig
-    from seq2seq.translator import cut_source
+    from seq2seq.decoding.decode import generate_ids, translate_ids, translation_prompt
+    from seq2seq.decoding.search import SamplingConfig
+    from seq2seq.inference.attention_maps import cross_attention_maps, self_attention_maps
+    from seq2seq.inference.checkpoint import load_model
+    from seq2seq.inference.packed import pack_for_cpu_inference
+    from seq2seq.inference.translator import cut_source
 
     loaded = load_model(checkpoint)
     # Packed as Translator and Generator pack it, so the picture shows what they output.

@@ -9,7 +9,7 @@ A sentence joining at cache step t gets rows whose first t self-attention slots 
 padding (``KVCache.pad_left``): they are never attended to, and its positions count from its
 own first token, exactly as for a prompt of a decoder-only batch. Its source joins the
 cross-attention keys/values (padded to the longest source, masked). Each sentence then follows
-the search's rules at its own step (the helpers of ``seq2seq.search`` take one step per
+the search's rules at its own step (the helpers of ``seq2seq.decoding.search`` take one step per
 sentence) and gets what ``translate_ids`` gives it alone, whatever else is in the batch:
 ``ContinuousGreedy`` is greedy search, ``ContinuousBeam`` beam search (k rows a sentence).
 
@@ -28,9 +28,8 @@ from torch import Tensor
 
 from seq2seq.attention import padding_mask
 from seq2seq.cache import KVCache
-from seq2seq.model import Transformer
-from seq2seq.scoring import special_tokens
-from seq2seq.search import (
+from seq2seq.decoding.decode import special_tokens
+from seq2seq.decoding.search import (
     NEG_INF,
     Hypothesis,
     SearchConfig,
@@ -41,6 +40,7 @@ from seq2seq.search import (
     sentences_done,
     top_k_by_blocks,
 )
+from seq2seq.model import Transformer
 
 REBUILD_SHARE = 2  # rebuild when waiting + finished sentences >= sentences / REBUILD_SHARE
 

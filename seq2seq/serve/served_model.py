@@ -1,5 +1,5 @@
 """The model a server holds: a translator or a language model, and the batch functions that
-the worker thread runs on it (``seq2seq.serve.batching``). No HTTP here."""
+the worker thread runs on it (``seq2seq.serve.worker``). No HTTP here."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seq2seq.checkpoint import load_model
-from seq2seq.continuous import ContinuousBatch, ContinuousBeam, ContinuousGreedy
-from seq2seq.generation import Completion, Generator
-from seq2seq.packing import check_quantize, prepare_for_inference
-from seq2seq.search import Hypothesis, SamplingConfig
-from seq2seq.serve.batching import Job
+from seq2seq.decoding.continuous import ContinuousBatch, ContinuousBeam, ContinuousGreedy
+from seq2seq.decoding.search import Hypothesis, SamplingConfig
+from seq2seq.inference.checkpoint import load_model
+from seq2seq.inference.cpu import check_quantize, prepare_for_inference
+from seq2seq.inference.generation import Completion, Generator
+from seq2seq.inference.translator import TorchEngine, Translator
+from seq2seq.serve.worker import Job
 from seq2seq.textio import one_line
-from seq2seq.translator import TorchEngine, Translator
 
 
 @dataclass

@@ -2,7 +2,7 @@
 normalised by target tokens, non-finite batches skipped, validation loss and BLEU.
 
 Lightning lives here, in ``callbacks`` and in the data/CLI layers only; the model, the loss
-(``seq2seq.loss``) and the optimiser with its schedule (``seq2seq.schedule``) are plain
+(``seq2seq.loss``) and the optimiser with its schedule (``seq2seq.training.schedule``) are plain
 PyTorch.
 """
 
@@ -22,20 +22,20 @@ from lightning.pytorch.callbacks import Timer
 from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor
 
-from seq2seq.checkpoint import CHECKPOINT_KEY, SOURCE_EOS_KEY, checkpoint_section
 from seq2seq.config import ModelConfig
+from seq2seq.decoding.search import SearchConfig
 from seq2seq.errors import ConfigError, TrainingStopped
-from seq2seq.evaluation import score_translations
+from seq2seq.inference.checkpoint import CHECKPOINT_KEY, SOURCE_EOS_KEY, checkpoint_section
+from seq2seq.inference.evaluation import score_translations
+from seq2seq.inference.translator import TorchEngine, Translator
 from seq2seq.loss import label_smoothed_cross_entropy
 from seq2seq.model import Transformer
-from seq2seq.schedule import (
+from seq2seq.training.schedule import (
     inverse_sqrt_schedule,
     paper_optimizer,
     refresh_rate,
     training_progress,
 )
-from seq2seq.search import SearchConfig
-from seq2seq.translator import TorchEngine, Translator
 
 
 class TranslationModule(L.LightningModule):
@@ -460,7 +460,7 @@ def pretrained_model(
     checkpoint's (the CLI links it from ``data.vocab_size``, which fine-tuning ignores).
     ``dropout`` replaces the checkpoint's residual/embedding dropout when given.
     """
-    from seq2seq.checkpoint import load_model
+    from seq2seq.inference.checkpoint import load_model
 
     if not Path(path).is_file():
         raise ConfigError(f"model.init_from: no checkpoint at {path} (give --model.init_from "

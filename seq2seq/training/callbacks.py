@@ -7,7 +7,7 @@
 * ``SignalStop``: SIGINT (Ctrl+C) and SIGTERM stop ``fit`` at the end of an optimizer step,
   after ``BestAndLastCheckpoint`` has saved ``last.ckpt`` (``Interrupted``).
 
-The checkpoint format itself is ``seq2seq.checkpoint``'s (plain PyTorch).
+The checkpoint format itself is ``seq2seq.inference.checkpoint``'s (plain PyTorch).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 from lightning.pytorch.trainer.states import TrainerFn
 
-from seq2seq.checkpoint import atomic_save
 from seq2seq.errors import CheckpointDirInUse
+from seq2seq.inference.checkpoint import atomic_save
 
 LOCK_NAME = ".run.lock"
 
@@ -63,7 +63,7 @@ class ThroughputMonitor(L.Callback):
 
 class AtomicCheckpointIO(TorchCheckpointIO):
     """Writes a checkpoint to a temporary file beside it, then renames it into place
-    (``seq2seq.checkpoint.atomic_save``).
+    (``seq2seq.inference.checkpoint.atomic_save``).
 
     A kill during a save leaves the previous file whole. Lightning's own writer stages the
     bytes in the system temporary directory and moves them, which is a copy (interruptible)

@@ -27,9 +27,10 @@ import torch
 
 from seq2seq.config import ModelConfig
 from seq2seq.data.tokenizer import SOURCE_EOS_KEY, section_tokenizer
+from seq2seq.decoding.search import SearchConfig
 from seq2seq.errors import CheckpointError, ConfigError
 from seq2seq.model import Transformer
-from seq2seq.search import SearchConfig
+from seq2seq.moved import load_checkpoint_file
 
 CHECKPOINT_KEY = "seq2seq"  # our section of a Lightning checkpoint: config + tokenizer
 TRAINING_STATE = ("optimizer_states", "lr_schedulers", "loops", "callbacks")
@@ -59,8 +60,7 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint not found")
     try:
-        # Our checkpoints hold plain Python config objects, so weights_only loading is off.
-        checkpoint = torch.load(path, map_location="cpu", weights_only=False)
+        checkpoint = load_checkpoint_file(path)
     except Exception as error:  # truncated zip, not a torch file, ...
         raise CheckpointError(f"{path}: cannot read checkpoint ({error})") from None
     if not isinstance(checkpoint, dict) or CHECKPOINT_KEY not in checkpoint:

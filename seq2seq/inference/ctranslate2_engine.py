@@ -1,5 +1,5 @@
 """CTranslate2 as a second decoding engine for ``Translator``: reads a directory written by
-``seq2seq export --format ctranslate2`` (see ``seq2seq.export``) and decodes with
+``seq2seq export --format ctranslate2`` (see ``seq2seq.tools.export``) and decodes with
 CTranslate2's search in place of ours; line handling, batching and truncation stay
 ``Translator``'s.
 """
@@ -13,17 +13,17 @@ from typing import Any
 
 import torch
 
-from seq2seq.checkpoint import SOURCE_EOS_KEY, search_from_dict
 from seq2seq.config import ModelConfig
+from seq2seq.decoding.search import Hypothesis, SearchConfig
 from seq2seq.errors import CheckpointError
-from seq2seq.search import Hypothesis, SearchConfig
+from seq2seq.inference.checkpoint import SOURCE_EOS_KEY, search_from_dict
 
 SETTINGS_FILE = "seq2seq_search.json"  # our decoding defaults and model config, beside CT2's
 SPM_FILE = "spm.model"
 
 
 class CTranslate2Engine:
-    """A CTranslate2 model directory as an ``Engine`` (``seq2seq.translator``).
+    """A CTranslate2 model directory as an ``Engine`` (``seq2seq.inference.translator``).
 
     Greedy output equals ours exactly: the source pieces are the same (ending with ``</s>``
     exactly when the model was trained so: CTranslate2 adds nothing), and a greedy output cut

@@ -6,14 +6,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from seq2seq.checkpoint import load_model
+from seq2seq.decoding.decode import generate_ids
+from seq2seq.decoding.search import SamplingConfig, SearchConfig
 from seq2seq.errors import CheckpointError
+from seq2seq.inference.checkpoint import load_model
+from seq2seq.inference.cpu import check_quantize, prepare_for_inference
+from seq2seq.inference.translator import token_batches
 from seq2seq.model import Transformer
-from seq2seq.packing import check_quantize, prepare_for_inference
-from seq2seq.scoring import generate_ids
-from seq2seq.search import SamplingConfig, SearchConfig
 from seq2seq.textio import one_line, warn_lines
-from seq2seq.translator import token_batches
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class Generator:
     ) -> Generator:
         """Load a checkpoint written by ``seq2seq fit`` with ``decoder_only: true``; on the CPU
         in float32 its weights are packed for inference, or with ``quantize="int8"`` quantized
-        to int8 (``seq2seq.packing.prepare_for_inference``)."""
+        to int8 (``seq2seq.inference.packed.prepare_for_inference``)."""
         check_quantize(quantize, device)
         loaded = load_model(path, device)
         if not loaded.model.config.decoder_only:

@@ -4,7 +4,7 @@ Every setting comes from the class signatures (TranslationModule, TranslationDat
 Trainer), so ``seq2seq fit --print_config`` writes a complete YAML that ``--config`` reads back.
 Options are never abbreviated, and a mistyped one is a one-line error naming the closest real
 one. SIGINT (Ctrl+C) and SIGTERM end ``fit`` with ``last.ckpt`` saved and the command that
-resumes it (``seq2seq.callbacks.SignalStop``).
+resumes it (``seq2seq.training.callbacks.SignalStop``).
 """
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 from lightning.pytorch.trainer.connectors.signal_connector import _SignalConnector
 
-from seq2seq.callbacks import (
+from seq2seq.checks import unknown_options_message
+from seq2seq.data.datamodule import TranslationDataModule
+from seq2seq.training.callbacks import (
     AtomicCheckpointIO,
     BestAndLastCheckpoint,
     Interrupted,
     ThroughputMonitor,
     lightning_requeues,
 )
-from seq2seq.checks import unknown_options_message
-from seq2seq.data.datamodule import TranslationDataModule
-from seq2seq.training import TranslationModule
+from seq2seq.training.module import TranslationModule
 
 # jsonargparse's parser is argparse's: without this, --model.warmup_step would silently set
 # --model.warmup_steps (a prefix), and a typo would print the whole 120-line usage.

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from seq2seq.checkpoint import read_checkpoint
 from seq2seq.errors import CheckpointError, DataError
+from seq2seq.inference.checkpoint import read_checkpoint
 from seq2seq.textio import read_lines
 
 

@@ -3,7 +3,7 @@
 The searches never see a model: this module imports none. They talk to a ``Scorer``, something
 that takes the last token of every row and returns next-token scores (logits or
 log-probabilities: the searches normalise them), and that can reorder its rows (fairseq keeps
-``search.py`` apart from its ``sequence_generator.py`` the same way). ``seq2seq.scoring``
+``search.py`` apart from its ``sequence_generator.py`` the same way). ``seq2seq.decoding.decode``
 adapts our Transformer through its KV cache; tests drive the same searches with scripted
 scorers. The special token ids come with each call (``SpecialTokens``, from the model's
 config): a search never defines them.
@@ -102,7 +102,7 @@ class Hypothesis:
     score: float
     log_prob: float
     text: str = ""
-    unmet: int = 0  # constraints a constrained search could not place (seq2seq.constrained)
+    unmet: int = 0  # constraints a constrained search could not place (decoding.constrained)
 
 
 def restrict_next_tokens_(
@@ -206,7 +206,8 @@ def beam_search(
 
     Args:
         steer: chooses the beams of some sentences by rules of its own (constrained decoding,
-            ``seq2seq.constrained``); the other sentences are searched exactly as without it.
+            ``seq2seq.decoding.constrained``); the other sentences are searched exactly as
+            without it.
 
     Returns:
         For each sentence, its ``n_best`` hypotheses, best first: fewest unmet constraints,
@@ -268,7 +269,7 @@ def beam_search(
 
 
 class BeamSteer(Protocol):
-    """Rules of its own for some sentences of a beam search (``seq2seq.constrained``)."""
+    """Rules of its own for some sentences of a beam search (``seq2seq.decoding.constrained``)."""
 
     steered: Tensor  # (n,) bool: the sentences (of those active) it chooses beams for
 
@@ -552,19 +553,3 @@ def _sample_token(scores: Tensor, sampling: SamplingConfig, uniforms: Tensor) ->
     # maximum of the cdf is the last token with mass.
     return token.minimum(cdf.argmax(dim=-1))
 
-
-# Names that lived here before the scorers moved to ``seq2seq.scoring``: still importable from
-# here, lazily (this module imports no model), with a warning.
-_MOVED_TO_SCORING = ("PromptScorer", "TransformerScorer", "generate_ids", "translate_ids",
-                     "translation_prompt")  # fmt: skip
-
-
-def __getattr__(name: str):  # noqa: ANN202 (module-level attribute hook, PEP 562)
-    if name in _MOVED_TO_SCORING:
-        import warnings
-
-        from seq2seq import scoring
-
-        warnings.warn(f"import {name} from seq2seq.scoring", DeprecationWarning, stacklevel=2)
-        return getattr(scoring, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,9 +2,9 @@
 two entry points that put a model and a search together, ``translate_ids`` (greedy or beam
 search for a source batch) and ``generate_ids`` (continuing prompts of a decoder-only model).
 
-The searches (``seq2seq.search``) never see a model; everything that does lives here: encoding
-the source once, the KV cache, the prompt layout of decoder-only models, and the special token
-ids, read from the model's own config.
+The searches (``seq2seq.decoding.search``) never see a model; everything that does lives here:
+encoding the source once, the KV cache, the prompt layout of decoder-only models, and the special
+token ids, read from the model's own config.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ from torch import Tensor
 
 from seq2seq.attention import padding_mask
 from seq2seq.config import ModelConfig
-from seq2seq.constrained import Constraints, constrained_beam_search
-from seq2seq.model import Transformer
-from seq2seq.search import (
+from seq2seq.decoding.constrained import Constraints, constrained_beam_search
+from seq2seq.decoding.search import (
     Hypothesis,
     SamplingConfig,
     Scorer,
@@ -28,6 +27,7 @@ from seq2seq.search import (
     greedy_search,
     sample_search,
 )
+from seq2seq.model import Transformer
 
 
 def special_tokens(config: ModelConfig) -> SpecialTokens:

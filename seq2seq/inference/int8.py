@@ -1,8 +1,8 @@
 """int8 CPU inference: the linear layers and the tied output projection in 8-bit integers.
 
 ``quantize_for_cpu_inference(model)`` is the int8 counterpart of
-``seq2seq.packing.pack_for_cpu_inference`` and is chosen instead of it, once, at load
-(``seq2seq.packing.prepare_for_inference``). Checkpoints stay float32: the weights are
+``seq2seq.inference.packed.pack_for_cpu_inference`` and is chosen instead of it, once, at load
+(``seq2seq.inference.cpu.prepare_for_inference``). Checkpoints stay float32: the weights are
 quantized when a model is loaded, in well under a second for the demo model.
 
 The scheme is CTranslate2's:
@@ -32,7 +32,7 @@ import warnings
 import torch
 from torch import Tensor, nn
 
-from seq2seq.embedding import SharedEmbedding
+from seq2seq.inference.frozen import FrozenEmbedding, FrozenLinear, FrozenWeight, freeze_and_swap
 
 QUANTIZATION_AVAILABLE = (
     "fbgemm" in torch.backends.quantized.supported_engines
@@ -65,8 +65,6 @@ def quantize_for_cpu_inference(model: nn.Module) -> nn.Module:
     """Freeze ``model`` and swap every ``nn.Linear`` for an ``Int8Linear`` and the shared
     embedding for an ``Int8Embedding``, in place; returns ``model``. The swapped-in modules
     keep the very same Parameters (float32), so the state dict is unchanged."""
-    from seq2seq.packing import freeze_and_swap
-
     check_quantizable(model)
     return freeze_and_swap(model, Int8Linear, Int8Embedding)
 
@@ -103,65 +101,28 @@ def pin_rows(width: int) -> Tensor:
     return torch.stack((torch.ones(width), -torch.ones(width)))
 
 
-class _Quantized(nn.Module):
-    """What int8 modules share: ``weight`` (the original, frozen float32 Parameter), its
-    int8 copy ``packed`` (a plain attribute, never in a state dict), inference only."""
+class Int8Weight(FrozenWeight):
+    """A frozen float32 weight multiplied through its int8 copy (per-channel scales), with
+    activations quantized per row."""
 
-    weight: nn.Parameter
-    packed: torch.ScriptObject
+    refusal = "a model quantized for CPU inference cannot be trained: train the float model"
+    kind = "int8"
 
-    def _quantize(self) -> None:
+    def derive(self) -> None:
         check_quantizable(self)
         for parameter in self.parameters():  # inference only: frozen, like the whole model
             parameter.requires_grad_(False)
         self.packed = quantize_weight(self.weight)
         self.pin = pin_rows(self.weight.shape[1])
 
-    def train(self, mode: bool = True) -> _Quantized:
-        if mode:
-            raise RuntimeError(
-                "a model quantized for CPU inference cannot be trained: train the float model"
-            )
-        return super().train(False)
-
-    def _apply(self, fn, recurse: bool = True) -> _Quantized:
-        # .to(), .float(), ... may give the weight new data (or refuse it: CPU float32 only).
-        super()._apply(fn, recurse)
-        self._quantize()
-        return self
-
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-        self._quantize()
-
-
-class Int8Linear(_Quantized):
-    """The ``nn.Linear`` of an int8 model: x W^T + b with W in int8 (per-channel scales) and
-    x quantized per row. It holds the replaced layer's own ``weight`` and ``bias``."""
-
-    def __init__(self, linear: nn.Linear) -> None:
-        super().__init__()
-        self.in_features, self.out_features = linear.in_features, linear.out_features
-        self.weight, self.bias = linear.weight, linear.bias
-        self._quantize()
-        self.training = False
-
-    def forward(self, x: Tensor) -> Tensor:
-        """(..., in_features) -> (..., out_features)."""
+    def multiply(self, x: Tensor) -> Tensor:
         return int8_linear(x, self.packed, self.bias, self.pin)
 
-    def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, int8"
+
+class Int8Linear(Int8Weight, FrozenLinear):
+    """The ``nn.Linear`` of an int8 model: x W^T + b with W in int8 and x quantized per row."""
 
 
-class Int8Embedding(_Quantized, SharedEmbedding):
+class Int8Embedding(Int8Weight, FrozenEmbedding):
     """The ``SharedEmbedding`` of an int8 model: the same float32 lookup, and the tied output
     projection through an int8 copy of the same weight."""
-
-    def __init__(self, embedding: SharedEmbedding) -> None:
-        self._adopt(embedding)  # its weight Parameter: the tie
-        self._quantize()
-
-    def project(self, hidden: Tensor) -> Tensor:
-        """(B, T, d_model) -> (B, T, vocab) logits through the tied weight, in int8."""
-        return int8_linear(hidden, self.packed, self.bias, self.pin)

@@ -1,0 +1,10 @@
+"""Decoding, floor 2: the searches, and what runs our model through them.
+
+    search.py       greedy and beam search over a ``Scorer``; imports no model
+    sampling.py     temperature, top-k and top-p sampling, seeded per row (LM mode)
+    constrained.py  lexically constrained beam search: terms that must appear
+    decode.py       our Transformer as a ``Scorer``; ``translate_ids`` and ``generate_ids``
+    continuous.py   sentences joining and leaving a running search (the server's batching)
+
+It imports the paper (``seq2seq.model``, ``seq2seq.cache``) and nothing above it.
+"""

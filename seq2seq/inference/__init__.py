@@ -1,0 +1,17 @@
+"""Inference, floor 4: from a checkpoint to translations, on the CPU or a GPU.
+
+    checkpoint.py          the checkpoint format: load, average, atomic save
+    translator.py          ``Translator``: lines in, one output line per input line
+    engines.py             the engines ``Translator`` drives (``TorchEngine``; the protocol)
+    ctranslate2_engine.py  ``CTranslate2Engine``, the same over an exported model
+    documents.py           texts and documents as distinct sentences, and back
+    glossary.py            glossaries: terms found in sentences, spelled as constraints
+    generation.py          ``Generator``: prompts in, continuations out (LM mode)
+    evaluation.py          the one BLEU / chrF scorer and the evaluation sets
+    attention_maps.py      attention probabilities of a forward pass, for pictures
+    cpu.py                 ``prepare_for_inference``: a loaded model made fast, once
+    frozen.py              what packed and int8 layers share: frozen, swapped in place
+    packed.py, int8.py     linear layers over oneDNN-packed float32 or int8 weights
+
+It imports decoding, data and the paper; never Lightning (a server or a script needs torch).
+"""
