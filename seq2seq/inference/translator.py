@@ -40,6 +40,9 @@ from seq2seq.inference.glossary import Glossary, Term, missing_terms, term_const
 from seq2seq.model import Transformer
 from seq2seq.textio import one_line, warn_lines
 
+# The decoding batch budget every command, the server and the API default to: source tokens x
+# beam size per batch (decoder rows, after finished sentences leave).
+MAX_TOKENS = 4000
 WORD_START = "\u2581"  # SentencePiece's mark of a piece that starts a word
 DEFAULT_WINDOW = 1000  # lines decoded together when streaming (translate_stream)
 # Sentences with glossary terms are searched with a beam of at least this: dynamic beam
