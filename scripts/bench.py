@@ -317,51 +317,11 @@ def main(argv: list[str] | None = None) -> int:
     prepared = measure(
         args, out, "prepare", "--worker", "prepare", title=f"preparing inputs in {out}"
     )
-    gpu, window = prepared["cuda"], prepared["throughput_window"]
     mc = json.loads((out / "settings.json").read_text())["model"]["config"]
-    results: dict[str, Any] = {"matmul": measure(args, out, "matmul", "--worker", "matmul")}
-    results["train"] = {
-        m: measure(args, out, f"train-{m}", "--worker", "train", "--model", m)
-        for m in ("ours", "marian")
-    }
-    for search in SEARCHES:
-        results[search] = {
-            m: measure(
-                args, out, f"{search}-{m}", "--worker", "decode", "--model", m, "--search", search
-            )
-            for m in ("ours", "marian")
-        }
-    if not args.skip_fit:
-        results["fit"] = measure_fit(args, out, mc, window)
-    if gpu:
-        results["gpu"] = {
-            m: measure(
-                args, out, f"gpu-train-{m}", "--worker", "train", "--model", m, "--device", "cuda"
-            )
-            for m in ("ours", "marian")
-        }
-    else:
-        print("== GPU section skipped: no CUDA device", flush=True)
-
-    matmul = results["matmul"]
+    results = measure_all(args, out, mc, prepared)
     print()
-    rows = print_ratio_table(bench_rows(results, matmul["best_flops_per_s"]))
-    print(
-        f"\nfp32 matmul {matmul['size']}x{matmul['size']}, {args.threads} threads: "
-        f"{matmul['best_flops_per_s'] / 1e9:.1f} GFLOP/s best (MFU denominator), "
-        f"{matmul['median_flops_per_s'] / 1e9:.1f} median of {matmul['repeats']}"
-    )
-    lengths = (
-        f"the trained weights of {args.checkpoint} (Marian: their export), natural lengths"
-        if args.checkpoint
-        else f"{DECODE_STEPS} steps per sentence for both"
-    )
-    print(
-        f"decoding: {lengths}, "
-        f"{results['greedy']['ours']['sentences']} sentences in batches of {args.decode_batch}; "
-        "issue reference (natural lengths): HF generate 191 / 45 sent/s greedy / beam 5, "
-        "CTranslate2 367 / 96"
-    )
+    rows = print_ratio_table(bench_rows(results, results["matmul"]["best_flops_per_s"]))
+    print_settings(args, results)
     elapsed = time.perf_counter() - started
     others = load.cores(elapsed)
     print(
@@ -383,6 +343,58 @@ def main(argv: list[str] | None = None) -> int:
     (out / "results.json").write_text(json.dumps(summary, indent=2))
     print(f"results: {out / 'results.json'} ({elapsed:.0f} s)")
     return 0
+
+
+def measure_all(
+    args: argparse.Namespace, out: Path, mc: dict, prepared: dict[str, Any]
+) -> dict[str, Any]:
+    """Every measurement after the inputs are prepared, each in its own worker: the matmul
+    rate, training, each search, ``seq2seq fit`` (unless skipped) and the GPU (if any)."""
+    results: dict[str, Any] = {"matmul": measure(args, out, "matmul", "--worker", "matmul")}
+    results["train"] = {
+        m: measure(args, out, f"train-{m}", "--worker", "train", "--model", m)
+        for m in ("ours", "marian")
+    }
+    for search in SEARCHES:
+        results[search] = {
+            m: measure(
+                args, out, f"{search}-{m}", "--worker", "decode", "--model", m, "--search", search
+            )
+            for m in ("ours", "marian")
+        }
+    if not args.skip_fit:
+        results["fit"] = measure_fit(args, out, mc, prepared["throughput_window"])
+    if prepared["cuda"]:
+        results["gpu"] = {
+            m: measure(
+                args, out, f"gpu-train-{m}", "--worker", "train", "--model", m, "--device", "cuda"
+            )
+            for m in ("ours", "marian")
+        }
+    else:
+        print("== GPU section skipped: no CUDA device", flush=True)
+    return results
+
+
+def print_settings(args: argparse.Namespace, results: dict[str, Any]) -> None:
+    """What the table's numbers rest on: the matmul rate (MFU's denominator) and the decoding."""
+    matmul = results["matmul"]
+    print(
+        f"\nfp32 matmul {matmul['size']}x{matmul['size']}, {args.threads} threads: "
+        f"{matmul['best_flops_per_s'] / 1e9:.1f} GFLOP/s best (MFU denominator), "
+        f"{matmul['median_flops_per_s'] / 1e9:.1f} median of {matmul['repeats']}"
+    )
+    lengths = (
+        f"the trained weights of {args.checkpoint} (Marian: their export), natural lengths"
+        if args.checkpoint
+        else f"{DECODE_STEPS} steps per sentence for both"
+    )
+    print(
+        f"decoding: {lengths}, "
+        f"{results['greedy']['ours']['sentences']} sentences in batches of {args.decode_batch}; "
+        "issue reference (natural lengths): HF generate 191 / 45 sent/s greedy / beam 5, "
+        "CTranslate2 367 / 96"
+    )
 
 
 if __name__ == "__main__":

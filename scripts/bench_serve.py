@@ -32,15 +32,12 @@ import json
 import os
 import platform
 import re
-import resource
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +46,8 @@ import httpx
 # The checkout's seq2seq, also in this process (its children get it through thread_env).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.harness import busy_cpu_seconds, finish_worker, run_worker, thread_env
+from benchmarks.harness import finish_worker, run_worker, thread_env
+from benchmarks.serve_load import Level, run_level  # the clients and what they measure
 
 ADDRESS = re.compile(r" at (http://127\.0\.0\.1:\d+)")
 CEILING_WARMUP = 50  # sentences decoded before the ceiling is timed
@@ -88,6 +86,21 @@ def parse_args() -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
     )  # fmt: skip
+    add_measured_options(parser)
+    add_server_options(parser)
+    add_output_options(parser)
+    # The ceiling worker: this script re-invoked by ``ceiling``.
+    parser.add_argument("--ceiling-worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--beam", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--result", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.duration <= 0 or args.warmup < 0 or min(args.clients + args.beams) < 1:
+        parser.error("--duration must be > 0, --warmup >= 0, clients and beams >= 1")
+    return args
+
+
+def add_measured_options(parser: argparse.ArgumentParser) -> None:
+    """What is measured: the model, the sentences, the client counts, beams and durations."""
     parser.add_argument(
         "--checkpoint",
         default="runs/demo/checkpoints/last.ckpt",
@@ -120,6 +133,10 @@ def parse_args() -> argparse.Namespace:
         default=2.0,
         help="seconds of load before each measurement, not counted (2)",
     )
+
+
+def add_server_options(parser: argparse.ArgumentParser) -> None:
+    """How the server (and the ceiling) run, and how long a client waits for it."""
     parser.add_argument(
         "--threads", type=int, default=2, help="torch threads of the server and of the ceiling (2)"
     )
@@ -144,6 +161,10 @@ def parse_args() -> argparse.Namespace:
         default=[],
         help="one more 'seq2seq serve' option, repeatable (e.g. --server-option=--no-continuous)",
     )
+
+
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """Where the results and the servers' logs go."""
     parser.add_argument("--json", default=None, help="also write the results to this file")
     parser.add_argument(
         "--server-log",
@@ -151,14 +172,6 @@ def parse_args() -> argparse.Namespace:
         help="keep the servers' logs: BEAM is replaced by the beam size "
         "(default: a temporary file)",
     )
-    # The ceiling worker: this script re-invoked by ``ceiling``.
-    parser.add_argument("--ceiling-worker", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--beam", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--result", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.duration <= 0 or args.warmup < 0 or min(args.clients + args.beams) < 1:
-        parser.error("--duration must be > 0, --warmup >= 0, clients and beams >= 1")
-    return args
 
 
 def int_list(text: str) -> list[int]:
@@ -243,149 +256,6 @@ def serve_levels(args: argparse.Namespace, beam: int, sentences: list[str],
                 raise SystemExit(f"bench_serve.py: the server exited; its log:\n"
                                  f"{log.read_text()}")  # fmt: skip
     return levels
-
-
-# -- the load -------------------------------------------------------------------------------
-
-
-@dataclass
-class Level:
-    """One client count's measurement."""
-
-    beam: int
-    clients: int
-    seconds: float
-    requests: int = 0
-    sentences: int = 0
-    errors: int = 0
-    first_error: str | None = None
-    latencies_ms: list[float] = field(default_factory=list, repr=False)
-    server_cores: float = 0.0  # CPU the server used during the measurement, in cores
-    client_cores: float = 0.0  # CPU this process (the load generator) used, in cores
-    other_cores: float = 0.0  # CPU everything else on the machine used, in cores
-
-    @property
-    def requests_per_s(self) -> float:
-        return self.requests / self.seconds
-
-    @property
-    def sentences_per_s(self) -> float:
-        return self.sentences / self.seconds
-
-    def percentile(self, p: int) -> float:
-        if len(self.latencies_ms) < 2:
-            return self.latencies_ms[0] if self.latencies_ms else float("nan")
-        return statistics.quantiles(self.latencies_ms, n=100, method="inclusive")[p - 1]
-
-    @property
-    def p50_ms(self) -> float:
-        return self.percentile(50)
-
-    @property
-    def p99_ms(self) -> float:
-        return self.percentile(99)
-
-    def summary(self) -> dict[str, Any]:
-        data = asdict(self)
-        del data["latencies_ms"]
-        data.update(requests_per_s=self.requests_per_s, sentences_per_s=self.sentences_per_s,
-                    p50_ms=self.p50_ms, p95_ms=self.percentile(95), p99_ms=self.p99_ms)  # fmt: skip
-        return data
-
-
-@dataclass
-class Window:
-    """When requests count: those that complete in [start, end]; none start after end."""
-
-    start: float
-    end: float
-
-
-async def run_level(url: str, server_pid: int, sentences: list[str], beam: int, clients: int,
-                    warmup: float, duration: float, timeout: float) -> Level:  # fmt: skip
-    """``clients`` concurrent clients for ``warmup + duration`` seconds; the measurement of the
-    last ``duration`` seconds (requests still in flight at its end are awaited, not counted)."""
-    level = Level(beam, clients, duration)
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=timeout,
-                                 trust_env=False) as client:  # fmt: skip
-        now = time.perf_counter()
-        window = Window(now + warmup, now + warmup + duration)
-        offsets = [i * len(sentences) // clients for i in range(clients)]
-        tasks = [client_loop(client, sentences, offset, window, level) for offset in offsets]
-        cpu = asyncio.create_task(measure_cpu(server_pid, window, level))
-        await asyncio.gather(*tasks, cpu)
-    return level
-
-
-async def client_loop(client: httpx.AsyncClient, sentences: list[str], offset: int,
-                      window: Window, level: Level) -> None:  # fmt: skip
-    """One client: the next sentence, POST /translate, wait for the answer, again."""
-    index = offset
-    while time.perf_counter() < window.end:
-        text = sentences[index % len(sentences)]
-        index += 1
-        sent = time.perf_counter()
-        error = await translate(client, text)
-        done = time.perf_counter()
-        if not window.start <= done <= window.end:
-            if error:  # a failure outside the window still invalidates the run
-                count_error(level, error)
-            continue
-        if error:
-            count_error(level, error)
-            await asyncio.sleep(0.05)  # no busy loop against a dead server
-            continue
-        level.requests += 1
-        level.sentences += sum(1 for line in text.splitlines() if line.strip())
-        level.latencies_ms.append(1000.0 * (done - sent))
-
-
-async def translate(client: httpx.AsyncClient, text: str) -> str | None:
-    """One LibreTranslate request; None if it was answered 200 with a translation, else what
-    went wrong."""
-    try:
-        response = await client.post("/translate", json={"q": text, "source": "en",
-                                                         "target": "zh"})  # fmt: skip
-    except httpx.HTTPError as error:
-        return f"{type(error).__name__}: {error}"
-    if response.status_code != 200:
-        return f"HTTP {response.status_code}: {response.text[:200]}"
-    if not isinstance(response.json().get("translatedText"), str):
-        return f"no translatedText in {response.text[:200]}"
-    return None
-
-
-def count_error(level: Level, error: str) -> None:
-    level.errors += 1
-    level.first_error = level.first_error or error
-
-
-async def measure_cpu(server_pid: int, window: Window, level: Level) -> None:
-    """The cores used during the window by the server, by this process and by the rest."""
-    await asyncio.sleep(max(0.0, window.start - time.perf_counter()))
-    before = (process_cpu_seconds(server_pid), own_cpu_seconds(), busy_cpu_seconds())
-    await asyncio.sleep(max(0.0, window.end - time.perf_counter()))
-    after = (process_cpu_seconds(server_pid), own_cpu_seconds(), busy_cpu_seconds())
-    server, client, busy = (b - a for a, b in zip(before, after, strict=True))
-    seconds = window.end - window.start
-    level.server_cores, level.client_cores = server / seconds, client / seconds
-    level.other_cores = max(0.0, busy - server - client) / seconds
-
-
-def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a running process (/proc/PID/stat)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
-
-
-def own_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 # -- the one-file ceiling -------------------------------------------------------------------

@@ -192,10 +192,6 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from lightning.pytorch import seed_everything
-
-    from seq2seq.inference.evaluation import group_references
-
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     out = Path(args.out).resolve()
@@ -212,11 +208,42 @@ def main(argv: list[str] | None = None) -> int:
 
     # 2. Marian, on the same batches, for the same time.
     datamodule = recipe.prepared_datamodule()
-    tokenizer = datamodule.tokenizer
+    marian, marian_training = train_marian(args, recipe, datamodule, transformers.__version__)
+    marian.save_pretrained(out / "marian")
+
+    # 3. The same test sentences, the same beam.
+    sources, references = test_items(datamodule, args.limit_test)
+    print(f"== decoding {len(sources)} test sentences, beam {args.beam_size}", flush=True)
+    ours_stats = ours_training_stats(ours_ckpt, datamodule)
+    ours_hyps, ours_decode_s, ours_params = decode_ours(ours_ckpt, sources, args.beam_size)
+    marian_hyps, marian_decode_s = translate_marian(
+        marian, datamodule.tokenizer, sources, args.beam_size, recipe.model
+    )
+    ours_scores = score("ours", ours_hyps, references, out)
+    marian_scores = score("marian", marian_hyps, references, out)
+    rows = [
+        ours_row(ours_ckpt, ours_stats, ours_params, ours_decode_s, ours_scores),
+        marian_row(out / "marian", marian, marian_training, marian_decode_s, marian_scores),
+    ]
+    print()
+    print_comparison(rows)
+    print(f"BLEU signature: {rows[0]['bleu_signature']}")
+    print(f"chrF signature: {rows[0]['chrf_signature']}")
+    save_results(args, recipe, rows, len(sources), out, transformers.__version__)
+    return 0
+
+
+def train_marian(
+    args: argparse.Namespace, recipe: Recipe, datamodule: Any, transformers_version: str
+) -> tuple[Any, tuple[int, int, float]]:
+    """Marian trained on our recipe's batches for ``--minutes``; the model, and its steps,
+    tokens and seconds."""
+    from lightning.pytorch import seed_everything
+
     seed_everything(recipe.seed)
     marian, loss_fn = model_and_loss("marian", recipe.model)
-    print(f"== marian: transformers {transformers.__version__}, {args.minutes} min", flush=True)
-    steps, tokens, seconds = train_for(
+    print(f"== marian: transformers {transformers_version}, {args.minutes} min", flush=True)
+    training = train_for(
         marian,
         loss_fn,
         datamodule,
@@ -226,64 +253,83 @@ def main(argv: list[str] | None = None) -> int:
         recipe.max_steps,
         name="marian",
     )
-    marian.save_pretrained(out / "marian")
+    return marian, training
 
-    # 3. The same test sentences, the same beam.
-    # One item per distinct English sentence, with all its references, as `seq2seq evaluate`.
+
+def test_items(datamodule: Any, limit: int | None) -> tuple[list[str], list[list[str]]]:
+    """One item per distinct English test sentence, with all its references, as ``seq2seq
+    evaluate`` reads them; the first ``limit`` of them."""
+    from seq2seq.inference.evaluation import group_references
+
     sources, references = group_references(zip(*datamodule.split_texts("test"), strict=True))
-    if args.limit_test is not None:
-        sources, references = sources[: args.limit_test], references[: args.limit_test]
-    print(f"== decoding {len(sources)} test sentences, beam {args.beam_size}", flush=True)
-    ours_stats = ours_training_stats(ours_ckpt, datamodule)
-    ours_hyps, ours_decode_s, ours_params = decode_ours(ours_ckpt, sources, args.beam_size)
-    marian_hyps, marian_decode_s = translate_marian(
-        marian, tokenizer, sources, args.beam_size, recipe.model
-    )
+    if limit is not None:
+        sources, references = sources[:limit], references[:limit]
+    return sources, references
 
-    ours_seconds = ours_stats["train_seconds"]
-    rows = [
-        {
-            "model": "ours",
-            "checkpoint": str(ours_ckpt),
-            "params": ours_params,
-            "train_steps": ours_stats["steps"],
-            "train_tokens": ours_stats["train_tokens"],
-            "train_seconds": ours_seconds,
-            "train_tok_per_s": ours_stats["train_tokens"] / ours_seconds if ours_seconds else None,
-            "decode_seconds": ours_decode_s,
-            **score("ours", ours_hyps, references, out),
-        },
-        {
-            "model": "marian",
-            "checkpoint": str(out / "marian"),
-            "params": sum(p.numel() for p in trainable_parameters(marian)),
-            "train_steps": steps,
-            "train_tokens": tokens,
-            "train_seconds": seconds,
-            "train_tok_per_s": tokens / seconds,
-            "decode_seconds": marian_decode_s,
-            **score("marian", marian_hyps, references, out),
-        },
-    ]
-    print()
-    print_comparison(rows)
-    print(f"BLEU signature: {rows[0]['bleu_signature']}")
-    print(f"chrF signature: {rows[0]['chrf_signature']}")
+
+def ours_row(
+    checkpoint: Path, stats: dict[str, Any], params: int, decode_s: float, scores: dict
+) -> dict[str, Any]:
+    """Our model's row of the comparison."""
+    seconds = stats["train_seconds"]
+    return {
+        "model": "ours",
+        "checkpoint": str(checkpoint),
+        "params": params,
+        "train_steps": stats["steps"],
+        "train_tokens": stats["train_tokens"],
+        "train_seconds": seconds,
+        "train_tok_per_s": stats["train_tokens"] / seconds if seconds else None,
+        "decode_seconds": decode_s,
+        **scores,
+    }
+
+
+def marian_row(
+    checkpoint: Path,
+    marian: Any,
+    training: tuple[int, int, float],
+    decode_s: float,
+    scores: dict,
+) -> dict[str, Any]:
+    """Marian's row of the comparison."""
+    steps, tokens, seconds = training
+    return {
+        "model": "marian",
+        "checkpoint": str(checkpoint),
+        "params": sum(p.numel() for p in trainable_parameters(marian)),
+        "train_steps": steps,
+        "train_tokens": tokens,
+        "train_seconds": seconds,
+        "train_tok_per_s": tokens / seconds,
+        "decode_seconds": decode_s,
+        **scores,
+    }
+
+
+def save_results(
+    args: argparse.Namespace,
+    recipe: Recipe,
+    rows: list[dict[str, Any]],
+    test_sentences: int,
+    out: Path,
+    transformers_version: str,
+) -> None:
+    """Writes the settings and both rows to ``out/results.json``, and says where."""
     result = {
         "minutes": args.minutes,
         "config": args.config,
         "beam_size": args.beam_size,
         "threads": torch.get_num_threads(),
-        "test_sentences": len(sources),
+        "test_sentences": test_sentences,
         "max_steps": recipe.max_steps,
         "ours_validated_during_training": args.ours_validate,
-        "transformers_version": transformers.__version__,
+        "transformers_version": transformers_version,
         "torch_version": torch.__version__,
         "models": rows,
     }
     (out / "results.json").write_text(json.dumps(result, indent=2, ensure_ascii=False))
     print(f"results: {out / 'results.json'}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -235,7 +235,8 @@ class Transformer(nn.Module):
                 them for the ``copies`` rows together.
         """
         reference = self.embedding.weight
-        cache = KVCache.empty(
+        cross_kv = None if memory is None else self.project_memory(memory)  # L x (B, H, S, Dh)
+        return KVCache.allocate(
             len(self.decoder.layers),
             n_rows,
             self.config.n_heads,
@@ -243,15 +244,11 @@ class Transformer(nn.Module):
             max_len,
             dtype=reference.dtype if memory is None else memory.dtype,
             device=reference.device,
+            cross_kv=cross_kv,
+            source_mask=None if memory is None else source_mask,  # no source, no source mask
+            rows_per_source=copies,
+            pad_left=pad_left,
         )
-        if memory is not None:
-            keys, values = zip(*self.project_memory(memory), strict=True)  # L x (B, H, S, Dh)
-            cache.cross_k, cache.cross_v = torch.stack(keys), torch.stack(values)
-            cache.source_mask = source_mask
-            cache.rows_per_source = copies
-        if pad_left is not None:
-            cache.set_left_padding(pad_left)
-        return cache
 
     def num_parameters(self) -> int:
         """Trainable parameters, counting the shared embedding once."""

@@ -17,6 +17,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 bench_data = importlib.import_module("bench_data")
+data_corpus = importlib.import_module("benchmarks.data_corpus")
+data_report = importlib.import_module("benchmarks.data_report")
+proc_memory = importlib.import_module("benchmarks.proc_memory")
 
 REAL = [("Go.", "走。"), ("Go. Now.", "现在走。"), ("Hi.", "你好。"), ("Run!", "跑！"),
         ("I see.", "我明白。"), ("Tom ran.", "汤姆跑了。"), ("Wait.", "等等。")]  # fmt: skip
@@ -28,14 +31,14 @@ def test_sizes_read_with_their_suffixes():
 
 
 def test_space_prefix_free_drops_a_sentence_that_starts_another():
-    kept = bench_data.space_prefix_free(REAL)
+    kept = data_corpus.space_prefix_free(REAL)
     assert ("Go.", "走。") not in kept and len(kept) == len(REAL) - 1
 
 
 def test_every_synthetic_pair_below_m_times_m_minus_1_is_distinct():
-    pairs = bench_data.space_prefix_free(REAL)
+    pairs = data_corpus.space_prefix_free(REAL)
     m = len(pairs)
-    made = [bench_data.synthetic_pair(pairs, k) for k in range(m * (m - 1))]
+    made = [data_corpus.synthetic_pair(pairs, k) for k in range(m * (m - 1))]
     assert len(set(made)) == len(made) == len({en for en, _ in made})
     # Every ordered pair of two different real pairs, each once.
     joined = {(f"{a[0]} {b[0]}", a[1] + b[1]) for a, b in product(pairs, pairs) if a != b}
@@ -43,36 +46,36 @@ def test_every_synthetic_pair_below_m_times_m_minus_1_is_distinct():
 
 
 def test_the_corpus_file_holds_n_distinct_lines(tmp_path):
-    pairs = bench_data.space_prefix_free(REAL)
+    pairs = data_corpus.space_prefix_free(REAL)
     path = tmp_path / "pairs.tsv"
-    bench_data.write_corpus(path, pairs, 25, chunk=7)
+    data_corpus.write_corpus(path, pairs, 25, chunk=7)
     lines = path.read_text(encoding="utf-8").splitlines()
     assert len(lines) == len(set(lines)) == 25 and all(line.count("\t") == 1 for line in lines)
     with pytest.raises(SystemExit):
-        bench_data.write_corpus(tmp_path / "too-many.tsv", pairs, 31)
+        data_corpus.write_corpus(tmp_path / "too-many.tsv", pairs, 31)
 
 
 def test_the_tree_pss_sums_this_process_and_its_child():
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         time.sleep(0.5)
-        own = bench_data.smaps(os.getpid())["Pss"]
-        tree = bench_data.tree_memory(os.getpid())
+        own = proc_memory.smaps(os.getpid())["Pss"]
+        tree = proc_memory.tree_memory(os.getpid())
         assert {os.getpid(), sleeper.pid} <= set(tree)
         total = sum(memory["Pss"] for memory in tree.values())
         assert total >= tree[os.getpid()]["Pss"] + tree[sleeper.pid]["Pss"]
         assert total >= 0.95 * own and tree[sleeper.pid]["Pss"] > 0
-        assert bench_data.uss(tree[sleeper.pid]) <= tree[sleeper.pid]["Rss"]
+        assert proc_memory.uss(tree[sleeper.pid]) <= tree[sleeper.pid]["Rss"]
     finally:
         sleeper.kill()
         sleeper.wait()
 
 
 def test_the_line_through_peak_pss_and_its_extrapolation():
-    assert bench_data.fit_line([(1.0, 3.0), (2.0, 5.0), (4.0, 9.0)]) == pytest.approx((2.0, 1.0))
-    assert bench_data.fit_line([(1.0, 3.0)]) is None
-    rows = {n: {"prepare": {"pss": (0.5 + n / 1e6) * bench_data.GIB}} for n in (10**6, 2 * 10**6)}
-    line = bench_data.extrapolation(rows)
+    assert data_report.fit_line([(1.0, 3.0), (2.0, 5.0), (4.0, 9.0)]) == pytest.approx((2.0, 1.0))
+    assert data_report.fit_line([(1.0, 3.0)]) is None
+    rows = {n: {"prepare": {"pss": (0.5 + n / 1e6) * proc_memory.GIB}} for n in (10**6, 2 * 10**6)}
+    line = data_report.extrapolation(rows)
     assert "1.000 GiB per million pairs + 0.500 GiB" in line and "26M pairs: 26.5 GiB" in line
 
 
@@ -85,7 +88,7 @@ def test_a_tiny_run_prints_a_row_of_measurements(tmp_path):
     assert done.returncode == 0, done.stderr
 
     row = next(line for line in done.stdout.splitlines() if line.startswith("| 3000 |"))
-    header = ["pairs"] + [column[0] for column in bench_data.COLUMNS]
+    header = ["pairs"] + [column[0] for column in data_report.COLUMNS]
     cells = dict(zip(header, (c.strip() for c in row.strip("|").split("|")), strict=True))
     assert float(cells["peak PSS GiB (tree)"]) > 0 and float(cells["cache MB"]) > 0
     assert cells["2-rank USS MiB"].count(" / ") == 1 and "failed" not in row

@@ -18,7 +18,8 @@ from seq2seq.data.tokenizer import (
 from seq2seq.decoding.decode import translate_ids
 from seq2seq.errors import ConfigError
 from seq2seq.inference.checkpoint import atomic_save, load_model, read_checkpoint
-from seq2seq.inference.translator import TorchEngine, Translator
+from seq2seq.inference.engines import TorchEngine
+from seq2seq.inference.translator import Translator
 from seq2seq.training.module import TranslationModule
 
 LINES = ["I will buy tea today.", "Tom can see the red bag.", "We  can cook rice at home."]

@@ -114,21 +114,22 @@ def test_ddp_validation_equals_one_process_on_the_same_dev_set(torchrun_results,
     val_bleu is scored on every rank's translations gathered: one process gets the same."""
     import lightning as L
 
-    import seq2seq.training.module
+    import seq2seq.training.validation
+    from seq2seq.training.validation import ValidationBleu
 
     rank0, rank1 = torchrun_results
     data = prepared[2]
     module = tiny_module(val_bleu_sentences=-1)
     module.load_state_dict(rank0["final"])
     scored = []
-    score = seq2seq.training.module.score_translations
-    monkeypatch.setattr(seq2seq.training.module, "score_translations",
+    score = seq2seq.training.validation.score_translations
+    monkeypatch.setattr(seq2seq.training.validation, "score_translations",
                         lambda h, r: scored.append((h, r[0])) or score(h, r))  # fmt: skip
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as each rank: the same float sums
     try:
         trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
-                            enable_model_summary=False)  # fmt: skip
+                            enable_model_summary=False, callbacks=[ValidationBleu()])  # fmt: skip
         (single,) = trainer.validate(module, datamodule=data, verbose=False)
     finally:
         torch.set_num_threads(threads)  # later tests in this process compare float sums too

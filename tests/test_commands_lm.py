@@ -123,7 +123,7 @@ def test_generate_keeps_one_line_per_prompt_whatever_it_holds(lm, tmp_path, caps
 
 
 def _greedy():
-    from seq2seq.decoding.search import SamplingConfig
+    from seq2seq.decoding.sampling import SamplingConfig
 
     return SamplingConfig(temperature=0.0)
 

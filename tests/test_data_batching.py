@@ -17,7 +17,7 @@ from seq2seq.data import (
     collate,
     padding_fraction,
 )
-from seq2seq.data.batching import keyed_permutation
+from seq2seq.data.permutation import keyed_permutation
 
 MAX_TOKENS = 256
 

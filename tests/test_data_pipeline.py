@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from seq2seq.data import tables
+from seq2seq.data.cache_dir import is_prepared
 from seq2seq.data.clean import clean_pairs
 from seq2seq.data.datamodule import TranslationDataModule
-from seq2seq.data.prepare import is_prepared
 from seq2seq.data.sources import _load_hsk, _load_tatoeba
 from seq2seq.data.split import SPLITS, split_pairs
 from seq2seq.data.tokenizer import EOS_ID, Tokenizer

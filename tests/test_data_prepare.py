@@ -2,7 +2,7 @@
 
 import pytest
 
-from seq2seq.data.prepare import build_atomically, is_prepared, read_split_texts
+from seq2seq.data.cache_dir import build_atomically, is_prepared, read_split_texts
 from seq2seq.textio import write_lines
 
 

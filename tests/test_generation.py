@@ -1,7 +1,8 @@
 """The text-level Generator (generation.py); the id-level ``generate_ids`` is in test_scoring.py."""
 
 from helpers import LLAMA, tiny_model
-from seq2seq.decoding.search import SamplingConfig, SearchConfig
+from seq2seq.decoding.sampling import SamplingConfig
+from seq2seq.decoding.search import SearchConfig
 from seq2seq.inference.generation import Generator
 
 EOS = 3

@@ -14,9 +14,11 @@ from helpers import random_ids, synthetic_pairs, tiny_config
 from seq2seq import Transformer
 from seq2seq.data import Tokenizer
 from seq2seq.decoding.decode import generate_ids, translate_ids
-from seq2seq.decoding.search import SamplingConfig, SearchConfig
+from seq2seq.decoding.sampling import SamplingConfig
+from seq2seq.decoding.search import SearchConfig
 from seq2seq.inference import packed as packing
 from seq2seq.inference.checkpoint import load_model
+from seq2seq.inference.engines import TorchEngine
 from seq2seq.inference.generation import Generator
 from seq2seq.inference.packed import (
     PACKING_AVAILABLE,
@@ -24,7 +26,7 @@ from seq2seq.inference.packed import (
     PackedLinear,
     pack_for_cpu_inference,
 )
-from seq2seq.inference.translator import TorchEngine, Translator
+from seq2seq.inference.translator import Translator
 
 needs_packing = pytest.mark.skipif(not PACKING_AVAILABLE, reason="no oneDNN in this torch")
 VOCAB = 3000  # float32 and a vocabulary of 3,000: the shapes real models decode with

@@ -17,8 +17,8 @@ from seq2seq.decoding.decode import (
     special_tokens,
     translate_ids,
 )
+from seq2seq.decoding.sampling import SamplingConfig
 from seq2seq.decoding.search import (
-    SamplingConfig,
     SearchConfig,
     SpecialTokens,
     beam_search,

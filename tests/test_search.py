@@ -8,18 +8,20 @@ import torch
 
 from helpers import random_ids, tiny_model
 from seq2seq.decoding.decode import TransformerScorer, translate_ids
-from seq2seq.decoding.search import (
+from seq2seq.decoding.sampling import (
     RowStreams,
     SamplingConfig,
-    SearchConfig,
-    SpecialTokens,
     _sample_token,
-    beam_search,
-    greedy_search,
     sample_search,
-    top_k_by_blocks,
     top_k_filter,
     top_p_filter,
+)
+from seq2seq.decoding.search import (
+    SearchConfig,
+    SpecialTokens,
+    beam_search,
+    greedy_search,
+    top_k_by_blocks,
 )
 
 PAD, UNK, BOS, EOS, A, B = 0, 1, 2, 3, 4, 5

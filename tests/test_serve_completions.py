@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from seq2seq.decoding.search import SamplingConfig
+from seq2seq.decoding.sampling import SamplingConfig
 from seq2seq.inference.generation import Generator
 
 pytest.importorskip("fastapi")

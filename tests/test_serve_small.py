@@ -11,7 +11,7 @@ from seq2seq.cli import main
 from seq2seq.serve.handling import ServerSettings
 from seq2seq.serve.protocol import Limits
 from seq2seq.serve.served_model import ServedModel
-from seq2seq.serve.server import bind, read_api_keys, serve
+from seq2seq.serve.server import ServeOptions, bind, read_api_keys, serve
 
 
 @pytest.fixture
@@ -83,7 +83,7 @@ def test_an_ipv6_host_binds_ipv6():
 
 def test_a_taken_port_fails_before_the_load(taken_port, no_load, tmp_path):
     with pytest.raises(ValueError, match="Address already in use"):
-        serve(str(tmp_path / "model.ckpt"), port=taken_port)
+        serve(ServeOptions(str(tmp_path / "model.ckpt"), port=taken_port))
     assert no_load == []
 
 

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from helpers import synthetic_pairs
-from seq2seq.inference.translator import Translator, token_batches
+from seq2seq.inference.pieces import token_batches
+from seq2seq.inference.translator import Translator
 
 
 @pytest.mark.slow
@@ -21,12 +22,12 @@ def test_batching_does_not_change_translations(run):
 
 @pytest.mark.slow
 def test_a_batch_out_of_memory_is_split_and_retried(run, monkeypatch, capsys):
-    import seq2seq.inference.translator as translator_module
+    import seq2seq.inference.engines as engines_module
 
     translator = Translator.from_checkpoint(run / "checkpoints" / "last.ckpt")
     lines = ["I will buy apples today.", "", "He should eat some fish.", "We can cook rice."] * 3
     expected = translator.translate(lines, beam_size=2)
-    real = translator_module.translate_ids
+    real = engines_module.translate_ids
     tried, done = [], []
 
     def small_memory(model, src, *args):  # as if the GPU held at most 2 sentences
@@ -36,7 +37,7 @@ def test_a_batch_out_of_memory_is_split_and_retried(run, monkeypatch, capsys):
         done.append(src.shape[0])
         return real(model, src, *args)
 
-    monkeypatch.setattr(translator_module, "translate_ids", small_memory)
+    monkeypatch.setattr(engines_module, "translate_ids", small_memory)
     assert translator.translate(lines, beam_size=2) == expected
     # 9 non-empty lines hold 3 distinct sentences, each decoded once: the batch of 3 is split
     assert tried[0] == 3 and sum(done) == 3 and max(done) <= 2
@@ -45,7 +46,7 @@ def test_a_batch_out_of_memory_is_split_and_retried(run, monkeypatch, capsys):
     def no_memory(model, src, *args):
         raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
 
-    monkeypatch.setattr(translator_module, "translate_ids", no_memory)
+    monkeypatch.setattr(engines_module, "translate_ids", no_memory)
     with pytest.raises(MemoryError, match="single sentence"):
         translator.translate(["I will buy apples today."])
 

@@ -9,5 +9,10 @@ points; they find this package beside them, so nothing needs installing):
   runs;
 - ``flops``: model FLOPs of a batch, accelerator peaks, the measured matmul rate;
 - ``decode``: decoders of both models at fixed or natural lengths, and Marian translations;
-- ``report``: scores and tables.
+- ``report``: scores and tables;
+- ``proc_memory``: a process tree's memory (``/proc``) and a directory's disk use;
+- ``data_corpus``, ``data_child``, ``data_report``: ``bench_data``'s synthetic corpus, child
+  processes and tables;
+- ``serve_load``: ``bench_serve``'s concurrent clients and what they measure;
+- ``terminology_report``: ``bench_terminology``'s printed report.
 """

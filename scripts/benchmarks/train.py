@@ -183,7 +183,7 @@ def replay_train_tokens(datamodule, steps: int) -> int:
 
     The batch order depends only on (seed, epoch), so this is what Lightning fed our model.
     """
-    from seq2seq.data.batching import TokenBatchSampler
+    from seq2seq.data.sampler import TokenBatchSampler
 
     data = datamodule.dataset("train")
     per_example = data.side_lengths("src") + data.side_lengths("tgt") + 1  # tgt_out has eos

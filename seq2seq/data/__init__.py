@@ -5,11 +5,19 @@
     split.py             the fixed train/dev/test split, keyed on a hash of the Chinese side
     tokenizer.py         the joint English+Chinese SentencePiece model, fixed special ids
     paired_tokenizer.py  an imported Marian model's two SentencePiece models, one vocabulary
-    prepare.py           corpus -> clean -> split -> tokenizer -> token ids, cached once
+    prepare.py           corpus -> clean -> split -> tokenizer -> token ids, cached once: the
+                         settings, the cache's name, the stages both pipelines share
+    pair_pipeline.py     the translation pipeline: pairs -> token ids, split by split
+    block_pipeline.py    the language-model pipeline: documents -> packed blocks
+    cache_dir.py         the preparation's cache directory: built atomically, read back
+    tokenized_pairs.py   a split's token-id pairs in flat (memory-mapped) arrays
     tables.py            Arrow tables: a corpus on disk, memory-mapped, several processes
     lm.py                monolingual text for a decoder-only model: packed blocks
     layouts.py           pairs, joined pairs or LM blocks, chosen once
-    batching.py          token-budget batching: bucketing sampler, collation, resumable loader
+    batching.py          batches: the padded Batch, collation, each example's length
+    sampler.py           token-budget batching: the length-bucketing, resumable batch sampler
+    permutation.py       keyed permutations evaluated where asked: the sampler's tie-breaking
+    loader.py            the resumable loader of token-budget batches
     sentences.py         English text into sentences, and translations back into text
     datamodule.py        the Lightning data module (the only one here importing Lightning)
 
@@ -19,16 +27,10 @@ Only :mod:`seq2seq.data.datamodule` imports Lightning; it is loaded lazily so th
 
 from typing import Any
 
-from seq2seq.data.batching import (
-    Batch,
-    TokenBatchLoader,
-    TokenBatchSampler,
-    collate,
-    example_length,
-    padding_fraction,
-)
+from seq2seq.data.batching import Batch, collate, example_length
 from seq2seq.data.clean import CleanReport, clean_pairs, normalize_en, normalize_zh
-from seq2seq.data.prepare import TokenizedPairs
+from seq2seq.data.loader import TokenBatchLoader
+from seq2seq.data.sampler import TokenBatchSampler, padding_fraction
 from seq2seq.data.sources import (
     CorpusSpec,
     load_bundled,
@@ -39,6 +41,7 @@ from seq2seq.data.sources import (
     load_tsv,
 )
 from seq2seq.data.split import bucket, split_name, split_pairs
+from seq2seq.data.tokenized_pairs import TokenizedPairs
 from seq2seq.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
 from seq2seq.errors import DataError
 

@@ -8,8 +8,10 @@ text packed into blocks for a language model (``task: lm``). What lives where:
 - :mod:`seq2seq.data.layouts`: the layout, chosen once in the constructor; it names, builds and
   loads the cache, measures examples and collates them into batches.
 - :mod:`seq2seq.data.prepare`: the pipeline corpus → clean → split → tokenizer → token ids and
-  the cache directory it writes (its files are listed there).
-- :mod:`seq2seq.data.batching`: the token-budget sampler and the resumable loader.
+  the cache directory it writes (its files are listed there; :mod:`seq2seq.data.cache_dir`
+  builds it atomically and reads it back).
+- :mod:`seq2seq.data.sampler` and :mod:`seq2seq.data.loader`: the token-budget sampler and the
+  resumable loader.
 
 This module is the Lightning glue: ``prepare_data`` builds the cache once (one process per
 node), ``setup`` loads it on every rank and records where the data was found (absolute paths, in
@@ -32,15 +34,11 @@ from typing import Any
 from lightning.pytorch import LightningDataModule
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_only
 
-from seq2seq.data.batching import TokenBatchLoader, TokenBatchSampler
+from seq2seq.data.cache_dir import build_atomically, is_prepared, read_report
 from seq2seq.data.layouts import Dataset, choose_layout
-from seq2seq.data.prepare import (
-    PrepareSettings,
-    build_atomically,
-    is_prepared,
-    log,
-    read_report,
-)
+from seq2seq.data.loader import TokenBatchLoader
+from seq2seq.data.prepare import PrepareSettings, log
+from seq2seq.data.sampler import TokenBatchSampler
 from seq2seq.data.sources import CorpusSpec
 from seq2seq.data.split import SPLITS
 from seq2seq.data.tables import default_num_proc, progress_bars

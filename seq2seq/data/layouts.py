@@ -11,9 +11,10 @@
   text; ``tgt_in`` = ``block[:-1]``, ``tgt_out`` = ``block[1:]`` (B, block_size).
 
 (S, T: the longest source and target in the batch.) Each layout names its cache (which settings
-are hashed), builds it (a pipeline of :mod:`seq2seq.data.prepare`), loads a split's dataset,
-gives each example's length for the token-budget sampler and collates examples into a
-:class:`~seq2seq.data.batching.Batch`. Nothing here imports Lightning.
+are hashed), builds it (a pipeline: :mod:`seq2seq.data.pair_pipeline` or
+:mod:`seq2seq.data.block_pipeline`), loads a split's dataset, gives each example's length for
+the token-budget sampler and collates examples into a :class:`~seq2seq.data.batching.Batch`.
+Nothing here imports Lightning.
 """
 
 from __future__ import annotations
@@ -34,16 +35,13 @@ from seq2seq.data.batching import (
     collate_joined,
     joined_length,
 )
+from seq2seq.data.block_pipeline import prepare_blocks
+from seq2seq.data.cache_dir import read_split_texts
 from seq2seq.data.clean import CleanReport
 from seq2seq.data.lm import TokenBlocks
-from seq2seq.data.prepare import (
-    PrepareSettings,
-    TokenizedPairs,
-    cache_name,
-    prepare_blocks,
-    prepare_pairs,
-    read_split_texts,
-)
+from seq2seq.data.pair_pipeline import prepare_pairs
+from seq2seq.data.prepare import PrepareSettings, cache_name
+from seq2seq.data.tokenized_pairs import TokenizedPairs
 from seq2seq.data.tokenizer import SEP, Tokenizer
 
 TASKS = ("translation", "lm")

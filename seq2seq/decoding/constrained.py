@@ -28,7 +28,7 @@ Like ``seq2seq.decoding.search``, this module imports no model.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Protocol
+from typing import Protocol, cast
 
 import torch
 from torch import Tensor
@@ -45,6 +45,7 @@ from seq2seq.decoding.search import (
 )
 
 State = Hashable
+TermState = tuple[int, bytes, bool]  # a TermConstraints state: phrases met, tail, started
 
 
 class Constraints(Protocol):
@@ -114,10 +115,9 @@ class ConstraintBanks:
 
     def restrict_(self, log_probs: Tensor, step: int, max_lens: Tensor) -> None:
         """A beam with constraints unmet may not end, except at its length limit."""
-        rows = [(b, j) for b, (c, states) in enumerate(zip(self.constraints, self.states,
-                                                           strict=True))
+        rows = [(b, j) for b, c in enumerate(self.constraints)
                 if c is not None and step < int(max_lens[b]) - 1
-                for j, state in enumerate(states) if c.unmet(state)]  # type: ignore[arg-type]  # fmt: skip
+                for j, state in enumerate(self._beams(b)[1]) if c.unmet(state)]  # fmt: skip
         if rows:
             sentences, beams = zip(*rows, strict=True)
             log_probs[list(sentences), list(beams), self.specials.eos] = NEG_INF
@@ -140,8 +140,11 @@ class ConstraintBanks:
         # Each beam's best token, and each beam's next constraint tokens, all sentences at once.
         best_scores, best_tokens = top_k_by_blocks(log_probs[steered].view(-1, vocab), 1)
         best_scores, best_tokens = (x.view(-1, k).tolist() for x in (best_scores, best_tokens))
-        forced = [(b, j, t) for b in steered for j, state in enumerate(self.states[b])  # type: ignore[arg-type]
-                  for t in self.constraints[b].next_tokens(state)]  # type: ignore[union-attr]  # fmt: skip
+        forced: list[tuple[int, int, int]] = []  # (sentence, beam, next constraint token)
+        for b in steered:
+            constraints, states = self._beams(b)
+            for j, state in enumerate(states):
+                forced += [(b, j, t) for t in constraints.next_tokens(state)]
         forced_scores = (log_probs[[f[0] for f in forced], [f[1] for f in forced],
                                    [f[2] for f in forced]].tolist() if forced else [])  # fmt: skip
         by_sentence: dict[int, dict[tuple[int, int], float]] = {b: {} for b in steered}
@@ -167,8 +170,7 @@ class ConstraintBanks:
         """Sentence b's finished hypotheses (added to ``finished``) and its k open beams,
         best first, (score, source beam, token) each, from its candidates ``found``
         ({(beam, token): score})."""
-        constraints, states, eos = self.constraints[b], self.states[b], self.specials.eos
-        assert constraints is not None and states is not None
+        (constraints, states), eos = self._beams(b), self.specials.eos
         scored = [(score, j, t) for (j, t), score in found.items() if score != NEG_INF]
         after = [states[j] if t == eos else constraints.advance(states[j], t)
                  for _, j, t in scored]  # fmt: skip
@@ -187,6 +189,12 @@ class ConstraintBanks:
         dead = self.k - len(picked)  # too few candidates: beams that go nowhere
         self.states[b] = [after[index] for index in picked] + [constraints.start()] * dead
         return [scored[index] for index in picked] + [(NEG_INF, 0, self.specials.pad)] * dead
+
+    def _beams(self, b: int) -> tuple[Constraints, list[State]]:
+        """Sentence b's constraints and the states of its k beams (a sentence it steers)."""
+        constraints, states = self.constraints[b], self.states[b]
+        assert constraints is not None and states is not None, f"sentence {b} is not steered"
+        return constraints, states
 
     def done(self, finished: list[list[Hypothesis]], open_scores: Tensor, step: int,
              max_lens: Tensor) -> Tensor:  # fmt: skip
@@ -290,7 +298,7 @@ class TermConstraints:
         key = (state, token)
         found = self._advanced.get(key)
         if found is None:
-            met, tail, _ = state  # type: ignore[misc]
+            met, tail, _ = cast(TermState, state)
             text = tail + self.surfaces[token]
             for c, phrase in enumerate(self._bytes):
                 if not met >> c & 1 and phrase in text:
@@ -300,7 +308,8 @@ class TermConstraints:
         return found
 
     def unmet(self, state: State) -> int:
-        return self.count - bin(state[0]).count("1")  # type: ignore[index]
+        met, _, _ = cast(TermState, state)
+        return self.count - bin(met).count("1")
 
     def progress(self, state: State) -> int:
         return self._read(state)[0]
@@ -312,7 +321,7 @@ class TermConstraints:
         """(progress, next tokens) of a state, worked out once."""
         found = self._read_states.get(state)
         if found is None:
-            met, tail, started = state  # type: ignore[misc]
+            met, tail, started = cast(TermState, state)
             progress, tokens = 0, []
             for c, phrase in enumerate(self._bytes):
                 if met >> c & 1:
@@ -340,9 +349,10 @@ def _rest_spellings(phrase: str, surfaces: Sequence[bytes],
         rests.append(spell(phrase[index:], False))
         after = spell(phrase[index + 1 :], False) if index + 1 < len(phrase) else []
         for inside in range(position + 1, position + width):
-            pieces = [byte_token.get(data[i : i + 1]) for i in range(inside, position + width)]
-            unwritable = None in pieces or (index + 1 < len(phrase) and not after)
-            rests.append([] if unwritable else [*pieces, *after])  # type: ignore[list-item]
+            found = [byte_token.get(data[i : i + 1]) for i in range(inside, position + width)]
+            pieces = [piece for piece in found if piece is not None]
+            unwritable = len(pieces) < len(found) or (index + 1 < len(phrase) and not after)
+            rests.append([] if unwritable else [*pieces, *after])
         position += width
     return rests
 
@@ -378,4 +388,5 @@ def _vocabulary_index(surfaces: Sequence[bytes]) -> tuple[dict[str, list[int]], 
             if len(surface) == 1:
                 single.setdefault(surface, token)
         _INDEXES[id(surfaces)] = (surfaces, by_last, single)
-    return _INDEXES[id(surfaces)][1:]  # type: ignore[return-value]
+    _, by_last_character, byte_token = _INDEXES[id(surfaces)]
+    return by_last_character, byte_token

@@ -34,6 +34,7 @@ from seq2seq.decoding.search import (
     Hypothesis,
     SearchConfig,
     best_continuations,
+    check_n_best,
     collect_finished,
     restrict_next_tokens_,
     select_open,
@@ -146,73 +147,39 @@ class ContinuousBatch:
         if not live and not sources:
             self.reset()
             return
-        k, old = self.rows, self.cache
-        live_rows = [i * k + j for i in live for j in range(k)]
-        kept = old is not None and bool(live)
-        shift = int(old.pad_left[live_rows].min()) if kept else 0  # type: ignore[union-attr,index]
-        length = old.length - shift if kept else 0  # type: ignore[union-attr]
-        new = self._encoded(sources) if sources else None
-        limits = torch.cat([self.limits[live], new[1] if new is not None else self.limits[:0]])
-        pad_left = torch.cat([
-            old.pad_left[live_rows].cpu() - shift if kept else limits[:0],  # type: ignore[union-attr,index]
-            torch.full((len(sources) * k,), length, dtype=torch.long),
-        ])  # fmt: skip
-        # The last slot any row can write, + 1.
-        capacity = int((pad_left + limits.repeat_interleave(k)).max())
-        like = old if old is not None else new[0]  # type: ignore[index]
-        cache = self._empty(len(pad_left), capacity, like)
-        self._fill(cache, old if kept else None, live, live_rows, shift, length,
-                   new[0] if new is not None else None)  # fmt: skip
-        cache.pad_left, cache.length, cache.rows_per_source = pad_left.to(self.device), length, k
-        self.cache = cache
+        parts = [self._kept(self.cache, live)] if self.cache is not None and live else []
+        limits = self.limits[live]
+        if sources:
+            joining, joining_limits = self._encoded(sources)
+            parts.append(joining)
+            limits = torch.cat([limits, joining_limits])
+        self.cache = KVCache.join(parts, max_steps=limits.repeat_interleave(self.rows))
         self.keys = [self.keys[i] for i in live] + [key for _, key in self.waiting]
         self.source_lengths = [self.source_lengths[i] for i in live] + [len(s) for s in sources]
         self.limits = limits
         self._carry(live, len(sources))
         self.waiting = []
 
+    def _kept(self, cache: KVCache, live: list[int]) -> KVCache:
+        """The rows of sentences ``live`` alone, without the slots none of them reads (the
+        left padding they all share)."""
+        k = self.rows
+        rows = torch.tensor([i * k + j for i in live for j in range(k)], device=self.device)
+        assert cache.pad_left is not None  # a continuous batch's rows are always left-padded
+        return cache.compact(rows, shift=int(cache.pad_left[rows].min()))
+
     def _encoded(self, sources: list[list[int]]) -> tuple[KVCache, Tensor]:
-        """The new sentences' cross-attention keys/values (in a one-slot cache) and limits."""
+        """The new sentences' rows (``rows`` each, no slot filled yet) with their
+        cross-attention keys/values, and their (n,) length limits."""
         pad, width = self.specials.pad, max(map(len, sources))
         src = torch.tensor([[*s, *[pad] * (width - len(s))] for s in sources], device=self.device)
         source_mask = padding_mask(src, pad)  # (n, S)
         limits = self.search.max_lengths(source_mask.sum(dim=1),
                                          cap=self.model.config.max_positions)  # fmt: skip
-        cache = self.model.init_cache(len(sources), 1, self.model.encode(src), source_mask)
+        memory = self.model.encode(src)
+        rows = len(sources) * self.rows
+        cache = self.model.init_cache(rows, 0, memory, source_mask, copies=self.rows)
         return cache, limits.cpu()
-
-    def _empty(self, rows: int, capacity: int, like: KVCache) -> KVCache:
-        layers, _, heads, _, head_dim = like.self_k.shape
-        return KVCache.empty(layers, rows, heads, head_dim, capacity, dtype=like.self_k.dtype,
-                             device=self.device)  # fmt: skip
-
-    def _fill(self, cache: KVCache, old: KVCache | None, live: list[int], live_rows: list[int],
-              shift: int, length: int, new: KVCache | None) -> None:  # fmt: skip
-        """Copy the kept rows' filled slots and both groups' sources into ``cache``."""
-        parts = [(old, live), (new, None)]
-        parts = [(part, index) for part, index in parts if part is not None]
-        width = max(part.cross_k.shape[3] for part, _ in parts)  # type: ignore[union-attr]
-        layers, _, heads, _, head_dim = cache.self_k.shape
-        sentences = len(live) + (new.source_mask.shape[0] if new is not None else 0)  # type: ignore[union-attr]
-        cache.cross_k = cache.self_k.new_zeros(layers, sentences, heads, width, head_dim)
-        cache.cross_v = torch.zeros_like(cache.cross_k)
-        cache.source_mask = torch.zeros(sentences, width, dtype=torch.bool, device=self.device)
-        if old is not None:
-            rows = torch.tensor(live_rows, device=self.device)
-            filled = slice(shift, shift + length)
-            cache.self_k[:, : len(live_rows), :, :length] = old.self_k[:, rows, :, filled]
-            cache.self_v[:, : len(live_rows), :, :length] = old.self_v[:, rows, :, filled]
-        start = 0
-        for part, index in parts:
-            k, v, mask = part.cross_k, part.cross_v, part.source_mask
-            if index is not None:
-                picked = torch.tensor(index, device=self.device)
-                k, v, mask = k[:, picked], v[:, picked], mask[picked]  # type: ignore[index]
-            n, s = mask.shape  # type: ignore[union-attr]
-            cache.cross_k[:, start : start + n, :, :s] = k
-            cache.cross_v[:, start : start + n, :, :s] = v
-            cache.source_mask[start : start + n, :s] = mask
-            start += n
 
 
 class ContinuousGreedy(ContinuousBatch):
@@ -258,8 +225,7 @@ class ContinuousBeam(ContinuousBatch):
 
     def __init__(self, model: Transformer, search: SearchConfig, beam_size: int,
                  n_best: int = 1) -> None:  # fmt: skip
-        if not 1 <= n_best <= beam_size:
-            raise ValueError(f"n_best must be in [1, beam_size={beam_size}], got {n_best}")
+        check_n_best(n_best, beam_size)
         self.rows, self.n_best = beam_size, n_best
         super().__init__(model, search)
 
@@ -307,7 +273,8 @@ class ContinuousBeam(ContinuousBatch):
         self.history[torch.arange(n)[:, None], torch.arange(k)[None, :], at[:, None]] = chosen_token
         self.last = chosen_token
         rows = chosen_beam + torch.arange(n)[:, None] * k  # (n, k)
-        self.cache.reorder(rows.reshape(-1).to(self.device), cross=False)  # type: ignore[union-attr]
+        assert self.cache is not None  # step() decodes only with a cache
+        self.cache.reorder(rows.reshape(-1).to(self.device), cross=False)
         ended = (self.done & ~was_done).nonzero()[:, 0].tolist()
         return [(i, sorted(self.found[i], key=lambda h: -h.score)[: self.n_best])
                 for i in ended if self.keys[i] is not None]  # fmt: skip

@@ -17,15 +17,14 @@ from torch import Tensor
 from seq2seq.attention import padding_mask
 from seq2seq.config import ModelConfig
 from seq2seq.decoding.constrained import Constraints, constrained_beam_search
+from seq2seq.decoding.sampling import SamplingConfig, sample_search
 from seq2seq.decoding.search import (
     Hypothesis,
-    SamplingConfig,
     Scorer,
     SearchConfig,
     SpecialTokens,
     beam_search,
     greedy_search,
-    sample_search,
 )
 from seq2seq.model import Transformer
 

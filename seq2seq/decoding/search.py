@@ -1,4 +1,5 @@
-"""Decoding strategies: greedy, beam and sampling search over an incremental scorer.
+"""Decoding strategies: greedy and beam search over an incremental scorer (sampling, which
+shares their pieces, is ``seq2seq.decoding.sampling``).
 
 The searches never see a model: this module imports none. They talk to a ``Scorer``, something
 that takes the last token of every row and returns next-token scores (logits or
@@ -11,8 +12,6 @@ config): a search never defines them.
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -213,28 +212,16 @@ def beam_search(
         For each sentence, its ``n_best`` hypotheses, best first: fewest unmet constraints,
         then highest length-normalised score.
     """
-    if not 1 <= n_best <= beam_size:
-        raise ValueError(f"n_best must be in [1, beam_size={beam_size}], got {n_best}")
-    batch, k = max_lens.shape[0], beam_size
-    device = max_lens.device
-    # Only beam 0 is alive at the start: the k copies would otherwise propose k identical sets.
-    scores = torch.full((batch, k), NEG_INF, device=device)
-    scores[:, 0] = 0.0
-    history = torch.full(
-        (batch, k, int(max_lens.max())), specials.pad, dtype=torch.long, device=device
-    )
-    last = torch.full((batch * k,), specials.bos, dtype=torch.long, device=device)
-    finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
-    # The scorer holds the k beams of the sentences `active`; finished ones are dropped now and
-    # then, and `found` are their lists of finished hypotheses, in the same order.
-    active = list(range(batch))
+    check_n_best(n_best, beam_size)
+    k = beam_size
+    scores, history, last, done = _first_beams(max_lens, k, specials)
+    finished: list[list[Hypothesis]] = [[] for _ in range(max_lens.shape[0])]
+    # The scorer holds the k beams of the sentences still searched, whose finished lists are
+    # `found` (the lists of `finished` themselves): done sentences are dropped now and then.
     found = finished
-    done = torch.zeros(batch, dtype=torch.bool, device=device)
-    keep_in_place = torch.arange(k, device=device)[None, :]  # (1, k)
     for step in range(history.shape[2]):
-        log_probs = continuation_scores(
-            scorer(last).view(len(active), k, -1), scores, step, max_lens, specials
-        )
+        logits = scorer(last.reshape(-1)).view(len(found), k, -1)  # (n, k, V)
+        log_probs = continuation_scores(logits, scores, step, max_lens, specials)
         if steer is not None:
             steer.restrict_(log_probs, step, max_lens)
         candidates = top_continuations(log_probs, k)
@@ -242,30 +229,60 @@ def beam_search(
         collect_finished(found, skip, history, step, candidates, k, specials.eos, config)
         scores, chosen_beam, chosen_token = select_open(*candidates, k, specials.eos)
         if steer is not None:
-            steer.select_(log_probs, candidates, (scores, chosen_beam, chosen_token), found,
-                          done, history, step)  # fmt: skip
-        done |= sentences_done(found, scores, step, max_lens, k, config)
-        if steer is not None:
+            chosen = (scores, chosen_beam, chosen_token)
+            steer.select_(log_probs, candidates, chosen, found, done, history, step)
             done |= steer.done(found, scores, step, max_lens)
+        done |= sentences_done(found, scores, step, max_lens, k, config)
         if bool(done.all()):
             break
-        # Finished sentences keep their rows in place: nothing to copy for them.
-        chosen_beam = torch.where(done[:, None], keep_in_place, chosen_beam)
-        history = history.gather(1, chosen_beam[:, :, None].expand_as(history))
-        history[:, :, step] = chosen_token
-        rows = chosen_beam + torch.arange(len(active), device=device)[:, None] * k  # (n, k)
+        history, rows = _follow_chosen(history, chosen_beam, chosen_token, done, step)
         last = chosen_token
         if worth_dropping(done):
             keep = (~done).nonzero()[:, 0]
             rows, last, scores, history = rows[keep], last[keep], scores[keep], history[keep]
             max_lens, done = max_lens[keep], done[keep]
-            active = [active[i] for i in keep.tolist()]
+            found = [found[i] for i in keep.tolist()]
             if steer is not None:
                 steer.keep(keep.tolist())
-            found = [finished[i] for i in active]
         scorer.reorder(rows.reshape(-1))
-        last = last.reshape(-1)
     return [sorted(hyps, key=lambda h: (h.unmet, -h.score))[:n_best] for hyps in finished]
+
+
+def check_n_best(n_best: int, beam_size: int) -> None:
+    """A beam search keeps k = ``beam_size`` hypotheses: it can return 1 to k of them."""
+    if not 1 <= n_best <= beam_size:
+        raise ValueError(f"n_best must be in [1, beam_size={beam_size}], got {n_best}")
+
+
+def _first_beams(
+    max_lens: Tensor, k: int, specials: SpecialTokens
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The state of a beam search before its first step, for B = ``max_lens.shape[0]``
+    sentences: open-beam scores (B, k), histories (B, k, longest limit) of pad, the tokens to
+    feed (B, k) of bos, and done (B,) all False."""
+    batch, device = max_lens.shape[0], max_lens.device
+    # Only beam 0 is alive at the start: the k copies would otherwise propose k identical sets.
+    scores = torch.full((batch, k), NEG_INF, device=device)
+    scores[:, 0] = 0.0
+    width = int(max_lens.max())
+    history = torch.full((batch, k, width), specials.pad, dtype=torch.long, device=device)
+    last = torch.full((batch, k), specials.bos, dtype=torch.long, device=device)
+    return scores, history, last, torch.zeros(batch, dtype=torch.bool, device=device)
+
+
+def _follow_chosen(
+    history: Tensor, chosen_beam: Tensor, chosen_token: Tensor, done: Tensor, step: int
+) -> tuple[Tensor, Tensor]:
+    """Extend the chosen beams: histories (n, k, T) reordered to ``chosen_beam`` (n, k) with
+    ``chosen_token`` (n, k) written at ``step``, and the scorer rows (n, k) they continue."""
+    n, k = chosen_beam.shape
+    # Finished sentences keep their rows in place: nothing to copy for them.
+    in_place = torch.arange(k, device=chosen_beam.device)[None, :]  # (1, k)
+    chosen_beam = torch.where(done[:, None], in_place, chosen_beam)
+    history = history.gather(1, chosen_beam[:, :, None].expand_as(history))
+    history[:, :, step] = chosen_token
+    rows = chosen_beam + torch.arange(n, device=chosen_beam.device)[:, None] * k
+    return history, rows
 
 
 class BeamSteer(Protocol):
@@ -425,131 +442,3 @@ def sentences_done(
         length = int(max_lens[b]) if config.exact_stop and best_open[b] < 0 else at + 1
         done[b] = best_open[b] / config.length_norm(length) <= kth_best
     return done
-
-
-# -- sampling ------------------------------------------------------------------------------
-
-
-def top_k_filter(logits: Tensor, k: int) -> Tensor:
-    """Keep the k largest logits of each row (ties at the k-th kept), -inf elsewhere."""
-    if k <= 0 or k >= logits.shape[-1]:
-        return logits
-    kth = logits.topk(k, dim=-1).values[..., -1:]
-    return logits.masked_fill(logits < kth, NEG_INF)
-
-
-def top_p_filter(logits: Tensor, p: float) -> Tensor:
-    """Keep the smallest set of most probable tokens whose probability mass reaches p."""
-    if p >= 1.0:
-        return logits
-    sorted_logits, order = logits.sort(dim=-1, descending=True)
-    probs = sorted_logits.softmax(dim=-1)
-    mass_before = probs.cumsum(dim=-1) - probs  # mass of the strictly more probable tokens
-    drop_sorted = mass_before >= p  # already reached p without this token
-    drop = drop_sorted.scatter(-1, order, drop_sorted)
-    return logits.masked_fill(drop, NEG_INF)
-
-
-@dataclass(frozen=True)
-class SamplingConfig:
-    """Ancestral sampling settings; temperature 0 means greedy.
-
-    Attributes:
-        seed: row i of the caller's input draws its random numbers from a stream of its own,
-            seeded by (seed, i): a prompt at the same index gives the same text whatever else
-            is in the input and however it is batched. None: a seed drawn from torch's global
-            generator (so ``torch.manual_seed`` repeats a run).
-    """
-
-    temperature: float = 1.0
-    top_k: int = 0
-    top_p: float = 1.0
-    seed: int | None = None
-
-
-class RowStreams:
-    """One random stream per row, keyed by the row's index in the caller's input.
-
-    One generator for the whole batch hands a row different numbers depending on the rows
-    before it; a stream per row makes its sample depend on (seed, index, its own scores)
-    alone. Python's Mersenne Twister seeded by the string ``"seed:index"`` (through SHA-512)
-    gives independent streams of 53-bit uniforms, one per row and step: 17 us a step for 64
-    rows, 51 us for 256 (2 busy CPU cores), beside a decoder step and a draw that takes ms.
-    """
-
-    def __init__(self, seed: int | None, indices: Sequence[int], device: torch.device) -> None:
-        if seed is None:
-            seed = int(torch.randint(0, 2**62, ()))
-        self.generators = [random.Random(f"{seed}:{index}") for index in indices]
-        self.device = device
-
-    def next(self) -> Tensor:
-        """(N,) float64 uniforms in [0, 1), the next number of every row's stream."""
-        values = [generator.random() for generator in self.generators]
-        return torch.tensor(values, dtype=torch.float64, device=self.device)
-
-
-@torch.no_grad()
-def sample_search(
-    scorer: Scorer,
-    max_lens: Tensor,
-    sampling: SamplingConfig,
-    specials: SpecialTokens,
-    indices: Sequence[int] | None = None,
-    on_token: Callable[[Tensor], None] | None = None,
-) -> Tensor:
-    """Sample every row's next token until its eos or its length limit, N rows at once.
-
-    The tokens allowed are greedy and beam search's (``restrict_next_tokens_``): never pad, unk
-    or bos, and no eos first. A row stops after ``max_lens - 1`` tokens, without the decoder
-    step the other searches spend on the eos they force there.
-
-    Args:
-        scorer: incremental model over N rows, fed bos first.
-        max_lens: (N,) length limits, eos included (as for greedy and beam search).
-        indices: each row's index in the caller's input, which picks its random stream
-            (``SamplingConfig.seed``); 0..N-1 by default.
-        on_token: called with each step's (N,) tokens as soon as they exist (streaming).
-
-    Returns:
-        (N, max(max_lens) - 1) sampled ids; after a row's eos or limit, pad.
-    """
-    rows, device = max_lens.shape[0], max_lens.device
-    streams = RowStreams(sampling.seed, range(rows) if indices is None else indices, device)
-    width = int(max_lens.max()) - 1
-    out = torch.full((rows, width), specials.pad, dtype=torch.long, device=device)
-    finished = max_lens <= 1
-    last = torch.full((rows,), specials.bos, dtype=torch.long, device=device)
-    for step in range(width):
-        scores = restrict_next_tokens_(scorer(last)[:, None], step, max_lens, specials)[:, 0]
-        token = _sample_token(scores, sampling, streams.next())
-        token = token.masked_fill(finished, specials.pad)
-        out[:, step] = token
-        if on_token is not None:
-            on_token(token)
-        finished |= (token == specials.eos) | (max_lens - 1 <= step + 1)
-        if bool(finished.all()):
-            break
-        last = token
-    return out
-
-
-def _sample_token(scores: Tensor, sampling: SamplingConfig, uniforms: Tensor) -> Tensor:
-    """(N, V) next-token scores -> (N,) tokens under temperature, top-k and top-p.
-
-    Row i inverts its cumulative distribution at its own uniform ``uniforms[i]`` (N,): the
-    first token whose cumulative probability exceeds it (``torch.multinomial`` would draw from
-    one generator for all rows).
-    """
-    if sampling.temperature <= 0:
-        return scores.argmax(dim=-1)
-    logits = top_p_filter(
-        top_k_filter(scores / sampling.temperature, sampling.top_k), sampling.top_p
-    )
-    cdf = logits.softmax(dim=-1).cumsum(dim=-1)  # (N, V), flat over tokens of no mass
-    target = uniforms.to(cdf.dtype)[:, None] * cdf[:, -1:]
-    token = torch.searchsorted(cdf, target, right=True)[:, 0]
-    # u < 1 stays below the cdf's last rise, unless rounding lifts it there: the first
-    # maximum of the cdf is the last token with mass.
-    return token.minimum(cdf.argmax(dim=-1))
-

@@ -23,7 +23,7 @@ SPM_FILE = "spm.model"
 
 
 class CTranslate2Engine:
-    """A CTranslate2 model directory as an ``Engine`` (``seq2seq.inference.translator``).
+    """A CTranslate2 model directory as an ``Engine`` (``seq2seq.inference.engines``).
 
     Greedy output equals ours exactly: the source pieces are the same (ending with ``</s>``
     exactly when the model was trained so: CTranslate2 adds nothing), and a greedy output cut

@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seq2seq.decoding.decode import generate_ids
-from seq2seq.decoding.search import SamplingConfig, SearchConfig
+from seq2seq.decoding.sampling import SamplingConfig
+from seq2seq.decoding.search import SearchConfig
 from seq2seq.errors import CheckpointError
 from seq2seq.inference.checkpoint import load_model
 from seq2seq.inference.cpu import check_quantize, prepare_for_inference
-from seq2seq.inference.translator import token_batches
+from seq2seq.inference.pieces import MAX_TOKENS, token_batches
 from seq2seq.model import Transformer
 from seq2seq.textio import one_line, warn_lines
 
@@ -73,7 +74,7 @@ class Generator:
         max_new_tokens: int = 64,
         sampling: SamplingConfig = SamplingConfig(),  # noqa: B008 (frozen)
         beam_size: int = 1,
-        max_tokens: int = 4000,
+        max_tokens: int = MAX_TOKENS,
         on_text: Callable[[str], None] | None = None,
         on_batch: Callable[[int], None] | None = None,
     ) -> list[str]:
@@ -101,7 +102,7 @@ class Generator:
         max_new_tokens: int = 16,
         sampling: SamplingConfig = SamplingConfig(),  # noqa: B008 (frozen)
         indices: Sequence[int] | None = None,
-        max_tokens: int = 4000,
+        max_tokens: int = MAX_TOKENS,
         on_text: Callable[[str], None] | None = None,
     ) -> list[Completion]:
         """Sample a continuation of each prompt (the OpenAI completions convention).

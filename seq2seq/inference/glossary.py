@@ -10,6 +10,9 @@ constraints of its beam search (``seq2seq.decoding.constrained``), spelled in th
 
 No model here, and no tokenizer class: ``term_constraints`` takes any tokenizer with
 ``encode_target``, ``id_to_piece``, ``piece_to_id`` and ``vocab_size`` (ours and Marian's).
+``Translator`` finds each piece's terms (``piece_terms``), searches a sentence with terms at
+``constrained_beam``'s beam, and names the inputs whose terms could not be placed
+(``warn_missing_terms``).
 """
 
 from __future__ import annotations
@@ -22,11 +25,21 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from seq2seq.decoding.constrained import TermConstraints
+from seq2seq.decoding.constrained import Constraints, TermConstraints
 from seq2seq.errors import DataError
+from seq2seq.textio import warn_lines
+
+if TYPE_CHECKING:
+    from seq2seq.inference.documents import SentenceTranslation, TextBatch
+    from seq2seq.inference.pieces import Piece
 
 WORD_START = "\u2581"  # SentencePiece's mark of a piece that starts a word
+# Sentences with glossary terms are searched with a beam of at least this: dynamic beam
+# allocation shares the beam among constraint counts, and a beam of 1 can only paste a term.
+MIN_CONSTRAINED_BEAM = 5
+MAX_CONSTRAINED_BEAM = 12  # ... and of one slot per bank, up to this
 # Words as the matcher sees them: runs of letters/digits, and each other visible character
 # alone ("e-mail" is e, -, mail; "teacher's" holds the word "teacher").
 _WORD = re.compile(r"\w+|[^\w\s]")
@@ -217,6 +230,49 @@ def term_constraints(tokenizer, terms: Sequence[Term]) -> TermConstraints:
     in ``tokenizer``'s pieces from any point of the term on (``TermConstraints``)."""
     return TermConstraints([term.target for term in terms], _surfaces(tokenizer),
                            lambda text, first: _spell(tokenizer, text, first))  # fmt: skip
+
+
+def piece_terms(
+    glossary: Glossary | None, sentences: Sequence[str], plans: list[list[Piece]]
+) -> list[list[Term]]:
+    """The glossary terms of each piece, in plan order: those whose English side occurs
+    in the piece's words (a sentence cut into pieces has each term forced in its own
+    piece). [] for every piece without a glossary."""
+    if not glossary:
+        return [[] for plan in plans for _ in plan]
+    terms = []
+    for sentence, plan in zip(sentences, plans, strict=True):
+        words = sentence.split()
+        for piece in plan:
+            text = sentence if len(plan) == 1 else " ".join(words[slice(*piece.words)])
+            terms.append(glossary.terms_in(text) if piece.ids else [])
+    return terms
+
+
+def constrained_beam(beam_size: int, constraints: Constraints) -> int:
+    """The beam a sentence with constraints is searched with: the beam asked for, at least
+    ``MIN_CONSTRAINED_BEAM``, and a slot for each bank (constraint tokens met, 0..tokens) up
+    to ``MAX_CONSTRAINED_BEAM``: with fewer slots than banks, the highest banks take them all
+    and the terms are pasted wherever they come first. It depends on the sentence alone, so
+    a sentence's translation never depends on its neighbours."""
+    wanted = max(beam_size, MIN_CONSTRAINED_BEAM, constraints.tokens + 1)
+    return max(beam_size, min(wanted, MAX_CONSTRAINED_BEAM))
+
+
+def warn_missing_terms(batch: TextBatch, found: list[SentenceTranslation], first_line: int) -> None:
+    """Name, on stderr, the inputs whose translation lacks a glossary term it should hold
+    (document i of ``batch`` is input line ``first_line + i``)."""
+    lines, terms = [], {}
+    for number in range(len(batch.documents)):
+        missing = [t for ids in batch.segment_sentences(number) for i in ids
+                   for t in found[i].missing]  # fmt: skip
+        if missing:
+            lines.append(first_line + number)
+            terms.update((t.source, None) for t in missing)
+    if lines:
+        shown = ", ".join(list(terms)[:10]) + (", ..." if len(terms) > 10 else "")
+        warn_lines(f"{len(lines)} input(s) lack glossary term(s) the search could not place "
+                   f"within the length limit ({shown})", lines)  # fmt: skip
 
 
 @lru_cache(maxsize=4)

@@ -5,7 +5,11 @@ over-long sources, batching by tokens (longest first, so padding stays small), s
 batch that runs out of memory, and putting outputs back in input order. The decoding itself
 comes from an engine: ``TorchEngine`` (our model and searches), or ``CTranslate2Engine`` in
 ``seq2seq.inference.ctranslate2_engine``; a server batching requests is one more user of the
-same seam.
+same seam (``seq2seq.inference.engines``).
+
+How a sentence is cut into pieces and sources into token batches lives in ``pieces.py``, how an
+output is aligned to its sentence's words in ``word_alignment.py``, and what a glossary adds
+(each piece's terms, the beam they are searched with) in ``glossary.py``.
 """
 
 from __future__ import annotations
@@ -13,21 +17,17 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
 from seq2seq.data.clean import normalize_en
-from seq2seq.data.sentences import clauses
 from seq2seq.decoding.constrained import Constraints
-from seq2seq.decoding.decode import translate_ids, translation_prompt
 from seq2seq.decoding.search import Hypothesis, SearchConfig
 from seq2seq.errors import CheckpointError
 from seq2seq.formats import Document, parse, parse_text
-from seq2seq.formats.inline import Alignment, monotonic_alignment
-from seq2seq.inference.attention_maps import cross_attention_maps, self_attention_maps
 from seq2seq.inference.checkpoint import load_model
 from seq2seq.inference.cpu import check_quantize, prepare_for_inference
 from seq2seq.inference.documents import (
@@ -36,113 +36,29 @@ from seq2seq.inference.documents import (
     combine_hypotheses,
     windowed_lines,
 )
-from seq2seq.inference.glossary import Glossary, Term, missing_terms, term_constraints
-from seq2seq.model import Transformer
+from seq2seq.inference.engines import Engine, TorchEngine
+from seq2seq.inference.glossary import (
+    Glossary,
+    Term,
+    constrained_beam,
+    missing_terms,
+    piece_terms,
+    term_constraints,
+    warn_missing_terms,
+)
+from seq2seq.inference.pieces import (
+    MAX_TOKENS,
+    Piece,
+    cut_source,
+    encode_sentence,
+    line_windows,
+    sentence_pieces,
+    token_batches,
+)
+from seq2seq.inference.word_alignment import piece_alignment
 from seq2seq.textio import one_line, warn_lines
 
-# The decoding batch budget every command, the server and the API default to: source tokens x
-# beam size per batch (decoder rows, after finished sentences leave).
-MAX_TOKENS = 4000
-WORD_START = "\u2581"  # SentencePiece's mark of a piece that starts a word
 DEFAULT_WINDOW = 1000  # lines decoded together when streaming (translate_stream)
-# Sentences with glossary terms are searched with a beam of at least this: dynamic beam
-# allocation shares the beam among constraint counts, and a beam of 1 can only paste a term.
-MIN_CONSTRAINED_BEAM = 5
-MAX_CONSTRAINED_BEAM = 12  # ... and of one slot per bank, up to this
-
-
-class Engine(Protocol):
-    """A runtime that decodes batches of source ids: what ``Translator`` needs."""
-
-    search: SearchConfig
-    device: str
-
-    def hypotheses(
-        self,
-        sources: list[list[int]],
-        beam_size: int,
-        n_best: int = 1,
-        constraints: Sequence[Constraints | None] | None = None,
-    ) -> list[list[Hypothesis]]:
-        """The ``n_best`` best outputs of each source (ids without bos/eos), best first;
-        ``constraints``: what each output must hold (``seq2seq.decoding.constrained``)."""
-        ...
-
-    def source_limit(self) -> int:
-        """Longest source (in tokens) the engine takes."""
-        ...
-
-    def batch_budget(self, max_tokens: int, beam_size: int) -> int:
-        """Source tokens per batch for a ``max_tokens`` budget at this beam size."""
-        ...
-
-    def with_search(self, **changes: Any) -> Engine:
-        """The same engine (sharing the model) with some search settings changed."""
-        ...
-
-
-class TorchEngine:
-    """Our Transformer and our searches (``seq2seq.decoding.decode.translate_ids``)."""
-
-    constrains = True  # has constrained beam search (glossaries)
-
-    def __init__(self, model: Transformer, search: SearchConfig) -> None:
-        self.model = model.eval()
-        self.search = search
-
-    @property
-    def device(self) -> str:
-        return str(self.model.embedding.weight.device)
-
-    def hypotheses(
-        self,
-        sources: list[list[int]],
-        beam_size: int,
-        n_best: int = 1,
-        constraints: Sequence[Constraints | None] | None = None,
-    ) -> list[list[Hypothesis]]:
-        return translate_ids(self.model, self._pad(sources), beam_size, self.search, n_best,
-                             constraints)  # fmt: skip
-
-    def source_limit(self) -> int:
-        """The model's positions; a decoder-only model holds source and translation in one
-        sequence, so its sources leave room for the longest translation the search allows."""
-        limit = self.model.config.max_positions
-        if self.model.config.decoder_only:
-            limit = self.search.source_limit(limit)
-        return limit
-
-    def batch_budget(self, max_tokens: int, beam_size: int) -> int:
-        """Our search decodes beam_size rows per source."""
-        return max(1, max_tokens // beam_size)
-
-    def with_search(self, **changes: Any) -> TorchEngine:
-        return TorchEngine(self.model, replace(self.search, **changes))
-
-    def attention(self, source: list[int], target: list[int]) -> torch.Tensor:
-        """Cross-attention of ``target`` (its tokens, then eos) over ``source``, mean over
-        layers and heads: (T + 1, S). A decoder-only translator's is the self-attention of its
-        target positions over its source positions."""
-        model, config = self.model, self.model.config
-        device = self.model.embedding.weight.device
-        if config.decoder_only:
-            prompt = translation_prompt(source, config)
-            sequence = torch.tensor([prompt + target + [config.eos_id]], device=device)
-            maps = self_attention_maps(model, sequence)
-            # Position len(prompt) - 1 + t predicted target token t; the source is 1..|src|.
-            rows = slice(len(prompt) - 1, len(prompt) + len(target))
-            maps = [m[:, :, rows, 1 : 1 + len(source)] for m in maps]
-        else:
-            src = torch.tensor([source], device=device)
-            tgt_in = torch.tensor([[config.bos_id, *target]], device=device)
-            maps = cross_attention_maps(model, src, tgt_in)
-        return torch.stack([m[0].float().mean(dim=0) for m in maps]).mean(dim=0).cpu()
-
-    def _pad(self, rows: list[list[int]]) -> torch.Tensor:
-        pad = self.model.config.pad_id
-        width = max(len(r) for r in rows)
-        device = self.model.embedding.weight.device
-        return torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=device)
 
 
 class Translator:
@@ -201,7 +117,7 @@ class Translator:
         self,
         lines: Sequence[str],
         beam_size: int = 5,
-        max_tokens: int = 4000,
+        max_tokens: int = MAX_TOKENS,
         on_batch: Callable[[int], None] | None = None,
         split: bool = True,
         on_total: Callable[[int], None] | None = None,
@@ -236,7 +152,7 @@ class Translator:
         self,
         lines: Iterable[str],
         beam_size: int = 5,
-        max_tokens: int = 4000,
+        max_tokens: int = MAX_TOKENS,
         split: bool = True,
         window: int = DEFAULT_WINDOW,
         on_window: Callable[[int], None] | None = None,
@@ -267,7 +183,7 @@ class Translator:
         lines: Sequence[str],
         n_best: int,
         beam_size: int = 5,
-        max_tokens: int = 4000,
+        max_tokens: int = MAX_TOKENS,
         split: bool = True,
         on_batch: Callable[[int], None] | None = None,
         on_total: Callable[[int], None] | None = None,
@@ -284,13 +200,13 @@ class Translator:
         found = self.translate_sentences(batch.sentences, beam_size, max_tokens, n_best,
                                          on_batch=on_batch, on_total=on_total,
                                          glossary=glossary)  # fmt: skip
-        _warn_missing(batch, found, first_line)
+        warn_missing_terms(batch, found, first_line)
         return [[replace(h, text=one_line(h.text)) for h in batch.n_best(i, found, n_best)]
                 for i in range(len(lines))]  # fmt: skip
 
     def translate_text(
         self, texts: Sequence[str], format: str = "text", beam_size: int = 5,
-        max_tokens: int = 4000, split: bool = True, source: str = "<input>",
+        max_tokens: int = MAX_TOKENS, split: bool = True, source: str = "<input>",
         glossary: Glossary | None = None,
     ) -> list[str]:  # fmt: skip
         """Translate whole texts in ``format`` (text, html, markdown, srt), keeping their
@@ -307,7 +223,7 @@ class Translator:
         self,
         documents: list[Document],
         beam_size: int = 5,
-        max_tokens: int = 4000,
+        max_tokens: int = MAX_TOKENS,
         split: bool = True,
         on_batch: Callable[[int], None] | None = None,
         on_total: Callable[[int], None] | None = None,
@@ -320,7 +236,7 @@ class Translator:
         batch = TextBatch(documents, split)
         found = self.translate_sentences(batch.sentences, beam_size, max_tokens, 1,
                                          batch.aligned, on_batch, on_total, glossary)  # fmt: skip
-        _warn_missing(batch, found, first_line)
+        warn_missing_terms(batch, found, first_line)
         windowed = [first_line - 1 + number for number in windowed_lines(batch, found)]
         if windowed:
             limit = self.engine.source_limit()
@@ -333,7 +249,7 @@ class Translator:
         self,
         sentences: Sequence[str],
         beam_size: int = 5,
-        max_tokens: int = 4000,
+        max_tokens: int = MAX_TOKENS,
         n_best: int = 1,
         aligned: Sequence[bool] | None = None,
         on_batch: Callable[[int], None] | None = None,
@@ -352,20 +268,11 @@ class Translator:
                                     self.constraints(terms))  # fmt: skip
         return self.finish(sentences, plans, found, n_best, aligned, terms)
 
-    def piece_terms(self, sentences: Sequence[str], plans: list[list[Piece]],
-                    glossary: Glossary | None) -> list[list[Term]]:  # fmt: skip
-        """The glossary terms of each piece, in plan order: those whose English side occurs
-        in the piece's words (a sentence cut into pieces has each term forced in its own
-        piece). [] for every piece without a glossary."""
-        if not glossary:
-            return [[] for plan in plans for _ in plan]
-        terms = []
-        for sentence, plan in zip(sentences, plans, strict=True):
-            words = sentence.split()
-            for piece in plan:
-                text = sentence if len(plan) == 1 else " ".join(words[slice(*piece.words)])
-                terms.append(glossary.terms_in(text) if piece.ids else [])
-        return terms
+    def piece_terms(
+        self, sentences: Sequence[str], plans: list[list[Piece]], glossary: Glossary | None
+    ) -> list[list[Term]]:
+        """The glossary terms of each piece, in plan order (``glossary.piece_terms``)."""
+        return piece_terms(glossary, sentences, plans)
 
     def constraints(self, terms: Sequence[Sequence[Term]]) -> list[Constraints | None] | None:
         """Each piece's constraints (None where it has no term); None when no piece has any."""
@@ -381,7 +288,7 @@ class Translator:
         engine takes, its clauses (cut after , ; : and before dashes) packed up to the limit,
         and a clause still too long cut into windows of tokens at word starts."""
         limit = self.engine.source_limit()
-        return [self._pieces(sentence, limit) for sentence in sentences]
+        return [sentence_pieces(sentence, limit, self.tokenizer) for sentence in sentences]
 
     def finish(
         self,
@@ -416,92 +323,28 @@ class Translator:
                                      windowed=any(p.windowed for p in plan))  # fmt: skip
         if align and combined:
             words = [m.span() for m in re.finditer(r"\S+", sentence)]
-            result.alignment = [span for piece, found in zip(plan, hyps, strict=True) if found
-                                for span in self._align(piece, found[0], words)]  # fmt: skip
+            attention = getattr(self.engine, "attention", None)  # CTranslate2 has none
+            result.alignment = [
+                span
+                for piece, found in zip(plan, hyps, strict=True)
+                if found
+                for span in piece_alignment(piece, found[0], words, self.tokenizer, attention)
+            ]
         return result
 
     def text(self, tokens: Sequence[int]) -> str:
         """The text of output tokens, on one line."""
         return one_line(self.tokenizer.decode(tokens))
 
-    def _pieces(self, sentence: str, limit: int) -> list[Piece]:
-        ids = self.encode_sentence(sentence)
-        n_words = len(sentence.split())
-        if len(ids) <= limit:
-            return [Piece(ids, (0, n_words))]
-        pieces: list[Piece] = []
-        word = 0
-        eos = int(self.tokenizer.source_ends_with_eos)
-        for text in _pack(clauses(sentence), limit - eos, self._clause_length):
-            ids, count = self.encode_sentence(text), len(text.split())
-            if len(ids) <= limit:
-                pieces.append(Piece(ids, (word, word + count)))
-            else:
-                pieces += self._windows(ids, limit, word)
-            word += count
-        return pieces
-
-    def _clause_length(self, text: str) -> int:
-        """Tokens ``text`` adds to a source it is joined into: a source's eos comes once,
-        however many clauses it joins."""
-        return len(self.encode_sentence(text)) - int(self.tokenizer.source_ends_with_eos)
-
     def encode_sentence(self, text: str) -> list[int]:
         """Source ids of one sentence (normalised; [] for white space), not cut."""
-        text = normalize_en(text)
-        return self.tokenizer.encode_source(text) if text.strip() else []
-
-    def _windows(self, ids: list[int], limit: int, word: int) -> list[Piece]:
-        """``ids`` cut into windows of at most ``limit`` tokens, each starting a word where
-        possible (a source that ends with eos keeps it at the end of every window)."""
-        eos = ids[-1:] if self.tokenizer.source_ends_with_eos else []
-        body, width = ids[: len(ids) - len(eos)], limit - len(eos)
-        piece_of = self.tokenizer.id_to_piece
-        starts = [i for i, t in enumerate(body) if piece_of(t).startswith(WORD_START)]
-        windows, begin = [], 0
-        while begin < len(body):
-            cuts = [i for i in starts if begin < i <= begin + width]
-            end = cuts[-1] if cuts and begin + width < len(body) else min(len(body), begin + width)
-            count = sum(1 for i in starts if begin <= i < end) or 1
-            windows.append(Piece(body[begin:end] + eos, (word, word + count), windowed=True))
-            begin, word = end, word + count
-        return windows
-
-    def _align(self, piece: Piece, best: Hypothesis, words: list[tuple[int, int]]) -> Alignment:
-        """For each character of ``best``'s text: the span of the sentence word its token
-        attends to most (mean cross-attention of the layers and heads)."""
-        text_of = self.tokenizer.decode
-        ends, longest = [], 0
-        for k in range(1, len(best.tokens) + 1):  # each token's end in the text (monotone)
-            longest = max(longest, len(text_of(best.tokens[:k])))
-            ends.append(longest)
-        text = self.text(best.tokens)
-        length = len(text)
-        first, last = piece.words
-        own = words[first : max(first + 1, last)] or [(0, 0)]
-        attention = getattr(self.engine, "attention", None)
-        if attention is None or not piece.ids:
-            low, high = own[0][0], own[-1][1]
-            return [None if span is None else (low + span[0], low + span[1])
-                    for span in monotonic_alignment(high - low, length)]  # fmt: skip
-        weights = attention(piece.ids, list(best.tokens))  # (T + 1, S)
-        token_span = _source_spans(piece.ids, self.tokenizer, own)
-        spans: Alignment = []
-        start = 0
-        for t, end in enumerate(ends):
-            span = token_span[int(weights[t].argmax())]
-            end = min(end, length)
-            chunk = text[start:end]
-            space = len(chunk) - len(chunk.lstrip())  # a word's leading space is between words
-            spans += [None] * space + [span] * (end - start - space)
-            start = end
-        return spans + [None] * (length - len(spans))
+        return encode_sentence(text, self.tokenizer)
 
     def translate_hypotheses(
         self,
         lines: Sequence[str],
         beam_size: int = 5,
-        max_tokens: int = 4000,
+        max_tokens: int = MAX_TOKENS,
         n_best: int = 1,
         on_batch: Callable[[int], None] | None = None,
     ) -> list[list[Hypothesis]]:
@@ -517,7 +360,7 @@ class Translator:
         self,
         encoded: Sequence[list[int]],
         beam_size: int = 5,
-        max_tokens: int = 4000,
+        max_tokens: int = MAX_TOKENS,
         n_best: int = 1,
         on_batch: Callable[[int], None] | None = None,
         constraints: Sequence[Constraints | None] | None = None,
@@ -557,8 +400,6 @@ class Translator:
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
         """Normalised, tokenised sources, cut to the engine's source limit (with a warning
         naming the lines cut)."""
-        from seq2seq.data.clean import normalize_en
-
         # A blank line stays blank (a Marian model's tokenizer would give it a language token
         # and an eos to translate).
         texts = [normalize_en(line) for line in lines]
@@ -599,117 +440,3 @@ class Translator:
         return self._hypotheses(sources[:half], beam_size, n_best, first) + self._hypotheses(
             sources[half:], beam_size, n_best, second
         )
-
-
-@dataclass
-class Piece:
-    """What the engine decodes for (part of) a sentence: source ids, and the sentence's words
-    ``[first, last)`` they cover; ``windowed``: cut at a token limit, not at punctuation."""
-
-    ids: list[int]
-    words: tuple[int, int]
-    windowed: bool = False
-
-
-def _pack(texts: list[str], limit: int, length: Callable[[str], int]) -> list[str]:
-    """Consecutive ``texts`` joined (with spaces) into as few pieces as stay within
-    ``limit`` tokens by their separate ``length``s."""
-    packed: list[str] = []
-    tokens = 0
-    for text in texts:
-        count = length(text)
-        if packed and tokens + count <= limit:
-            packed[-1] += " " + text
-            tokens += count
-        else:
-            packed.append(text)
-            tokens = count
-    return packed
-
-
-def _source_spans(ids: list[int], tokenizer: Any,
-                  words: list[tuple[int, int]]) -> list[tuple[int, int] | None]:  # fmt: skip
-    """For each source token, the characters of the sentence it spells: its word's, narrowed
-    by the lengths of the pieces before it in the word (so "." in "tea." is apart from
-    "tea"). None before the first word (a language token); an eos counts with the last word."""
-    spans: list[tuple[int, int] | None] = []
-    word, position = -1, 0
-    for token in ids:
-        piece = tokenizer.id_to_piece(token)
-        if piece.startswith(WORD_START) and word + 1 < len(words):
-            word += 1
-            position = words[word][0]
-        if word < 0:
-            spans.append(None)
-            continue
-        byte_piece = piece.startswith("<") and piece.endswith(">")
-        surface = 1 if byte_piece else len(piece.lstrip(WORD_START))
-        start, end = words[word]
-        low = min(position, end - 1)
-        spans.append((low, max(low + 1, min(end, position + surface))))
-        position += surface
-    return spans
-
-
-def constrained_beam(beam_size: int, constraints: Constraints) -> int:
-    """The beam a sentence with constraints is searched with: the beam asked for, at least
-    ``MIN_CONSTRAINED_BEAM``, and a slot for each bank (constraint tokens met, 0..tokens) up
-    to ``MAX_CONSTRAINED_BEAM``: with fewer slots than banks, the highest banks take them all
-    and the terms are pasted wherever they come first. It depends on the sentence alone, so
-    a sentence's translation never depends on its neighbours."""
-    wanted = max(beam_size, MIN_CONSTRAINED_BEAM, constraints.tokens + 1)
-    return max(beam_size, min(wanted, MAX_CONSTRAINED_BEAM))
-
-
-def _warn_missing(batch: TextBatch, found: list[SentenceTranslation], first_line: int) -> None:
-    """Name, on stderr, the inputs whose translation lacks a glossary term it should hold."""
-    lines, terms = [], {}
-    for number in range(len(batch.documents)):
-        missing = [t for ids in batch.segment_sentences(number) for i in ids
-                   for t in found[i].missing]  # fmt: skip
-        if missing:
-            lines.append(first_line + number)
-            terms.update((t.source, None) for t in missing)
-    if lines:
-        shown = ", ".join(list(terms)[:10]) + (", ..." if len(terms) > 10 else "")
-        warn_lines(f"{len(lines)} input(s) lack glossary term(s) the search could not place "
-                   f"within the length limit ({shown})", lines)  # fmt: skip
-
-
-def cut_source(ids: list[int], limit: int, tokenizer: Any) -> list[int]:
-    """The first ``limit`` ids of an encoded source. A source that ends in an eos (the
-    tokenizer's ``source_ends_with_eos``) keeps it: the model has never seen one without."""
-    if len(ids) <= limit:
-        return ids
-    if tokenizer.source_ends_with_eos:
-        return ids[: limit - 1] + ids[-1:]
-    return ids[:limit]
-
-
-def line_windows(lines: Iterable[str], size: int) -> Iterator[list[str]]:
-    """``lines`` in consecutive lists of ``size`` (the last one shorter), read lazily."""
-    if size < 1:
-        raise ValueError(f"window must be >= 1 line, got {size}")
-    window: list[str] = []
-    for line in lines:
-        window.append(line)
-        if len(window) == size:
-            yield window
-            window = []
-    if window:
-        yield window
-
-
-def token_batches(encoded: list[list[int]], max_tokens: int, extra: int = 0) -> Iterable[list[int]]:
-    """Indices of non-empty inputs, longest first, in batches of <= max_tokens padded tokens;
-    each row costs its input plus ``extra`` positions (the new tokens of a generation)."""
-    order = sorted((i for i, ids in enumerate(encoded) if ids), key=lambda i: -len(encoded[i]))
-    batch: list[int] = []
-    for index in order:
-        width = (len(encoded[batch[0]]) if batch else len(encoded[index])) + extra
-        if batch and (len(batch) + 1) * width > max_tokens:
-            yield batch
-            batch = []
-        batch.append(index)
-    if batch:
-        yield batch

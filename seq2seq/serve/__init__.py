@@ -8,5 +8,9 @@
 - ``handling``: settings, API keys, handing jobs to the worker and waiting for them;
 - ``translation_routes``, ``deepl_routes``, ``completion_routes``: the three APIs;
   ``glossaries``: DeepL's glossaries, in memory or a directory; ``app``: the FastAPI app, errors,
-  health, the page and the request log; ``server``: loading, warming up, uvicorn, shutdown.
+  health, the page and the request log; ``server``: loading, warming up, uvicorn, shutdown;
+- ``text_translation``: texts in a format translated through the worker, for every API;
+- ``deepl_translate``: DeepL's ``/v2/translate`` and the checks of its parameters;
+- ``deepl_glossary_routes``: DeepL's ``/v2/glossaries`` and ``/v3/glossaries`` endpoints;
+- ``deepl_requests``: a DeepL request's parameters and its key.
 """

@@ -12,7 +12,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from seq2seq.decoding.search import SamplingConfig
+from seq2seq.decoding.sampling import SamplingConfig
 from seq2seq.serve.handling import ServerSettings, authorize, submit, wait_for
 from seq2seq.serve.protocol import ApiError, openai_error, valid_text
 from seq2seq.serve.served_model import CompletionWork, ServedModel

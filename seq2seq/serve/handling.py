@@ -7,21 +7,24 @@ import asyncio
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fastapi import Request
-
-from seq2seq.checks import at_least, finite
+from seq2seq.checks import at_least, finite, writable_directory
+from seq2seq.inference.translator import MAX_TOKENS
 from seq2seq.serve.protocol import ApiError, Limits
 from seq2seq.serve.worker import BatchingWorker, Job, QueueFull, WorkerClosed
+
+if TYPE_CHECKING:  # FastAPI only annotates here: the settings load without the serve extra
+    from fastapi import Request
 
 
 @dataclass(frozen=True)
 class ServerSettings:
-    """The server's knobs (``seq2seq serve --help`` documents each)."""
+    """The server's knobs, and the one home of their defaults: ``seq2seq serve``'s options
+    take theirs from these fields (``seq2seq serve --help`` documents each)."""
 
     beam_size: int = 5
-    max_batch_tokens: int = 4000
+    max_batch_tokens: int = MAX_TOKENS  # source tokens x beam in a shared batch
     max_wait_ms: float = 5.0
     max_queue: int = 2000
     limits: Limits = Limits()
@@ -33,6 +36,8 @@ class ServerSettings:
     def __post_init__(self) -> None:
         """Refuse a bad value when the settings are made, before the model loads; each error
         names the option of ``seq2seq serve`` that sets the field."""
+        if self.glossary_dir is not None:
+            writable_directory(self.glossary_dir, "--glossary-dir")
         for option, value in (("--beam-size", self.beam_size),
                               ("--max-batch-tokens", self.max_batch_tokens),
                               ("--max-queue", self.max_queue),

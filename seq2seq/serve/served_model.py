@@ -9,11 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seq2seq.decoding.continuous import ContinuousBatch, ContinuousBeam, ContinuousGreedy
-from seq2seq.decoding.search import Hypothesis, SamplingConfig
+from seq2seq.decoding.sampling import SamplingConfig
+from seq2seq.decoding.search import Hypothesis
 from seq2seq.inference.checkpoint import load_model
 from seq2seq.inference.cpu import check_quantize, prepare_for_inference
+from seq2seq.inference.engines import TorchEngine
 from seq2seq.inference.generation import Completion, Generator
-from seq2seq.inference.translator import TorchEngine, Translator
+from seq2seq.inference.translator import Translator
 from seq2seq.serve.worker import Job
 from seq2seq.textio import one_line
 

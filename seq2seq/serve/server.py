@@ -9,11 +9,12 @@ import os
 import signal
 import socket
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from seq2seq.checks import readable_file, writable_directory
+from seq2seq.checks import readable_file
 from seq2seq.errors import ConfigError
-from seq2seq.serve.protocol import Limits
+from seq2seq.serve.handling import ServerSettings
 
 log = logging.getLogger("seq2seq.serve")
 WARM_UP = ["This sentence warms the model up.", "Hello!"]
@@ -33,56 +34,49 @@ def read_api_keys(path: str | Path) -> frozenset[str]:
     return keys
 
 
-def serve(
-    checkpoint: str,
-    host: str = "127.0.0.1",
-    port: int = 5000,
-    engine: str = "torch",
-    device: str = "cpu",
-    name: str | None = None,
-    beam_size: int = 5,
-    max_batch_tokens: int = 4000,
-    max_wait_ms: float = 5.0,
-    max_queue: int = 2000,
-    char_limit: int = 5000,
-    batch_limit: int = 1000,
-    api_keys: str | None = None,
-    continuous: bool = True,
-    quantize: str | None = None,
-    file_limit: int = 200_000,
-    glossary_dir: str | None = None,
-) -> int:
-    """Run ``seq2seq serve`` (the options are the command's; ``--help`` explains them)."""
+@dataclass(frozen=True)
+class ServeOptions:
+    """What ``serve`` runs: the model to load, the address to listen on, and the settings the
+    routes read. With ``ServerSettings``, the one home of ``seq2seq serve``'s defaults: its
+    options take theirs from these fields."""
+
+    checkpoint: str | Path  # a .ckpt, or a CTranslate2 export directory (engine ctranslate2)
+    host: str = "127.0.0.1"  # "": every address; an IPv6 literal binds IPv6
+    port: int = 5000  # 0: any free port
+    engine: str = "torch"
+    device: str = "cpu"
+    model_name: str | None = None  # in /v1/models and the logs (None: the run's name)
+    quantize: str | None = None  # "int8": decode in int8 on the CPU
+    settings: ServerSettings = ServerSettings()  # checked when made, before the model loads
+
+
+def serve(options: ServeOptions) -> int:
+    """Run ``seq2seq serve`` (``--help`` explains each option): take the port, load and warm
+    up the model, open the port, and serve until SIGINT or SIGTERM."""
     import uvicorn
 
     from seq2seq.serve.app import create_app
-    from seq2seq.serve.handling import ServerSettings
     from seq2seq.serve.served_model import ServedModel
 
-    # The settings, the key file, the glossary directory and the address are checked before
-    # the slow load.
-    if glossary_dir is not None:
-        writable_directory(glossary_dir, "--glossary-dir")
-    settings = ServerSettings(beam_size, max_batch_tokens, max_wait_ms, max_queue,
-                              Limits(char_limit, batch_limit),
-                              read_api_keys(api_keys) if api_keys else None,
-                              continuous, file_limit,
-                              Path(glossary_dir) if glossary_dir else None)  # fmt: skip
-    listener = bind(host, port)
+    # The settings, the key file and the glossary directory were checked when the settings
+    # were made; the address is checked here, by binding it: all before the slow load.
+    listener = bind(options.host, options.port)
     try:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
         start = time.perf_counter()
-        served = ServedModel.load(checkpoint, engine, device, name, quantize)
+        served = ServedModel.load(options.checkpoint, options.engine, options.device,
+                                  options.model_name, options.quantize)
         warm_up(served)
-        app = create_app(served, settings)
-        _listen(listener, host, port)  # the port opens once the model is ready
+        app = create_app(served, options.settings)
+        _listen(listener, options.host, options.port)  # the port opens once the model is ready
     except BaseException:
         listener.close()
         raise
-    address = f"http://{_url_host(host)}:{listener.getsockname()[1]}"
+    address = f"http://{_url_host(options.host)}:{listener.getsockname()[1]}"
     log.info("serving %s (%s, %s engine on %s, %s, beam %d) from %s at %s; loaded in %.1f s",
-             served.name, served.kind, engine, device, served.precision, beam_size, checkpoint,
-             address, time.perf_counter() - start)  # fmt: skip
+             served.name, served.kind, options.engine, options.device, served.precision,
+             options.settings.beam_size, options.checkpoint, address,
+             time.perf_counter() - start)
     config = uvicorn.Config(app, log_config=None, access_log=False, timeout_graceful_shutdown=60)
     # uvicorn drains on SIGINT/SIGTERM, then raises the signal again for the handlers it found:
     # no-op ones make a drained shutdown exit 0, as process managers expect.
@@ -98,7 +92,7 @@ def warm_up(served) -> None:  # noqa: ANN001
     if served.translator is not None:
         served.translator.translate(WARM_UP, beam_size=2)
     else:
-        from seq2seq.decoding.search import SamplingConfig
+        from seq2seq.decoding.sampling import SamplingConfig
 
         served.generator.complete(["warm up"], 4, SamplingConfig(temperature=0.0))
 

@@ -1,27 +1,23 @@
 """The translation routes: LibreTranslate's ``/translate``, ``/languages`` and ``/detect``, and
-our ``/v1/translate`` (n-best lists, scores, attention)."""
+our ``/v1/translate`` (n-best lists, scores, attention). The handlers are the methods of
+``TranslationRoutes``; ``text_translation`` does the translating they share."""
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from seq2seq.decoding.search import Hypothesis
 from seq2seq.errors import DataError
-from seq2seq.formats import parse
-from seq2seq.inference.documents import SentenceTranslation, TextBatch
-from seq2seq.inference.glossary import Glossary, Term
-from seq2seq.inference.translator import cut_source
-from seq2seq.serve.files import add_file_routes
-from seq2seq.serve.handling import ServerSettings, authorize, submit, wait_for
+from seq2seq.inference.glossary import Glossary
+from seq2seq.serve.files import TranslateTexts, add_file_routes
+from seq2seq.serve.handling import ServerSettings, authorize
 from seq2seq.serve.protocol import (
     MAX_BEAM,
     ApiError,
+    TranslateArgs,
     detect_languages,
     detected_language,
     languages,
@@ -29,8 +25,9 @@ from seq2seq.serve.protocol import (
     translate_args,
     valid_text,
 )
-from seq2seq.serve.served_model import ServedModel, TranslatedSentence, TranslationWork
-from seq2seq.serve.worker import BatchingWorker, Job
+from seq2seq.serve.served_model import ServedModel, TranslatedSentence
+from seq2seq.serve.text_translation import TextResult, TextTranslator
+from seq2seq.serve.worker import BatchingWorker
 
 
 class NativeTranslateRequest(BaseModel):
@@ -47,23 +44,10 @@ class NativeTranslateRequest(BaseModel):
     api_key: str | None = None
 
 
-@dataclass
-class TextResult:
-    """One text of a request, translated: its best text, the texts of its other n-best
-    hypotheses (alternatives), the hypotheses, whether a sentence in it could not be
-    translated whole (cut into windows), and the glossary terms its text lacks."""
-
-    text: str
-    alternatives: list[str]
-    hypotheses: list[Hypothesis]
-    windowed: bool
-    missing: list[Term] = field(default_factory=list)
-
-
 def not_whole_warning(indices: list[int], limit: int, batch: bool = True) -> str:
     shown = ", ".join(f"q[{i}]" for i in indices[:20]) if batch else "q"
     return (f"{shown}: a sentence longer than the model's {limit} tokens with no clause "
-            "punctuation was translated in windows, not as a whole")  # fmt: skip
+            "punctuation was translated in windows, not as a whole")
 
 
 def missing_terms_warning(results: list[TextResult], batch: bool = True) -> str | None:
@@ -89,200 +73,168 @@ def request_glossary(value: Any, field_name: str = "glossary") -> Glossary | Non
     except DataError as error:
         raise ApiError(400, f"Invalid request: {error}", field_name) from None
     raise ApiError(400, f"Invalid request: {field_name} must be an object of English: Chinese "
-                        "terms or TSV lines", field_name)  # fmt: skip
+                        "terms or TSV lines", field_name)
 
 
 def add_translation_routes(app: FastAPI, served: ServedModel, settings: ServerSettings,
-                            worker: BatchingWorker):  # noqa: ANN201 (returns translate_texts)  # fmt: skip
+                           worker: BatchingWorker) -> TranslateTexts:
     """The routes; returns ``translate_texts``, which DeepL's ``/v2/translate`` shares."""
-    async def translate(request: Request, lines: list[str], beam_size: int, n_best: int,
-                        attention: bool = False) -> list[TranslatedSentence]:  # fmt: skip
-        """Each line decoded whole as one sentence (attention maps)."""
-        translator = _translator()
-        limit = translator.engine.source_limit()
-        # attention is drawn for the model's window (a Marian source keeps its eos)
-        encoded = [cut_source(translator.encode_sentence(line), limit, translator.tokenizer)
-                   for line in lines]  # fmt: skip
-        return await _decode(request, encoded, beam_size, n_best, attention)
+    texts = TextTranslator(served, worker)
+    add_file_routes(app, settings, texts.translate_texts, served.translates)
+    routes = TranslationRoutes(served, settings, texts)
+    # GET /translate and POST /languages are LibreTranslate's too, left out of the schema.
+    app.add_api_route("/translate", routes.libre_translate, methods=["GET"],
+                      include_in_schema=False)
+    app.add_api_route("/translate", routes.libre_translate, methods=["POST"])
+    app.add_api_route("/languages", routes.libre_languages, methods=["POST"],
+                      include_in_schema=False)
+    app.add_api_route("/languages", routes.libre_languages, methods=["GET"])
+    app.add_api_route("/detect", routes.libre_detect, methods=["POST"])
+    app.add_api_route("/v1/translate", routes.native_translate, methods=["POST"])
+    return texts.translate_texts
 
-    def _translator():
-        if served.translator is None:
-            raise ApiError(400, f"{served.name} is a language model, not a translator: use "
-                                "POST /v1/completions")  # fmt: skip
-        return served.translator
 
-    async def _decode(request: Request, encoded: list[list[int]], beam_size: int, n_best: int,
-                      attention: bool = False,
-                      constraints: list | None = None) -> list[TranslatedSentence]:  # fmt: skip
-        request.state.sentences = getattr(request.state, "sentences", 0) + sum(map(bool, encoded))
-        if not any(encoded):
-            return [TranslatedSentence([]) for _ in encoded]
-        # Constrained requests decode in whole batches of their own (never the continuous one).
-        kind = "translate" if constraints is None else "constrained"
-        job = Job(key=(kind, beam_size, n_best, attention), size=sum(map(bool, encoded)),
-                  cost=sum(map(len, encoded)) * beam_size,
-                  payload=TranslationWork(encoded, attention, constraints))  # fmt: skip
-        return await wait_for(request, submit(worker, job))
+class TranslationRoutes:
+    """The handlers, with what they share: the served model, the settings and the
+    translator of texts."""
 
-    async def translate_texts(request: Request, texts: list[str], text_format: str, split: bool,
-                              beam_size: int, n_best: int,
-                              glossary: Glossary | None = None) -> list[TextResult]:  # fmt: skip
-        """Texts in a format: split into sentences, each distinct one decoded once (pieces
-        for the over-long), markup placed by alignment (in the worker thread), rebuilt;
-        ``glossary``: terms forced where their English side occurs."""
-        translator = _translator()
+    def __init__(self, served: ServedModel, settings: ServerSettings,
+                 texts: TextTranslator) -> None:
+        self.served = served
+        self.settings = settings
+        self.texts = texts
 
-        def prepare() -> tuple[TextBatch, list, list, list | None]:
-            try:
-                documents = [parse(valid_text(text), text_format, "q") for text in texts]
-            except DataError as error:
-                raise ApiError(400, f"Invalid request: {error}", "q") from None
-            batch = TextBatch(documents, split)
-            plans = translator.plan(batch.sentences)
-            terms = translator.piece_terms(batch.sentences, plans, glossary)
-            try:
-                return batch, plans, terms, translator.constraints(terms)
-            except ValueError as error:  # a CTranslate2 engine
-                raise ApiError(400, f"Invalid request: {error}", "glossary") from None
-
-        # Parsing, splitting and rebuilding a large file take a second: off the event loop.
-        batch, plans, terms, constraints = await asyncio.to_thread(prepare)
-        encoded = [piece.ids for plan in plans for piece in plan]
-        found = [s.hypotheses for s in await _decode(request, encoded, beam_size, n_best,
-                                                     constraints=constraints)]  # fmt: skip
-        if any(batch.aligned):
-            job = Job(key=("finish",), size=len(batch.sentences), cost=1,
-                      payload=(batch.sentences, plans, found, n_best, batch.aligned,
-                               terms))  # fmt: skip
-            finished = await wait_for(request, submit(worker, job))
-        else:
-            finished = await asyncio.to_thread(translator.finish, batch.sentences, plans, found,
-                                               n_best, None, terms)  # fmt: skip
-        return await asyncio.to_thread(_results, batch, finished, n_best)
-
-    add_file_routes(app, settings, translate_texts, served.translates)
-
-    @app.post("/translate")
-    @app.get("/translate", include_in_schema=False)
-    async def libre_translate(request: Request) -> JSONResponse:
+    async def libre_translate(self, request: Request) -> JSONResponse:
         """LibreTranslate's /translate: q (string or array), source, target, format,
         alternatives, api_key; from JSON, a form or the query string."""
         args = await _libre_arguments(request)
-        authorize(settings, args.get("api_key"), request)
-        checked = translate_args(args, settings.limits)
+        authorize(self.settings, args.get("api_key"), request)
+        checked = translate_args(args, self.settings.limits)
         glossary = request_glossary(args.get("glossary"))
         n_best = checked.alternatives + 1
-        beam = max(settings.beam_size, n_best)
+        beam = max(self.settings.beam_size, n_best)
         texts = checked.texts
         if checked.format == "text":  # line endings as LibreTranslate reads them
             texts = [text.replace("\r\n", "\n").replace("\r", "\n") for text in texts]
-        found = await translate_texts(request, texts, checked.format, True, beam, n_best,
-                                      glossary)  # fmt: skip
-        texts = [result.text for result in found]
-        alternatives = [result.alternatives for result in found]
-        answer: dict[str, Any] = {"translatedText": texts if checked.batch else texts[0]}
+        found = await self.texts.translate_texts(request, texts, checked.format, True, beam,
+                                                 n_best, glossary)
+        return JSONResponse(self._libre_answer(checked, found, glossary))
+
+    def _libre_answer(self, checked: TranslateArgs, found: list[TextResult],
+                      glossary: Glossary | None) -> dict[str, Any]:
+        def each(values: list) -> Any:  # q an array: arrays; q a string: single values
+            return values if checked.batch else values[0]
+
+        answer: dict[str, Any] = {"translatedText": each([result.text for result in found])}
         if checked.alternatives:
-            answer["alternatives"] = alternatives if checked.batch else alternatives[0]
+            answer["alternatives"] = each([result.alternatives for result in found])
         if checked.detect:
-            detected = [detected_language(text) for text in checked.texts]
-            answer["detectedLanguage"] = detected if checked.batch else detected[0]
+            answer["detectedLanguage"] = each([detected_language(t) for t in checked.texts])
+        if glossary is not None:
+            answer["glossaryTermsNotMet"] = each([[t.source for t in result.missing]
+                                                  for result in found])
+        if warnings := self._libre_warnings(found, glossary, checked.batch):
+            answer["warnings"] = warnings
+        return answer
+
+    def _libre_warnings(self, found: list[TextResult], glossary: Glossary | None,
+                        batch: bool) -> list[str]:
+        """Never silent: what could not be translated whole, and glossary terms not placed."""
         warnings = []
         windowed = [i for i, result in enumerate(found) if result.windowed]
-        if windowed:  # never silent: what could not be translated whole is said
-            limit = _translator().engine.source_limit()
-            warnings.append(not_whole_warning(windowed, limit, checked.batch))
-        if glossary is not None:
-            missing = [[t.source for t in result.missing] for result in found]
-            answer["glossaryTermsNotMet"] = missing if checked.batch else missing[0]
-            if lacking := missing_terms_warning(found, checked.batch):
-                warnings.append(lacking)
-        if warnings:
-            answer["warnings"] = warnings
-        return JSONResponse(answer)
+        if windowed:
+            warnings.append(not_whole_warning(windowed, self.texts.source_limit(), batch))
+        if glossary is not None and (lacking := missing_terms_warning(found, batch)):
+            warnings.append(lacking)
+        return warnings
 
-    @app.get("/languages")
-    @app.post("/languages", include_in_schema=False)
-    async def libre_languages() -> list[dict[str, Any]]:
+    async def libre_languages(self) -> list[dict[str, Any]]:
         """What the model translates: English to Chinese (none for a language model)."""
-        return languages() if served.translates else []
+        return languages() if self.served.translates else []
 
-    @app.post("/detect")
-    async def libre_detect(request: Request) -> list[dict[str, Any]]:
+    async def libre_detect(self, request: Request) -> list[dict[str, Any]]:
         """LibreTranslate's /detect: the languages of q by script, most confident first
         (``protocol.detect_languages``); an empty q is a 400, as there."""
         args = await _libre_arguments(request)
-        authorize(settings, args.get("api_key"), request)
+        authorize(self.settings, args.get("api_key"), request)
         if not args.get("q") or not isinstance(args["q"], str):
             raise ApiError(400, "Invalid request: missing q parameter", "q")
         return detect_languages(args["q"])
 
-    @app.post("/v1/translate")
-    async def native_translate(body: NativeTranslateRequest, request: Request) -> dict:
+    async def native_translate(self, body: NativeTranslateRequest, request: Request) -> dict:
         """Each text as one segment: n-best hypotheses with scores, and cross-attention."""
-        authorize(settings, body.api_key, request)
+        authorize(self.settings, body.api_key, request)
         texts = body.text if isinstance(body.text, list) else [body.text]
-        settings.limits.check(texts)
-        if body.return_attention and not served.attention:
+        self.settings.limits.check(texts)
+        if body.return_attention and not self.served.attention:
             raise ApiError(400, "return_attention needs a torch engine (not CTranslate2)")
-        beam = max(body.beam_size or settings.beam_size, body.n_best)
-        asked, warnings = body.beam_size, []
-        if asked is not None and beam > asked:  # never silent: the answer differs from the ask
-            warnings.append(f"beam_size {asked} raised to {beam} to return n_best {body.n_best} "
-                            "(a beam finds at most beam_size hypotheses)")  # fmt: skip
-        if body.return_attention and body.format != "text":
-            raise ApiError(400, "Invalid request: return_attention takes plain text (format: "
-                                "text)", "return_attention")  # fmt: skip
-        glossary = request_glossary(body.glossary)
-        if body.return_attention and glossary is not None:
-            raise ApiError(400, "Invalid request: return_attention takes no glossary",
-                           "glossary")  # fmt: skip
+        beam = max(body.beam_size or self.settings.beam_size, body.n_best)
+        warnings = _raised_beam_warnings(body, beam)
+        glossary = _native_glossary(body)
         if body.return_attention:  # attention is drawn over one sentence: each text whole
-            lines = [" ".join(valid_text(text).split()) for text in texts]
-            sentences = await translate(request, lines, beam, body.n_best, True)
-            results = [TextResult(served.text(s.hypotheses[0]) if s.hypotheses else "",
-                                  [served.text(h) for h in s.hypotheses[1:]], s.hypotheses,
-                                  False) for s in sentences]  # fmt: skip
+            results, sentences = await self._translate_whole(request, texts, beam, body.n_best)
         else:
-            results = await translate_texts(request, texts, body.format, body.split, beam,
-                                            body.n_best, glossary)  # fmt: skip
+            results = await self.texts.translate_texts(request, texts, body.format, body.split,
+                                                       beam, body.n_best, glossary)
             sentences = [TranslatedSentence(r.hypotheses) for r in results]
-        out = []
-        for result, sentence in zip(results, sentences, strict=True):
-            item: dict[str, Any] = {"text": result.text}
-            if body.return_scores or body.n_best > 1:
-                ranked = [result.text, *result.alternatives]
-                item["hypotheses"] = [
-                    {"text": ranked[min(k, len(ranked) - 1)], "score": round(h.score, 4),
-                     "log_prob": round(h.log_prob, 4), "tokens": len(h.tokens)}
-                    for k, h in enumerate(result.hypotheses)
-                ]  # fmt: skip
-            if body.return_attention:
-                item["attention"] = sentence.attention
-            if result.windowed:
-                item["windowed"] = True
-            if glossary is not None:
-                item["glossary_terms_not_met"] = [t.source for t in result.missing]
-            out.append(item)
+        out = [_native_item(body, result, sentence, glossary is not None)
+               for result, sentence in zip(results, sentences, strict=True)]
         if lacking := missing_terms_warning(results):
             warnings.append(lacking)
-        answer = {"model": served.name, "beam_size": beam, "translations": out}
+        answer = {"model": self.served.name, "beam_size": beam, "translations": out}
         return {**answer, "warnings": warnings} if warnings else answer
 
-    return translate_texts
+    async def _translate_whole(self, request: Request, texts: list[str], beam: int,
+                               n_best: int) -> tuple[list[TextResult], list[TranslatedSentence]]:
+        """Each text decoded as one sentence, with its attention."""
+        lines = [" ".join(valid_text(text).split()) for text in texts]
+        sentences = await self.texts.translate_lines(request, lines, beam, n_best, True)
+        text = self.served.text
+        results = [TextResult(text(s.hypotheses[0]) if s.hypotheses else "",
+                              [text(h) for h in s.hypotheses[1:]], s.hypotheses, False)
+                   for s in sentences]
+        return results, sentences
 
 
-def _results(batch: TextBatch, finished: list[SentenceTranslation],
-             n_best: int) -> list[TextResult]:  # fmt: skip
-    """Each text's best translation, its n-best hypotheses (the best combinations of its
-    sentences' hypotheses, ``TextBatch.n_best``) and their texts as alternatives."""
-    results = []
-    for index, text in enumerate(batch.rebuild(finished)):
-        ids = [i for segment in batch.segment_sentences(index) for i in segment]
-        hypotheses = batch.n_best(index, finished, n_best) if ids else []
-        missing = list(dict.fromkeys(t for i in ids for t in finished[i].missing))
-        results.append(TextResult(text, [h.text for h in hypotheses[1:]], hypotheses,
-                                  any(finished[i].windowed for i in ids), missing))  # fmt: skip
-    return results
+def _raised_beam_warnings(body: NativeTranslateRequest, beam: int) -> list[str]:
+    """Never silent: the answer differs from the ask when n_best raised the beam."""
+    asked = body.beam_size
+    if asked is None or beam <= asked:
+        return []
+    return [f"beam_size {asked} raised to {beam} to return n_best {body.n_best} "
+            "(a beam finds at most beam_size hypotheses)"]
+
+
+def _native_glossary(body: NativeTranslateRequest) -> Glossary | None:
+    """The request's glossary, once the options that return_attention excludes are checked
+    (attention is drawn over plain text, decoded without constraints)."""
+    if body.return_attention and body.format != "text":
+        raise ApiError(400, "Invalid request: return_attention takes plain text (format: "
+                            "text)", "return_attention")
+    glossary = request_glossary(body.glossary)
+    if body.return_attention and glossary is not None:
+        raise ApiError(400, "Invalid request: return_attention takes no glossary", "glossary")
+    return glossary
+
+
+def _native_item(body: NativeTranslateRequest, result: TextResult,
+                 sentence: TranslatedSentence, glossary: bool) -> dict[str, Any]:
+    """One text's translation, with what the request asked for beside it."""
+    item: dict[str, Any] = {"text": result.text}
+    if body.return_scores or body.n_best > 1:
+        ranked = [result.text, *result.alternatives]
+        item["hypotheses"] = [
+            {"text": ranked[min(k, len(ranked) - 1)], "score": round(h.score, 4),
+             "log_prob": round(h.log_prob, 4), "tokens": len(h.tokens)}
+            for k, h in enumerate(result.hypotheses)
+        ]
+    if body.return_attention:
+        item["attention"] = sentence.attention
+    if result.windowed:
+        item["windowed"] = True
+    if glossary:
+        item["glossary_terms_not_met"] = [t.source for t in result.missing]
+    return item
 
 
 async def _libre_arguments(request: Request) -> dict[str, Any]:

@@ -138,7 +138,7 @@ def attention_picture(
 
     from seq2seq.data.clean import normalize_en
     from seq2seq.decoding.decode import generate_ids, translate_ids, translation_prompt
-    from seq2seq.decoding.search import SamplingConfig
+    from seq2seq.decoding.sampling import SamplingConfig
     from seq2seq.inference.attention_maps import cross_attention_maps, self_attention_maps
     from seq2seq.inference.checkpoint import load_model
     from seq2seq.inference.packed import pack_for_cpu_inference

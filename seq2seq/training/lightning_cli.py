@@ -32,6 +32,7 @@ from seq2seq.training.callbacks import (
     lightning_requeues,
 )
 from seq2seq.training.module import TranslationModule
+from seq2seq.training.validation import ValidationBleu
 
 # jsonargparse's parser is argparse's: without this, --model.warmup_step would silently set
 # --model.warmup_steps (a prefix), and a typo would print the whole 120-line usage.
@@ -148,8 +149,15 @@ def add_tensorboard_beside_csv(trainer) -> None:
 
 
 def trainer_defaults() -> dict:
+    """The trainer's defaults; LightningCLI appends these callbacks to any a config gives.
+
+    ``ValidationBleu`` logs the ``val_bleu`` that the best checkpoint is chosen by."""
     return {
-        "callbacks": [ThroughputMonitor(), LearningRateMonitor(logging_interval="step")],
+        "callbacks": [
+            ThroughputMonitor(),
+            LearningRateMonitor(logging_interval="step"),
+            ValidationBleu(),
+        ],
         "default_root_dir": "runs",
     }
 

@@ -1,16 +1,16 @@
 """Training as a LightningModule: teacher forcing with the label-smoothed loss, updates
-normalised by target tokens, non-finite batches skipped, validation loss and BLEU.
+normalised by target tokens, non-finite batches skipped, validation loss.
 
-Lightning lives here, in ``callbacks`` and in the data/CLI layers only; the model, the loss
+Validation BLEU is a callback (``seq2seq.training.validation.ValidationBleu``) and whether the
+data fits the model one function (``seq2seq.training.data_checks``). Lightning lives here, in
+``callbacks``/``validation`` and in the data/CLI layers only; the model, the loss
 (``seq2seq.loss``) and the optimiser with its schedule (``seq2seq.training.schedule``) are plain
 PyTorch.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -26,10 +26,9 @@ from seq2seq.config import ModelConfig
 from seq2seq.decoding.search import SearchConfig
 from seq2seq.errors import ConfigError, TrainingStopped
 from seq2seq.inference.checkpoint import CHECKPOINT_KEY, SOURCE_EOS_KEY, checkpoint_section
-from seq2seq.inference.evaluation import score_translations
-from seq2seq.inference.translator import TorchEngine, Translator
 from seq2seq.loss import label_smoothed_cross_entropy
 from seq2seq.model import Transformer
+from seq2seq.training.data_checks import InitCheckpoint, check_data_fits_model, ending
 from seq2seq.training.schedule import (
     inverse_sqrt_schedule,
     paper_optimizer,
@@ -39,7 +38,12 @@ from seq2seq.training.schedule import (
 
 
 class TranslationModule(L.LightningModule):
-    """Trains a Transformer with teacher forcing and scores BLEU on the validation set.
+    """Trains a Transformer with teacher forcing; validates its loss, NLL and perplexity.
+
+    Validation BLEU (``val_bleu``, which ``seq2seq fit``'s best checkpoint is chosen by) is the
+    ``ValidationBleu`` callback's (``seq2seq.training.validation``): ``seq2seq fit`` and
+    ``validate`` add it; a plain ``Trainer`` built in Python trains without it, and logs no
+    ``val_bleu``, unless given ``callbacks=[ValidationBleu()]``.
 
     Args:
         config: the model's shape (``ModelConfig``); ``vocab_size`` and the special ids are
@@ -54,9 +58,9 @@ class TranslationModule(L.LightningModule):
         adam_betas: Adam's (beta1, beta2) (paper: 0.9, 0.98).
         adam_eps: Adam's epsilon (paper: 1e-9).
         weight_decay: decoupled weight decay (AdamW); 0 as in the paper.
-        val_bleu_sentences: how many dev sentences, evenly spaced over the dev set, to
-            translate for validation BLEU (0 = skip BLEU, -1 = all); scored against the raw
-            Chinese text, gathered over all ranks under DDP.
+        val_bleu_sentences: how many dev sentences, evenly spaced over the dev set, the
+            ``ValidationBleu`` callback translates for validation BLEU (0 = skip BLEU,
+            -1 = all); scored against the raw Chinese text, gathered over all ranks under DDP.
         val_beam_size: beam used for validation BLEU (1 = greedy, fastest).
         search: decoding defaults stored in the checkpoint for ``translate``/``evaluate``.
         max_nonfinite_steps: a batch whose loss is NaN or infinite (on any rank) is skipped:
@@ -99,12 +103,12 @@ class TranslationModule(L.LightningModule):
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
-        self._init_tokenizer: bytes | None = None  # the tokenizer of init_from
-        self._init_source_eos: bool | None = None  # and whether its sources end with eos
+        self._init: InitCheckpoint | None = None  # what init_from's data was cut with
         if init_from is not None:
             config, self.model, tokenizer = pretrained_model(init_from, config, finetune_dropout)
-            self._init_tokenizer = tokenizer.to_bytes()
-            self._init_source_eos = tokenizer.source_ends_with_eos
+            self._init = InitCheckpoint(
+                init_from, tokenizer.to_bytes(), tokenizer.source_ends_with_eos
+            )
             self.hparams["config"] = config  # what is trained, for load_from_checkpoint
             if tokenizer.appended_pad:
                 keep_row_zero(self.model.embedding.weight, config.bos_id)
@@ -329,29 +333,6 @@ class TranslationModule(L.LightningModule):
             self.log("val_loss", loss_sum / tokens, **exact)
             self.log("val_nll", nll_sum / tokens, prog_bar=True, **exact)
             self.log("val_ppl", math.exp(min(nll_sum / tokens, 700.0)), **exact)
-        if self.task == "translation" and self.hparams.val_bleu_sentences != 0:
-            self.log("val_bleu", self._validation_bleu(), prog_bar=True, **exact)
-
-    def _validation_bleu(self) -> float:
-        """sacreBLEU of a sample of the dev set, against its raw (cleaned) Chinese text.
-
-        ``val_bleu_sentences`` evenly spaced dev sentences (all lengths; -1 = all) are
-        translated, each rank its share, and the translations are gathered, so every rank
-        scores exactly the corpus a single process would. 0 without a tokenizer and data.
-        """
-        datamodule = getattr(self.trainer, "datamodule", None)
-        tokenizer = self._tokenizer()
-        if tokenizer is None or not hasattr(datamodule, "split_texts"):
-            return 0.0
-        sources, references = datamodule.split_texts("dev")
-        chosen = evenly_spaced(len(sources), self.hparams.val_bleu_sentences)
-        mine = chosen[self.global_rank :: self.trainer.world_size]
-        translator = Translator(TorchEngine(self.model, self.search), tokenizer)
-        with _quiet_stderr():  # truncation warnings of over-long dev sentences
-            outputs = translator.translate([sources[i] for i in mine], self.hparams.val_beam_size)
-        translated = dict(gather_objects(list(zip(mine, outputs, strict=True))))
-        hypotheses = [translated[i] for i in chosen]
-        return score_translations(hypotheses, [[references[i] for i in chosen]])["bleu"]
 
     # -- tokenizer and self-contained checkpoints -----------------------------------------
 
@@ -362,62 +343,16 @@ class TranslationModule(L.LightningModule):
             self.tokenizer_bytes = tokenizer.to_bytes()
             self.task = getattr(datamodule, "task", "translation")
             # A language model reads no sources: its checkpoint says False whatever the
-            # tokenizer (a decoder-only translator's must be False: _check_tokenizer).
+            # tokenizer (a decoder-only translator's must be False: check_data_fits_model).
             self.source_ends_with_eos = tokenizer.source_ends_with_eos and self.task != "lm"
-            self._check_vocab(tokenizer.vocab_size)
-            self._check_tokenizer(tokenizer, datamodule)
+            check_data_fits_model(self.config, datamodule, self._init)
             if self.config.decoder_only and tokenizer.sep_id is not None:
                 self.config.sep_id = tokenizer.sep_id  # joined pairs: [bos] src [sep] tgt
                 self.config.validate()
-            self._check_positions(datamodule)
 
-    def _check_positions(self, datamodule) -> None:
-        """The longest training sequence must fit the position table (one line, not a crash
-        at the step that first meets it)."""
-        if self.task == "lm":
-            longest, what = datamodule.block_size, f"data.block_size={datamodule.block_size}"
-        elif self.config.decoder_only:
-            longest = 2 * datamodule.max_len + 2  # [bos] src [sep] tgt, both sides at max_len
-            what = f"decoder-only pairs of data.max_len={datamodule.max_len} joined"
-        else:
-            longest, what = datamodule.max_len + 1, f"data.max_len={datamodule.max_len} (+ bos)"
-        if longest > self.config.max_positions:
-            raise ConfigError(
-                f"{what} make {longest}-token sequences but model.config.max_positions is "
-                f"{self.config.max_positions}: raise it or shorten the data"
-            )
-
-    def _check_tokenizer(self, tokenizer, datamodule) -> None:
-        """The data's special ids and layout must be the model's; a fine-tuned model must see
-        its own tokenizer's ids."""
-        config = self.config
-        ids = (tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id)
-        if ids != (config.pad_id, config.bos_id, config.eos_id):
-            raise ConfigError(f"the tokenizer's pad/bos/eos ids {ids} are not the model's "
-                              f"{(config.pad_id, config.bos_id, config.eos_id)}")  # fmt: skip
-        if getattr(datamodule, "decoder_only", config.decoder_only) != config.decoder_only:
-            raise ConfigError(f"the data layout disagrees with the model's decoder_only="
-                              f"{config.decoder_only}: set model.config.decoder_only")  # fmt: skip
-        if self._init_tokenizer is not None and self.tokenizer_bytes != self._init_tokenizer:
-            raise ConfigError(f"the data is not cut by the tokenizer of {self.hparams.init_from}: "
-                              "set data.tokenizer_from to it (seq2seq fit links it)")  # fmt: skip
-        if config.decoder_only and self.source_ends_with_eos:
-            raise ConfigError("a decoder-only translation model reads [bos] src [sep] tgt: its "
-                              "data's sources must not end with </s>")  # fmt: skip
-        if self._init_source_eos is not None and self.source_ends_with_eos != self._init_source_eos:
-            raise ConfigError(f"the data's sources {_ending(self.source_ends_with_eos)} but "
-                              f"{self.hparams.init_from} was trained on sources that "
-                              f"{_ending(self._init_source_eos)}: cut the data with its "
-                              "tokenizer (data.tokenizer_from)")  # fmt: skip
-
-    def _check_vocab(self, vocab_size: int) -> None:
-        if vocab_size != self.config.vocab_size:
-            raise ConfigError(
-                f"ModelConfig.vocab_size ({self.config.vocab_size}) disagrees with the "
-                f"SentencePiece model ({vocab_size} pieces)"
-            )
-
-    def _tokenizer(self):
+    def data_tokenizer(self):
+        """The data's tokenizer (which validation BLEU decodes with); None before ``setup``
+        or a checkpoint gave it."""
         if self.tokenizer_bytes is None:
             return None
         if getattr(self, "_tokenizer_cache", None) is None:
@@ -426,6 +361,8 @@ class TranslationModule(L.LightningModule):
             self._tokenizer_cache = tokenizer_from_bytes(self.tokenizer_bytes,
                                                          self.source_ends_with_eos)  # fmt: skip
         return self._tokenizer_cache
+
+    _tokenizer = data_tokenizer  # its former name
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint[CHECKPOINT_KEY] = checkpoint_section(
@@ -437,17 +374,13 @@ class TranslationModule(L.LightningModule):
         stored = bool(section.get(SOURCE_EOS_KEY, False))  # absent: trained before the key
         if self.tokenizer_bytes is not None and "tokenizer" in section:  # resuming with data
             if stored != self.source_ends_with_eos and self.task != "lm":
-                raise ConfigError(f"the checkpoint was trained on sources that {_ending(stored)}"
-                                  f" but the data's sources {_ending(self.source_ends_with_eos)}:"
+                raise ConfigError(f"the checkpoint was trained on sources that {ending(stored)}"
+                                  f" but the data's sources {ending(self.source_ends_with_eos)}:"
                                   " resume on data cut as before")  # fmt: skip
         self.tokenizer_bytes = section.get("tokenizer", self.tokenizer_bytes)
         self.source_ends_with_eos = stored
         self.task = section.get("task", self.task)
         self._tokenizer_cache = None
-
-
-def _ending(with_eos: bool) -> str:
-    return "end with </s>" if with_eos else "do not end with </s>"
 
 
 def pretrained_model(
@@ -492,25 +425,3 @@ def keep_row_zero(weight: Tensor, row: int) -> None:
         return grad
 
     weight.register_hook(drop_row)
-
-
-def evenly_spaced(n: int, count: int) -> list[int]:
-    """``count`` indices spread evenly over ``range(n)`` (all of them for count < 0 or >= n)."""
-    if count < 0 or count >= n:
-        return list(range(n))
-    return sorted({i * n // count for i in range(count)})
-
-
-def gather_objects(items: list) -> list:
-    """The concatenation of every rank's ``items`` (just ``items`` without distribution)."""
-    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
-        return items
-    gathered: list[list] = [[] for _ in range(torch.distributed.get_world_size())]
-    torch.distributed.all_gather_object(gathered, items)
-    return [item for part in gathered for item in part]
-
-
-@contextlib.contextmanager
-def _quiet_stderr():
-    with open(os.devnull, "w") as devnull, contextlib.redirect_stderr(devnull):
-        yield

@@ -13,10 +13,11 @@ from pathlib import Path
 import lightning as L
 import torch
 
-import seq2seq.training.module
+import seq2seq.training.validation
 from seq2seq.config import ModelConfig
 from seq2seq.data.datamodule import TranslationDataModule
 from seq2seq.training.module import TranslationModule
+from seq2seq.training.validation import ValidationBleu
 
 TINY = dict(d_model=32, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=64, dropout=0.0)
 
@@ -61,15 +62,18 @@ def main() -> None:
     trainer = L.Trainer(
         accelerator="cpu", devices=2, strategy="ddp", max_epochs=1, limit_val_batches=0,
         logger=False, enable_checkpointing=False, enable_progress_bar=False,
-        enable_model_summary=False, callbacks=[recorder],
+        enable_model_summary=False, callbacks=[recorder, ValidationBleu()],
     )  # fmt: skip
     trainer.fit(module, datamodule=data)
 
     scored = []  # what validation BLEU is computed on
-    score = seq2seq.training.module.score_translations
-    seq2seq.training.module.score_translations = lambda h, r: scored.append((h, r[0])) or score(
-        h, r
-    )
+    score = seq2seq.training.validation.score_translations
+
+    def recording_score(hypotheses, references):
+        scored.append((hypotheses, references[0]))
+        return score(hypotheses, references)
+
+    seq2seq.training.validation.score_translations = recording_score
     module.hparams.val_bleu_sentences = -1  # the whole dev set
     trainer.limit_val_batches = 1.0
     (validation,) = trainer.validate(module, datamodule=data, verbose=False)

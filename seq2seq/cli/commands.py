@@ -1,0 +1,293 @@
+"""What each command does once its options are checked: the ``run_*`` functions, one per
+command, each returning the exit status. The heavy imports happen inside them, so a command
+loads only what it uses."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from seq2seq import checks
+from seq2seq.cli.interrupts import interrupt_status, signals_deferred
+from seq2seq.cli.progress import LineProgress, progress_bar
+
+
+def _read_glossary(args: argparse.Namespace):  # noqa: ANN202 (Glossary | None)
+    """The ``--glossary`` file, read and checked before the model loads (a bad line fails
+    at once, naming it)."""
+    if args.glossary is None:
+        return None
+    from seq2seq.inference.glossary import Glossary
+
+    if args.engine == "ctranslate2":
+        raise ValueError("--glossary needs --engine torch (CTranslate2 has no constrained "
+                         "beam search)")
+    return Glossary.read(args.glossary)
+
+
+def _load_translator(args: argparse.Namespace):  # noqa: ANN202 (Translator)
+    from seq2seq.inference.translator import Translator
+
+    if args.engine == "ctranslate2":
+        translator = Translator.from_ctranslate2(args.checkpoint, args.device, args.quantize)
+    else:
+        translator = Translator.from_checkpoint(args.checkpoint, args.device, args.quantize)
+    return translator.with_search(
+        length_penalty=args.length_penalty, max_len_a=args.max_len_a, max_len_b=args.max_len_b
+    )
+
+
+def run_translate(args: argparse.Namespace) -> int:
+    from seq2seq.formats import format_of, parse
+    from seq2seq.textio import read_text, write_text
+
+    text_format = args.format or format_of(args.input)
+    if args.n_best is not None and text_format != "text":
+        raise ValueError(f"--n-best takes plain text, not --format {text_format}")
+    glossary = _read_glossary(args)
+    translator = _load_translator(args)  # a wrong checkpoint fails before stdin is read
+    if text_format == "text":
+        return _translate_lines(translator, args, glossary)
+    source = args.input or "<stdin>"
+    document = parse(read_text(args.input), text_format, source)
+    try:
+        with progress_bar(None, "sentences", show=args.input is not None) as bar:
+            [output] = translator.translate_documents(
+                [document], args.beam_size, args.max_tokens, args.split_sentences, bar.advance,
+                bar.set_total, glossary=glossary,
+            )
+    except KeyboardInterrupt as interrupt:
+        print(f"seq2seq translate: interrupted; nothing written (a {text_format} document is "
+              "written whole)", file=sys.stderr)
+        return interrupt_status(interrupt)
+    write_text(output, args.output)
+    return 0
+
+
+def _translate_lines(translator, args: argparse.Namespace, glossary=None) -> int:
+    """Plain text, one output line per input line, streamed a window of lines at a time:
+    each window's lines are written (and flushed) as soon as they are translated."""
+    from seq2seq.inference.translator import line_windows
+    from seq2seq.textio import LineWriter, count_lines, stream_lines
+
+    typing = args.input is None and sys.stdin.isatty()
+    window = 1 if typing else args.window  # at a terminal, answer each line as it is typed
+    # A pipe (--input <(zcat ...)) can be read once only: no count, no total.
+    total = count_lines(args.input) if args.input and Path(args.input).is_file() else None
+    destination = args.output or "stdout"
+    with LineWriter(args.output) as out, \
+            progress_bar(total, "lines", show=args.input is not None) as bar:
+        lines = LineProgress(bar)
+        try:
+            for chunk in line_windows(stream_lines(args.input), window):
+                lines.start(len(chunk))
+                outputs = _translate_chunk(translator, chunk, args, lines, glossary)
+                with signals_deferred():  # the lines written and their count agree
+                    out.write(outputs)
+                    lines.finish()
+        except KeyboardInterrupt as interrupt:
+            bar.stop()
+            print(f"seq2seq translate: interrupted; the translations of the first "
+                  f"{lines.done_lines:,} input line(s) are in {destination}", file=sys.stderr)
+            return interrupt_status(interrupt)
+        except BrokenPipeError:  # the reader went away (| head): stop quietly, as cat does
+            sys.stdout = None  # nothing more to flush at exit
+            return 0
+    return 0
+
+
+def _translate_chunk(translator, chunk: list[str], args, progress: LineProgress,
+                     glossary=None) -> list[str]:
+    """A window's output lines: translations, or with ``--n-best`` N lines per input line."""
+    if args.n_best is None:
+        return translator.translate(chunk, args.beam_size, args.max_tokens, progress.advance,
+                                    args.split_sentences, progress.set_total,
+                                    first_line=progress.done_lines + 1, glossary=glossary)
+    beam = max(args.beam_size, args.n_best)
+    found = translator.translate_n_best(chunk, args.n_best, beam, args.max_tokens,
+                                        args.split_sentences, progress.advance,
+                                        progress.set_total, glossary, progress.done_lines + 1)
+    first = progress.done_lines
+    return [f"{first + number} ||| {h.text} ||| F0= {h.log_prob:.4f} ||| {h.score:.4f}"
+            for number, hyps in enumerate(found) for h in hyps]
+
+
+def _translate_with_progress(translator, lines: list[str], args, show: bool,
+                             glossary=None) -> list[str]:
+    with progress_bar(len(lines), "lines", show) as bar:
+        progress = LineProgress(bar)
+        progress.start(len(lines))
+        outputs = translator.translate(lines, args.beam_size, args.max_tokens,
+                                       progress.advance, args.split_sentences,
+                                       progress.set_total, glossary=glossary)
+        progress.finish()
+        return outputs
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    from seq2seq.inference.evaluation import (
+        eval_set_label,
+        hypotheses_path,
+        load_eval_set,
+        score_translations,
+    )
+    from seq2seq.textio import write_lines
+
+    glossary = _read_glossary(args)
+    translator = _load_translator(args)
+    sources, references, name = load_eval_set(args.data_from or args.checkpoint, args.split,
+                                              args.src, args.ref, args.engine)
+    if not sources:
+        raise ValueError(f"{args.src or name}: no sentences to score")
+    data_from = None if args.src else args.data_from  # whose split was scored, if not its own
+    hyps_path = Path(args.hyps or hypotheses_path(args.checkpoint, name, data_from))
+    checks.writable_file(hyps_path, "hypotheses file")  # before the translating, not after
+    hypotheses = _translate_with_progress(translator, sources, args, True, glossary)
+    result = score_translations(hypotheses, references)
+    write_lines(hypotheses, hyps_path)
+    result.update({"beam_size": args.beam_size, "hypotheses": str(hyps_path),
+                   "eval_set": eval_set_label(name, args.src, data_from)})
+    if glossary is not None:
+        result["glossary"] = args.glossary
+    _print_scores(result, args.json)
+    return 0
+
+
+def _print_scores(result: dict, as_json: bool) -> None:
+    """``evaluate``'s answer: one JSON object, or three lines for a person."""
+    if as_json:
+        print(json.dumps(result, ensure_ascii=False))
+        return
+    print(f"BLEU = {result['bleu']:.2f}  ({result['bleu_signature']})")
+    print(f"chrF = {result['chrf']:.2f}  ({result['chrf_signature']})")
+    print(
+        f"{result['sentences']:,} sentences, {result['references']:,} references, "
+        f"beam {result['beam_size']}; hypotheses in {result['hypotheses']}"
+    )
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    from seq2seq.decoding.sampling import SamplingConfig
+    from seq2seq.inference.generation import Generator, check_sampling
+    from seq2seq.textio import read_lines, write_lines
+
+    temperature = 0.0 if args.greedy else args.temperature
+    sampling = SamplingConfig(temperature, args.top_k, args.top_p, args.seed)
+    check_sampling(sampling, args.beam_size, args.max_new_tokens)  # before the slow load
+    if args.prompt is not None and args.input is not None:
+        raise ValueError("give --prompt or --input, not both")
+    prompts = [args.prompt] if args.prompt is not None else read_lines(args.input)
+    generator = Generator.from_checkpoint(args.checkpoint, args.device, args.quantize)
+    options = dict(max_new_tokens=args.max_new_tokens, sampling=sampling,
+                   beam_size=args.beam_size, max_tokens=args.max_tokens)
+    if args.prompt is not None and args.output is None and args.beam_size == 1:
+        return _stream_one(generator, args.prompt, options)
+    show = len(prompts) > 1 and (args.input is not None or args.output is not None)
+    with progress_bar(len(prompts), "prompts", show) as bar:
+        outputs = generator.generate(prompts, on_batch=bar.advance, **options)
+    write_lines(outputs, args.output)
+    return 0
+
+
+def _stream_one(generator, prompt: str, options: dict) -> int:
+    """Print the prompt, then each new piece of text as soon as it is generated."""
+    shown = prompt.replace("\n", " ")
+
+    def show(piece: str) -> None:
+        nonlocal shown
+        piece = piece.replace("\n", " ")
+        shown += piece
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+
+    sys.stdout.write(shown)
+    sys.stdout.flush()
+    [final] = generator.generate([prompt], on_text=show, **options)
+    sys.stdout.write((final[len(shown) :] if final.startswith(shown) else "") + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from seq2seq.tools import export
+
+    if args.format == "hf":
+        out = export.export_hf(args.checkpoint, args.output, args.eval_json)
+    else:
+        out = export.export_ctranslate2(args.checkpoint, args.output, args.eval_json,
+                                        args.quantization)
+    print(f"exported {args.checkpoint} as {args.format} to {out}")
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from seq2seq.inference.checkpoint import load_model
+    from seq2seq.tools.pretrained import import_marian
+
+    out = import_marian(args.hf, args.output, args.target_token)
+    config = load_model(out).model.config
+    print(f"imported {args.hf} to {out}: d_model {config.d_model}, {config.n_encoder_layers}+"
+          f"{config.n_decoder_layers} layers, vocabulary {config.vocab_size}, "
+          f"activation {config.activation}")
+    return 0
+
+
+def run_attention(args: argparse.Namespace) -> int:
+    from seq2seq.tools.pictures import attention_picture
+
+    out = attention_picture(args.checkpoint, args.text, args.output, layer=args.layer,
+                            head=args.head, beam_size=args.beam_size,
+                            max_new_tokens=args.max_new_tokens, font=args.font)
+    print(f"wrote {out}")
+    return 0
+
+
+def run_plot(args: argparse.Namespace) -> int:
+    from seq2seq.tools.pictures import plot_curves
+
+    print(f"wrote {plot_curves(args.run_dir, args.output)}")
+    return 0
+
+
+def run_average(args: argparse.Namespace) -> int:
+    from seq2seq.inference.checkpoint import average_checkpoints
+
+    average_checkpoints(args.checkpoints, args.output)
+    print(f"averaged {len(args.checkpoints)} checkpoints into {args.output}")
+    return 0
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as error:
+        raise ValueError(f"serving needs its extra: pip install -e '.[serve]' ({error})") from None
+    from seq2seq.serve.server import ServeOptions, serve
+
+    return serve(ServeOptions(checkpoint=args.checkpoint, host=args.host, port=args.port,
+                              engine=args.engine, device=args.device,
+                              model_name=args.model_name, quantize=args.quantize,
+                              settings=_server_settings(args)))
+
+
+def _server_settings(args: argparse.Namespace):  # noqa: ANN202 (ServerSettings)
+    """The routes' settings from ``serve``'s options, checked as they are made (a bad value,
+    key file or glossary directory fails here, before the model loads)."""
+    from seq2seq.serve.handling import ServerSettings
+    from seq2seq.serve.protocol import Limits
+    from seq2seq.serve.server import read_api_keys
+
+    return ServerSettings(
+        beam_size=args.beam_size,
+        max_batch_tokens=args.max_batch_tokens,
+        max_wait_ms=args.max_wait_ms,
+        max_queue=args.max_queue,
+        limits=Limits(char_limit=args.char_limit, batch_limit=args.batch_limit),
+        api_keys=read_api_keys(args.api_keys) if args.api_keys else None,
+        continuous=args.continuous,
+        file_limit=args.file_limit,
+        glossary_dir=Path(args.glossary_dir) if args.glossary_dir else None,
+    )

@@ -1,0 +1,116 @@
+"""The engines ``Translator`` drives: the seam between line handling and decoding.
+
+An engine decodes batches of source ids into hypotheses; ``Translator``
+(``seq2seq.inference.translator``) does everything around it (encoding, cutting, batching,
+putting outputs back in order). ``Engine`` is what it needs; ``TorchEngine`` is our Transformer
+with our searches, and ``CTranslate2Engine`` (``seq2seq.inference.ctranslate2_engine``) the
+same over an exported model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, Protocol
+
+import torch
+
+from seq2seq.decoding.constrained import Constraints
+from seq2seq.decoding.decode import translate_ids, translation_prompt
+from seq2seq.decoding.search import Hypothesis, SearchConfig
+from seq2seq.inference.attention_maps import cross_attention_maps, self_attention_maps
+from seq2seq.model import Transformer
+
+
+class Engine(Protocol):
+    """A runtime that decodes batches of source ids: what ``Translator`` needs."""
+
+    search: SearchConfig
+    device: str
+
+    def hypotheses(
+        self,
+        sources: list[list[int]],
+        beam_size: int,
+        n_best: int = 1,
+        constraints: Sequence[Constraints | None] | None = None,
+    ) -> list[list[Hypothesis]]:
+        """The ``n_best`` best outputs of each source (ids without bos/eos), best first;
+        ``constraints``: what each output must hold (``seq2seq.decoding.constrained``)."""
+        ...
+
+    def source_limit(self) -> int:
+        """Longest source (in tokens) the engine takes."""
+        ...
+
+    def batch_budget(self, max_tokens: int, beam_size: int) -> int:
+        """Source tokens per batch for a ``max_tokens`` budget at this beam size."""
+        ...
+
+    def with_search(self, **changes: Any) -> Engine:
+        """The same engine (sharing the model) with some search settings changed."""
+        ...
+
+
+class TorchEngine:
+    """Our Transformer and our searches (``seq2seq.decoding.decode.translate_ids``)."""
+
+    constrains = True  # has constrained beam search (glossaries)
+
+    def __init__(self, model: Transformer, search: SearchConfig) -> None:
+        self.model = model.eval()
+        self.search = search
+
+    @property
+    def device(self) -> str:
+        return str(self.model.embedding.weight.device)
+
+    def hypotheses(
+        self,
+        sources: list[list[int]],
+        beam_size: int,
+        n_best: int = 1,
+        constraints: Sequence[Constraints | None] | None = None,
+    ) -> list[list[Hypothesis]]:
+        return translate_ids(self.model, self._pad(sources), beam_size, self.search, n_best,
+                             constraints)  # fmt: skip
+
+    def source_limit(self) -> int:
+        """The model's positions; a decoder-only model holds source and translation in one
+        sequence, so its sources leave room for the longest translation the search allows."""
+        limit = self.model.config.max_positions
+        if self.model.config.decoder_only:
+            limit = self.search.source_limit(limit)
+        return limit
+
+    def batch_budget(self, max_tokens: int, beam_size: int) -> int:
+        """Our search decodes beam_size rows per source."""
+        return max(1, max_tokens // beam_size)
+
+    def with_search(self, **changes: Any) -> TorchEngine:
+        return TorchEngine(self.model, replace(self.search, **changes))
+
+    def attention(self, source: list[int], target: list[int]) -> torch.Tensor:
+        """Cross-attention of ``target`` (its tokens, then eos) over ``source``, mean over
+        layers and heads: (T + 1, S). A decoder-only translator's is the self-attention of its
+        target positions over its source positions."""
+        model, config = self.model, self.model.config
+        device = self.model.embedding.weight.device
+        if config.decoder_only:
+            prompt = translation_prompt(source, config)
+            sequence = torch.tensor([prompt + target + [config.eos_id]], device=device)
+            maps = self_attention_maps(model, sequence)
+            # Position len(prompt) - 1 + t predicted target token t; the source is 1..|src|.
+            rows = slice(len(prompt) - 1, len(prompt) + len(target))
+            maps = [m[:, :, rows, 1 : 1 + len(source)] for m in maps]
+        else:
+            src = torch.tensor([source], device=device)
+            tgt_in = torch.tensor([[config.bos_id, *target]], device=device)
+            maps = cross_attention_maps(model, src, tgt_in)
+        return torch.stack([m[0].float().mean(dim=0) for m in maps]).mean(dim=0).cpu()
+
+    def _pad(self, rows: list[list[int]]) -> torch.Tensor:
+        pad = self.model.config.pad_id
+        width = max(len(r) for r in rows)
+        device = self.model.embedding.weight.device
+        return torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=device)

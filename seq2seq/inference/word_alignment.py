@@ -1,0 +1,83 @@
+"""Each character of a translation aligned to the source word it was translated from.
+
+A sentence's translation is aligned piece by piece (``piece_alignment``): each output token
+takes the source token it attends to most (an engine's ``attention``: mean cross-attention over
+layers and heads), and that token's characters in the sentence. An engine without attention
+(CTranslate2) gets a monotonic alignment over the piece's words. ``documents.py`` places inline
+markup by these alignments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from seq2seq.decoding.search import Hypothesis
+from seq2seq.formats.inline import Alignment, monotonic_alignment
+from seq2seq.inference.pieces import WORD_START, Piece
+from seq2seq.textio import one_line
+
+Span = tuple[int, int]  # characters [start, end) of the sentence
+# (source ids, output ids) -> (T + 1, S) attention of each output token (and eos) over the source
+Attention = Callable[[list[int], list[int]], torch.Tensor]
+
+
+def piece_alignment(
+    piece: Piece, best: Hypothesis, words: list[Span], tokenizer: Any, attention: Attention | None
+) -> Alignment:
+    """For each character of ``best``'s text (``piece``'s translation): the span of the
+    sentence word its token attends to most; ``words``: the sentence's word spans."""
+    first, last = piece.words
+    own = words[first : max(first + 1, last)] or [(0, 0)]
+    text = one_line(tokenizer.decode(best.tokens))
+    if attention is None or not piece.ids:
+        low, high = own[0][0], own[-1][1]
+        return [None if span is None else (low + span[0], low + span[1])
+                for span in monotonic_alignment(high - low, len(text))]  # fmt: skip
+    weights = attention(piece.ids, list(best.tokens))  # (T + 1, S)
+    token_span = _source_spans(piece.ids, tokenizer, own)
+    spans: Alignment = []
+    start = 0
+    for t, end in enumerate(_token_ends(best, tokenizer)):
+        span = token_span[int(weights[t].argmax())]
+        end = min(end, len(text))
+        chunk = text[start:end]
+        space = len(chunk) - len(chunk.lstrip())  # a word's leading space is between words
+        spans += [None] * space + [span] * (end - start - space)
+        start = end
+    return spans + [None] * (len(text) - len(spans))
+
+
+def _token_ends(best: Hypothesis, tokenizer: Any) -> list[int]:
+    """Where each output token's text ends in the decoded output (kept monotone: a piece can
+    change how the text before it decodes)."""
+    ends, longest = [], 0
+    for k in range(1, len(best.tokens) + 1):
+        longest = max(longest, len(tokenizer.decode(best.tokens[:k])))
+        ends.append(longest)
+    return ends
+
+
+def _source_spans(ids: list[int], tokenizer: Any, words: list[Span]) -> list[Span | None]:
+    """For each source token, the characters of the sentence it spells: its word's, narrowed
+    by the lengths of the pieces before it in the word (so "." in "tea." is apart from
+    "tea"). None before the first word (a language token); an eos counts with the last word."""
+    spans: list[Span | None] = []
+    word, position = -1, 0
+    for token in ids:
+        piece = tokenizer.id_to_piece(token)
+        if piece.startswith(WORD_START) and word + 1 < len(words):
+            word += 1
+            position = words[word][0]
+        if word < 0:
+            spans.append(None)
+            continue
+        byte_piece = piece.startswith("<") and piece.endswith(">")
+        surface = 1 if byte_piece else len(piece.lstrip(WORD_START))
+        start, end = words[word]
+        low = min(position, end - 1)
+        spans.append((low, max(low + 1, min(end, position + surface))))
+        position += surface
+    return spans
