@@ -166,3 +166,18 @@ def test_each_package_docstring_names_its_modules():
         for module in init.parent.glob("*.py"):
             if module.stem != "__init__":
                 assert module.stem in docstring, f"{init.parent.name}: {module.stem} unnamed"
+
+
+def test_the_public_names_import_from_seq2seq_on_first_use():
+    """``import seq2seq`` loads the model alone; ``from seq2seq import Translator`` and the
+    other public names still work, each from its floor."""
+    code = (
+        "import sys, seq2seq\n"
+        "floors = ('seq2seq.inference', 'seq2seq.decoding')\n"
+        "light = not any(m.startswith(floors) for m in sys.modules)\n"
+        "found = {name: getattr(seq2seq, name).__module__ for name in seq2seq.__all__}\n"
+        "print(light, sorted(set(found.values())))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split(" ", 1)[0] == "True"
+    assert "seq2seq.inference.translator" in out.stdout and "seq2seq.decoding.search" in out.stdout
