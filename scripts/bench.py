@@ -179,8 +179,9 @@ def check_checkpoint_tokenizer(checkpoint: str, tokenizer) -> None:
     if stored.to_bytes() != tokenizer.to_bytes():
         raise SystemExit(f"bench.py: {checkpoint} was not trained on --config's vocabulary")
     if stored.source_ends_with_eos != tokenizer.source_ends_with_eos:
-        raise SystemExit(f"bench.py: {checkpoint} and --config's data disagree on whether "
-                         "sources end with </s>")  # fmt: skip
+        raise SystemExit(
+            f"bench.py: {checkpoint} and --config's data disagree on whether sources end with </s>"
+        )
 
 
 # -- workers: one measurement per process -----------------------------------------------------

@@ -124,8 +124,11 @@ def main() -> None:
         for round_ in range(args.rounds):
             for engine in ENGINES:
                 result = in_fresh_process(Job(engine, checkpoint, ct2, sources))
-                print(f"round {round_ + 1} {engine:17s} greedy {result['seconds 1']:6.2f} s  "
-                      f"beam 5 {result['seconds 5']:6.2f} s", flush=True)  # fmt: skip
+                print(
+                    f"round {round_ + 1} {engine:17s} greedy {result['seconds 1']:6.2f} s  "
+                    f"beam 5 {result['seconds 5']:6.2f} s",
+                    flush=True,
+                )
                 kept = best.setdefault(engine, result)
                 for beam in (1, 5):
                     key = f"seconds {beam}"
@@ -138,8 +141,10 @@ def main() -> None:
     for engine, result in best.items():
         bleu = "-" if args.base else f"{score_translations(result[5], streams)['bleu']:.2f}"
         same = sum(a == b for a, b in zip(result[1], reference, strict=True))
-        print(f"| {engine} | {result['seconds 1']:.2f} | {result['seconds 5']:.2f} | {bleu} | "
-              f"{same}/{len(sources)} | {result['peak MiB']:.0f} |")  # fmt: skip
+        print(
+            f"| {engine} | {result['seconds 1']:.2f} | {result['seconds 5']:.2f} | {bleu} | "
+            f"{same}/{len(sources)} | {result['peak MiB']:.0f} |"
+        )
     ct2 = best["CTranslate2 fp32"]
     print("\nspeed relative to CTranslate2 fp32 (>1 = faster):")
     for engine, result in best.items():

@@ -132,8 +132,13 @@ def spawn(impl: Implementation, mode: str, params: dict[str, Any], run: Path, ta
     """
     for sub in ("hf", "tmp", "logs"):
         (run / sub).mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=str(impl.root), HF_DATASETS_CACHE=str(run / "hf"),
-               TMPDIR=str(run / "tmp"), HF_DATASETS_DISABLE_PROGRESS_BARS="1")  # fmt: skip
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(impl.root),
+        HF_DATASETS_CACHE=str(run / "hf"),
+        TMPDIR=str(run / "tmp"),
+        HF_DATASETS_DISABLE_PROGRESS_BARS="1",
+    )
     if mode == "rank":
         rank = str(params["rank"])
         env |= {"RANK": rank, "LOCAL_RANK": rank, "WORLD_SIZE": str(params["world"])}
@@ -143,8 +148,14 @@ def spawn(impl: Implementation, mode: str, params: dict[str, Any], run: Path, ta
     )
     stdout, stderr = run / "logs" / f"{tag}.out", run / "logs" / f"{tag}.err"
     with stdout.open("wb") as out, stderr.open("wb") as err:
-        proc = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=run, stdout=out,
-                                stderr=err, stdin=subprocess.PIPE)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code],
+            env=env,
+            cwd=run,
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.PIPE,
+        )
     return Child(proc, stdout, stderr)
 
 
@@ -201,8 +212,11 @@ def prepare(impl: Implementation, params: dict[str, Any], run: Path, args) -> di
     impl.num_proc = (result["num_proc"], result.get("num_proc_used"))
     scratch = disk_bytes(run / "hf") + disk_bytes(run / "tmp")
     cache = disk_bytes(Path(params["cache_dir"]))
-    return peak | result | {"cpu": peak["cpu"] - result["startup_cpu"], "cache": cache,
-                            "scratch": scratch}  # fmt: skip
+    return (
+        peak
+        | result
+        | {"cpu": peak["cpu"] - result["startup_cpu"], "cache": cache, "scratch": scratch}
+    )
 
 
 def reload_step(impl: Implementation, params: dict[str, Any], run: Path, args) -> dict | None:
@@ -240,17 +254,26 @@ def ranks(impl: Implementation, params: dict[str, Any], run: Path, args) -> list
             outcome(c, impl, "two ranks")
         return None
     return [
-        r | {"uss": uss(m), "pss": m["Pss"], "uss_growth": uss(m) - r["uss_before"],
-             "pss_growth": m["Pss"] - r["pss_before"]}
+        r
+        | {
+            "uss": uss(m),
+            "pss": m["Pss"],
+            "uss_growth": uss(m) - r["uss_before"],
+            "pss_growth": m["Pss"] - r["pss_before"],
+        }
         for m, r in zip(memory, results, strict=True)
-    ]  # fmt: skip
+    ]
 
 
 def measure(impl: Implementation, tsv: Path, label: str, run: Path, args) -> dict[str, Any]:
     """Steps 1 to 3 for one implementation and size, in ``run`` (emptied first)."""
     shutil.rmtree(run, ignore_errors=True)
-    params = {"path": str(tsv), "cache_dir": str(run / "cache"), "num_proc": args.num_proc,
-              "vocab_size": args.vocab_size}  # fmt: skip
+    params = {
+        "path": str(tsv),
+        "cache_dir": str(run / "cache"),
+        "num_proc": args.num_proc,
+        "vocab_size": args.vocab_size,
+    }
     row: dict[str, Any] = {}
     say(f"preparing {label} ({impl.name})…")
     row["prepare"] = prepare(impl, params, run, args)

@@ -76,8 +76,10 @@ def main() -> None:
         return
 
     model = pack_for_cpu_inference(build(args.preset, args.vocab_size))  # as Translator decodes
-    print(f"\n{args.preset} model, vocab {args.vocab_size}, batch {args.batch}, "
-          f"{torch.get_num_threads()} threads: milliseconds per decoding step")  # fmt: skip
+    print(
+        f"\n{args.preset} model, vocab {args.vocab_size}, batch {args.batch}, "
+        f"{torch.get_num_threads()} threads: milliseconds per decoding step"
+    )
     cached = time_steps(model, args.batch, args.src_len, args.lengths, use_cache=True)
     full = time_steps(model, args.batch, args.src_len, args.lengths, use_cache=False)
     print(f"{'target position':>16} {'KV cache':>10} {'recompute':>10}")

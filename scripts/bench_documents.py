@@ -65,19 +65,28 @@ def line_stats(outputs: list[str], references: list[str]) -> dict:
     scores = score_translations(outputs, [references])
     chars = sum(map(len, outputs)) / max(1, sum(map(len, references)))
     short = sum(len(out) < len(ref) / 2 for out, ref in zip(outputs, references, strict=True))
-    return {"bleu": scores["bleu"], "chrf": scores["chrf"], "ratio": chars, "short": short,
-            "lines": len(outputs)}  # fmt: skip
+    return {
+        "bleu": scores["bleu"],
+        "chrf": scores["chrf"],
+        "ratio": chars,
+        "short": short,
+        "lines": len(outputs),
+    }
 
 
 def row(name: str, stats: dict, seconds: float | None, sentences: int) -> str:
     timing = "- | -" if seconds is None else f"{seconds:.2f} | {1000 * seconds / sentences:.1f}"
-    return (f"| {name} | {stats['bleu']:.2f} | {stats['chrf']:.2f} | {stats['ratio']:.2f} | "
-            f"{stats['short']}/{stats['lines']} | {timing} |")  # fmt: skip
+    return (
+        f"| {name} | {stats['bleu']:.2f} | {stats['chrf']:.2f} | {stats['ratio']:.2f} | "
+        f"{stats['short']}/{stats['lines']} | {timing} |"
+    )
 
 
 def paragraphs(translator, sources, firsts, singles, single_s, ks, args) -> None:
-    print(f"\n## Paragraphs: {len(sources)} test sentences, K joined per line, beam "
-          f"{args.beam_size}\n")  # fmt: skip
+    print(
+        f"\n## Paragraphs: {len(sources)} test sentences, K joined per line, beam "
+        f"{args.beam_size}\n"
+    )
     print("| run | BLEU | chrF | chars out/ref | lines < half ref | seconds | ms/sentence |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     notes = []
@@ -97,8 +106,10 @@ def paragraphs(translator, sources, firsts, singles, single_s, ks, args) -> None
         print(row(f"one per line (joined after), K={k}", base, single_s, len(sources)))
         stats = line_stats(outputs, refs)
         print(row(f"{k} per line, split", stats, seconds, len(sources)))
-        notes.append(f"  K={k}: BLEU {stats['bleu'] - base['bleu']:+.2f}, time per sentence "
-                     f"{seconds / len(sources) / per_sentence:.2f}x")  # fmt: skip
+        notes.append(
+            f"  K={k}: BLEU {stats['bleu'] - base['bleu']:+.2f}, time per sentence "
+            f"{seconds / len(sources) / per_sentence:.2f}x"
+        )
         if args.no_baseline:
             continue
         n = len(lines) if k < 8 else min(len(lines), args.no_split_lines)
@@ -196,40 +207,52 @@ def html_table(translator, sources, references, args) -> None:
         return [paragraph(*parts) for parts in groups(done, 3)]
 
     theirs, theirs_s = timed(libretranslate)
-    print(f"\n## HTML: {len(docs)} test sentences with one <b> of 1-2 words, beam "
-          f"{args.beam_size}\n")  # fmt: skip
-    print("| run | BLEU (tags stripped) | chrF | tags well formed | <b> not empty | "
-          "<b> char F1 vs bold alone | seconds | ms/sentence |")  # fmt: skip
+    print(
+        f"\n## HTML: {len(docs)} test sentences with one <b> of 1-2 words, beam {args.beam_size}\n"
+    )
+    print(
+        "| run | BLEU (tags stripped) | chrF | tags well formed | <b> not empty | "
+        "<b> char F1 vs bold alone | seconds | ms/sentence |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    runs = [("ours: translate_text html", ours, ours_s),
-            ("text nodes alone (LibreTranslate)", theirs, theirs_s)]  # fmt: skip
+    runs = [
+        ("ours: translate_text html", ours, ours_s),
+        ("text nodes alone (LibreTranslate)", theirs, theirs_s),
+    ]
     for name, outputs, seconds in runs:
         scores = score_translations([strip_tags(o) for o in outputs], streams)
         insides = [inside_bold(o) for o in outputs]
         f1 = [char_f1(inside or "", alone) for inside, alone in zip(insides, bolds, strict=True)]
-        print(f"| {name} | {scores['bleu']:.2f} | {scores['chrf']:.2f} | "
-              f"{sum(i is not None for i in insides)}/{len(docs)} | "
-              f"{sum(bool(i) for i in insides)}/{len(docs)} | {sum(f1) / len(f1):.2f} | "
-              f"{seconds:.2f} | {1000 * seconds / len(docs):.1f} |")  # fmt: skip
+        print(
+            f"| {name} | {scores['bleu']:.2f} | {scores['chrf']:.2f} | "
+            f"{sum(i is not None for i in insides)}/{len(docs)} | "
+            f"{sum(bool(i) for i in insides)}/{len(docs)} | {sum(f1) / len(f1):.2f} | "
+            f"{seconds:.2f} | {1000 * seconds / len(docs):.1f} |"
+        )
     for doc, out, alone in list(zip(docs, ours, bolds, strict=True))[:3]:
         print(f"  e.g. {doc}\n       -> {out.strip()}   (bold alone: {alone})")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint", default="runs/demo/checkpoints/last.ckpt",
-                        help="a .ckpt from seq2seq fit (runs/demo/...)")  # fmt: skip
+    parser.add_argument(
+        "--checkpoint",
+        default="runs/demo/checkpoints/last.ckpt",
+        help="a .ckpt from seq2seq fit (runs/demo/...)",
+    )
     parser.add_argument("--beam-size", type=int, default=5, help="(5)")
     parser.add_argument("--sentences", type=int, help="test sentences used (default all)")
     parser.add_argument("--per-line", default="2,4,8", help="sentences per line (2,4,8)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the --no-split rows")
-    parser.add_argument("--no-split-lines", type=int, default=100,
-                        help="lines for --no-split when K >= 8 (100)")  # fmt: skip
+    parser.add_argument(
+        "--no-split-lines", type=int, default=100, help="lines for --no-split when K >= 8 (100)"
+    )
     parser.add_argument("--long-lines", type=int, default=5, help=f"lines of {LONG} (5)")
     parser.add_argument("--html-sentences", type=int, default=300, help="in HTML (300)")
     parser.add_argument("--seed", type=int, default=1, help="for the bolded words (1)")
-    parser.add_argument("--rounds", type=int, default=2,
-                        help="paragraph rows: best of this many timed runs (2)")  # fmt: skip
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="paragraph rows: best of this many timed runs (2)"
+    )
     quick = "smoke run: 40 sentences, K=2, 1 long line, 20 HTML sentences"
     parser.add_argument("--quick", action="store_true", help=quick)
     args = parser.parse_args()
@@ -251,8 +274,9 @@ def main() -> None:
     paragraphs(translator, sources, firsts[: len(sources)], singles, single_s, ks, args)
     n_long = args.long_lines * LONG
     if n_long > len(singles):  # the long lines need more sentences than the paragraphs used
-        singles += translator.translate(all_sources[len(singles) : n_long], args.beam_size,
-                                        split=False)  # fmt: skip
+        singles += translator.translate(
+            all_sources[len(singles) : n_long], args.beam_size, split=False
+        )
     long_lines(translator, all_sources, firsts, singles, args)
     html_table(translator, all_sources, all_references, args)
     print(f"\n{args.checkpoint}, total {time.perf_counter() - start:.0f} s")

@@ -41,12 +41,20 @@ Test = tuple[list[str], list[list[str]]]  # distinct sources, and each one's ref
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--checkpoint", default="runs/demo/checkpoints/last.ckpt",
-                   help="the pretrained model (the demo's configs/tiny.yaml one)")  # fmt: skip
+    p.add_argument(
+        "--checkpoint",
+        default="runs/demo/checkpoints/last.ckpt",
+        help="the pretrained model (the demo's configs/tiny.yaml one)",
+    )
     p.add_argument("--work", default="runs/bench_finetune", help="directory for every output")
     p.add_argument("--beam-size", type=int, default=5, help="beam for the scores (5)")
-    p.add_argument("--fit-option", action="append", default=[], metavar="OPTION",
-                   help="extra fit option, e.g. --fit-option=--model.peak_lr=1e-4")  # fmt: skip
+    p.add_argument(
+        "--fit-option",
+        action="append",
+        default=[],
+        metavar="OPTION",
+        help="extra fit option, e.g. --fit-option=--model.peak_lr=1e-4",
+    )
     return p.parse_args()
 
 
@@ -81,11 +89,14 @@ def domain_splits(tsv: Path, imported: Path, cache: Path) -> tuple[dict[str, Tes
     trained on; dev only gives the run's validation BLEU), and its training pair count."""
     from seq2seq.data.datamodule import TranslationDataModule
 
-    data = TranslationDataModule(corpus="tsv", path=str(tsv), tokenizer_from=str(imported),
-                                 cache_dir=str(cache))  # fmt: skip
+    data = TranslationDataModule(
+        corpus="tsv", path=str(tsv), tokenizer_from=str(imported), cache_dir=str(cache)
+    )
     data.prepare_data()
-    splits = {split: group_references(zip(*data.split_texts(split), strict=True))
-              for split in ("test", "dev")}  # fmt: skip
+    splits = {
+        split: group_references(zip(*data.split_texts(split), strict=True))
+        for split in ("test", "dev")
+    }
     return splits, len(data.split_texts("train")[0])
 
 
@@ -110,12 +121,16 @@ def reference_nll(checkpoint: Path, test: Test, batch_size: int = 64) -> float:
 
     loaded = load_model(checkpoint)
     model, tokenizer, config = loaded.model, loaded.tokenizer, loaded.model.config
-    pairs = [(tokenizer.encode_source(normalize_en(en)), tokenizer.encode_target(zh))
-             for en, refs in zip(*test, strict=True) for zh in refs]  # fmt: skip
+    pairs = [
+        (tokenizer.encode_source(normalize_en(en)), tokenizer.encode_target(zh))
+        for en, refs in zip(*test, strict=True)
+        for zh in refs
+    ]
     total, tokens = 0.0, 0
     for start in range(0, len(pairs), batch_size):
-        batch = collate(pairs[start : start + batch_size], config.pad_id, config.bos_id,
-                        config.eos_id)  # fmt: skip
+        batch = collate(
+            pairs[start : start + batch_size], config.pad_id, config.bos_id, config.eos_id
+        )
         with torch.no_grad():
             logits = model(batch.src, batch.tgt_in)
         real = batch.tgt_out != config.pad_id
@@ -126,11 +141,21 @@ def reference_nll(checkpoint: Path, test: Test, batch_size: int = 64) -> float:
 
 def fine_tune(imported: Path, tsv: Path, work: Path, options: list[str]) -> tuple[Path, float]:
     config = ROOT / "configs" / "finetune.yaml"
-    command = [sys.executable, "-m", "seq2seq", "fit", "--config", str(config),
-               f"--model.init_from={imported}", f"--data.path={tsv}",
-               f"--data.cache_dir={work / 'cache'}", f"--checkpoint.dirpath={work / 'checkpoints'}",
-               f"--trainer.logger.init_args.save_dir={work}", "--trainer.enable_progress_bar=false",
-               *options]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "seq2seq",
+        "fit",
+        "--config",
+        str(config),
+        f"--model.init_from={imported}",
+        f"--data.path={tsv}",
+        f"--data.cache_dir={work / 'cache'}",
+        f"--checkpoint.dirpath={work / 'checkpoints'}",
+        f"--trainer.logger.init_args.save_dir={work}",
+        "--trainer.enable_progress_bar=false",
+        *options,
+    ]
     start = time.perf_counter()
     subprocess.run(command, check=True, cwd=ROOT)
     return work / "checkpoints" / "last.ckpt", (time.perf_counter() - start) / 60
@@ -146,13 +171,20 @@ def main() -> None:
     dropped = write_domain_corpus(general, work / "hsk.tsv")
     domain, n_train = domain_splits(work / "hsk.tsv", imported, work / "cache")
     in_domain = {normalize_en(en) for en in domain["test"][0]}
-    tatoeba = [(en, refs) for en, refs in zip(*general, strict=True)
-               if normalize_en(en) not in in_domain]  # fmt: skip
-    sets = {"HSK test": domain["test"], "HSK dev": domain["dev"], "bundled test": general,
-            "its Tatoeba part": ([en for en, _ in tatoeba],
-                                 [refs for _, refs in tatoeba])}  # fmt: skip
-    print(f"HSK: {n_train} fine-tuning pairs; {dropped} left out (their English is a general "
-          f"test sentence)", flush=True)  # fmt: skip
+    tatoeba = [
+        (en, refs) for en, refs in zip(*general, strict=True) if normalize_en(en) not in in_domain
+    ]
+    sets = {
+        "HSK test": domain["test"],
+        "HSK dev": domain["dev"],
+        "bundled test": general,
+        "its Tatoeba part": ([en for en, _ in tatoeba], [refs for _, refs in tatoeba]),
+    }
+    print(
+        f"HSK: {n_train} fine-tuning pairs; {dropped} left out (their English is a general "
+        f"test sentence)",
+        flush=True,
+    )
     before = {name: bleu(checkpoint, test, args.beam_size) for name, test in sets.items()}
     nll_before = {name: reference_nll(imported, test) for name, test in sets.items()}
     again = {name: bleu(imported, test, args.beam_size) for name, test in sets.items()}
@@ -168,8 +200,10 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, test in sets.items():
         b, a = before[name][0], after[name][0]
-        print(f"| {name} | {len(test[0])} | {b:.2f} | {a:.2f} | {a - b:+.2f} | "
-              f"{nll_before[name]:.3f} | {nll_after[name]:.3f} |")  # fmt: skip
+        print(
+            f"| {name} | {len(test[0])} | {b:.2f} | {a:.2f} | {a - b:+.2f} | "
+            f"{nll_before[name]:.3f} | {nll_after[name]:.3f} |"
+        )
 
 
 if __name__ == "__main__":

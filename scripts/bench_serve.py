@@ -59,8 +59,7 @@ def main() -> None:
         finish_worker(lambda: measure_ceiling(args), args.result, args.threads)
         return
     sentences = load_sentences(args)
-    progress(f"{len(sentences)} sentences; {args.threads} torch threads; "
-             f"{os.cpu_count()} cores")  # fmt: skip
+    progress(f"{len(sentences)} sentences; {args.threads} torch threads; {os.cpu_count()} cores")
     levels: list[Level] = []
     ceilings: dict[int, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="bench_serve.") as scratch:
@@ -69,8 +68,10 @@ def main() -> None:
         for beam in args.beams:
             levels += serve_levels(args, beam, sentences, Path(scratch))
             ceilings[beam] = ceiling(args, beam, lines, Path(scratch))
-            progress(f"beam {beam}: one-file ceiling {ceilings[beam]['sentences_per_s']:.1f} "
-                     f"sentences/s ({ceilings[beam]['seconds']:.2f} s)")  # fmt: skip
+            progress(
+                f"beam {beam}: one-file ceiling {ceilings[beam]['sentences_per_s']:.1f} "
+                f"sentences/s ({ceilings[beam]['seconds']:.2f} s)"
+            )
     report = build_report(args, levels, ceilings, len(sentences))
     print_report(report)
     if args.json:
@@ -85,7 +86,7 @@ def parse_args() -> argparse.Namespace:
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
-    )  # fmt: skip
+    )
     add_measured_options(parser)
     add_server_options(parser)
     add_output_options(parser)
@@ -204,13 +205,29 @@ def load_sentences(args: argparse.Namespace) -> list[str]:
 def running_server(args: argparse.Namespace, beam: int, log: Path, startup: float = 300.0):
     """``seq2seq serve`` with ``beam`` on a free loopback port, its log in ``log``; yields
     (base url, process) once /health answers ok; SIGTERM on exit."""
-    command = [sys.executable, "-m", "seq2seq", "serve", "--checkpoint", args.checkpoint,
-               "--host", "127.0.0.1", "--port", "0", "--beam-size", str(beam),
-               "--max-wait-ms", str(args.max_wait_ms),
-               "--max-batch-tokens", str(args.max_batch_tokens), *args.server_option]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "seq2seq",
+        "serve",
+        "--checkpoint",
+        args.checkpoint,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--beam-size",
+        str(beam),
+        "--max-wait-ms",
+        str(args.max_wait_ms),
+        "--max-batch-tokens",
+        str(args.max_batch_tokens),
+        *args.server_option,
+    ]
     with open(log, "w", encoding="utf-8") as stream:
-        process = subprocess.Popen(command, stdout=stream, stderr=stream,
-                                   env=thread_env(args.threads))  # fmt: skip
+        process = subprocess.Popen(
+            command, stdout=stream, stderr=stream, env=thread_env(args.threads)
+        )
     try:
         url = wait_for_address(process, log, startup)
         while httpx.get(url + "/health", trust_env=False).status_code != 200:
@@ -236,25 +253,40 @@ def wait_for_address(process: subprocess.Popen, log: Path, startup: float) -> st
     return match.group(1)
 
 
-def serve_levels(args: argparse.Namespace, beam: int, sentences: list[str],
-                 scratch: Path) -> list[Level]:  # fmt: skip
+def serve_levels(
+    args: argparse.Namespace, beam: int, sentences: list[str], scratch: Path
+) -> list[Level]:
     """One server with ``beam``; every client count against it, in turn."""
-    log = Path(args.server_log.replace("BEAM", str(beam))) if args.server_log else \
-        scratch / f"server-beam{beam}.log"  # fmt: skip
+    log = (
+        Path(args.server_log.replace("BEAM", str(beam)))
+        if args.server_log
+        else scratch / f"server-beam{beam}.log"
+    )
     progress(f"beam {beam}: starting the server (log: {log})")
     levels = []
     with running_server(args, beam, log) as (url, process):
         progress(f"beam {beam}: serving at {url}")
         for clients in args.clients:
-            level = asyncio.run(run_level(url, process.pid, sentences, beam, clients,
-                                          args.warmup, args.duration, args.timeout))  # fmt: skip
-            progress(f"beam {beam}, {clients} client(s): {level.requests} requests, "
-                     f"{level.requests_per_s:.1f}/s, p50 {level.p50_ms:.0f} ms, "
-                     f"p99 {level.p99_ms:.0f} ms, {level.errors} failed")  # fmt: skip
+            level = asyncio.run(
+                run_level(
+                    url,
+                    process.pid,
+                    sentences,
+                    beam,
+                    clients,
+                    args.warmup,
+                    args.duration,
+                    args.timeout,
+                )
+            )
+            progress(
+                f"beam {beam}, {clients} client(s): {level.requests} requests, "
+                f"{level.requests_per_s:.1f}/s, p50 {level.p50_ms:.0f} ms, "
+                f"p99 {level.p99_ms:.0f} ms, {level.errors} failed"
+            )
             levels.append(level)
             if process.poll() is not None:
-                raise SystemExit(f"bench_serve.py: the server exited; its log:\n"
-                                 f"{log.read_text()}")  # fmt: skip
+                raise SystemExit(f"bench_serve.py: the server exited; its log:\n{log.read_text()}")
     return levels
 
 
@@ -264,9 +296,19 @@ def serve_levels(args: argparse.Namespace, beam: int, sentences: list[str],
 def ceiling(args: argparse.Namespace, beam: int, lines: Path, scratch: Path) -> dict[str, Any]:
     """The ceiling worker's result: ``lines`` translated as one file with ``beam``."""
     progress(f"beam {beam}: timing the one-file ceiling")
-    arguments = ["--ceiling-worker", "--checkpoint", args.checkpoint, "--sentences", str(lines),
-                 "--beam", str(beam), "--max-batch-tokens", str(args.max_batch_tokens),
-                 "--threads", str(args.threads)]  # fmt: skip
+    arguments = [
+        "--ceiling-worker",
+        "--checkpoint",
+        args.checkpoint,
+        "--sentences",
+        str(lines),
+        "--beam",
+        str(beam),
+        "--max-batch-tokens",
+        str(args.max_batch_tokens),
+        "--threads",
+        str(args.threads),
+    ]
     return run_worker(__file__, scratch / f"ceiling-beam{beam}.json", arguments, args.threads)
 
 
@@ -281,15 +323,20 @@ def measure_ceiling(args: argparse.Namespace) -> dict[str, Any]:
     outputs = translator.translate(sentences, args.beam, args.max_batch_tokens)
     seconds = time.perf_counter() - start
     assert len(outputs) == len(sentences)
-    return {"beam": args.beam, "sentences": len(sentences), "seconds": seconds,
-            "sentences_per_s": len(sentences) / seconds}  # fmt: skip
+    return {
+        "beam": args.beam,
+        "sentences": len(sentences),
+        "seconds": seconds,
+        "sentences_per_s": len(sentences) / seconds,
+    }
 
 
 # -- the report -----------------------------------------------------------------------------
 
 
-def build_report(args: argparse.Namespace, levels: list[Level], ceilings: dict[int, dict],
-                 n_sentences: int) -> dict[str, Any]:  # fmt: skip
+def build_report(
+    args: argparse.Namespace, levels: list[Level], ceilings: dict[int, dict], n_sentences: int
+) -> dict[str, Any]:
     """Everything measured, with the ratios: to 1 client at the same beam (when measured) and
     to the one-file ceiling at the same beam."""
     rows = []
@@ -303,11 +350,17 @@ def build_report(args: argparse.Namespace, levels: list[Level], ceilings: dict[i
         )
         row["of_ceiling"] = level.sentences_per_s / ceilings[level.beam]["sentences_per_s"]
         rows.append(row)
-    return {"machine": machine(args.threads), "checkpoint": args.checkpoint,
-            "sentences": n_sentences,
-            "settings": {k: getattr(args, k) for k in ("duration", "warmup", "threads",
-                         "max_wait_ms", "max_batch_tokens")},
-            "levels": rows, "ceilings": {str(b): c for b, c in ceilings.items()}}  # fmt: skip
+    return {
+        "machine": machine(args.threads),
+        "checkpoint": args.checkpoint,
+        "sentences": n_sentences,
+        "settings": {
+            k: getattr(args, k)
+            for k in ("duration", "warmup", "threads", "max_wait_ms", "max_batch_tokens")
+        },
+        "levels": rows,
+        "ceilings": {str(b): c for b, c in ceilings.items()},
+    }
 
 
 def machine(threads: int) -> dict[str, Any]:
@@ -316,44 +369,90 @@ def machine(threads: int) -> dict[str, Any]:
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as info:
-            cpu = next(line.split(":", 1)[1].strip() for line in info
-                       if line.startswith("model name"))  # fmt: skip
+            cpu = next(
+                line.split(":", 1)[1].strip() for line in info if line.startswith("model name")
+            )
     except (OSError, StopIteration):
         pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "threads": threads,
-            "torch": torch.__version__, "python": platform.python_version()}  # fmt: skip
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "threads": threads,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+    }
 
 
 def print_report(report: dict[str, Any]) -> None:
     """The setting, the throughput table, the ceilings, the CPU table and any failures."""
     m, s = report["machine"], report["settings"]
-    print(f"\n{m['cpu']}, {m['cores']} cores; server and ceiling: {m['threads']} torch threads; "
-          f"torch {m['torch']}; {report['sentences']} sentences; {s['warmup']:g} s warm-up + "
-          f"{s['duration']:g} s per level; --max-wait-ms {s['max_wait_ms']:g}, "
-          f"--max-batch-tokens {s['max_batch_tokens']}\n")  # fmt: skip
+    print(
+        f"\n{m['cpu']}, {m['cores']} cores; server and ceiling: {m['threads']} torch threads; "
+        f"torch {m['torch']}; {report['sentences']} sentences; {s['warmup']:g} s warm-up + "
+        f"{s['duration']:g} s per level; --max-wait-ms {s['max_wait_ms']:g}, "
+        f"--max-batch-tokens {s['max_batch_tokens']}\n"
+    )
     print_table(
-        ["beam", "clients", "requests/s", "sentences/s", "p50 ms", "p95 ms", "p99 ms",
-         "× 1 client", "% of one-file ceiling"],
-        [[r["beam"], r["clients"], f"{r['requests_per_s']:.1f}", f"{r['sentences_per_s']:.1f}",
-          f"{r['p50_ms']:.0f}", f"{r['p95_ms']:.0f}", f"{r['p99_ms']:.0f}",
-          "–" if r["x_one_client"] is None else f"{r['x_one_client']:.2f}",
-          f"{100 * r['of_ceiling']:.0f}%"] for r in report["levels"]],
-    )  # fmt: skip
+        [
+            "beam",
+            "clients",
+            "requests/s",
+            "sentences/s",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "× 1 client",
+            "% of one-file ceiling",
+        ],
+        [
+            [
+                r["beam"],
+                r["clients"],
+                f"{r['requests_per_s']:.1f}",
+                f"{r['sentences_per_s']:.1f}",
+                f"{r['p50_ms']:.0f}",
+                f"{r['p95_ms']:.0f}",
+                f"{r['p99_ms']:.0f}",
+                "–" if r["x_one_client"] is None else f"{r['x_one_client']:.2f}",
+                f"{100 * r['of_ceiling']:.0f}%",
+            ]
+            for r in report["levels"]
+        ],
+    )
     for beam, c in report["ceilings"].items():
-        print(f"One-file ceiling, beam {beam}: {c['sentences_per_s']:.1f} sentences/s "
-              f"({c['sentences']} sentences in {c['seconds']:.2f} s, one process, "
-              f"{c['threads']} threads, peak RSS {c['peak_rss_mib']:.0f} MiB)")  # fmt: skip
+        print(
+            f"One-file ceiling, beam {beam}: {c['sentences_per_s']:.1f} sentences/s "
+            f"({c['sentences']} sentences in {c['seconds']:.2f} s, one process, "
+            f"{c['threads']} threads, peak RSS {c['peak_rss_mib']:.0f} MiB)"
+        )
     print()
     print_table(
-        ["beam", "clients", "server cores", "load generator cores", "other processes' cores",
-         "failed requests"],
-        [[r["beam"], r["clients"], f"{r['server_cores']:.2f}", f"{r['client_cores']:.2f}",
-          f"{r['other_cores']:.2f}", r["errors"]] for r in report["levels"]],
-    )  # fmt: skip
+        [
+            "beam",
+            "clients",
+            "server cores",
+            "load generator cores",
+            "other processes' cores",
+            "failed requests",
+        ],
+        [
+            [
+                r["beam"],
+                r["clients"],
+                f"{r['server_cores']:.2f}",
+                f"{r['client_cores']:.2f}",
+                f"{r['other_cores']:.2f}",
+                r["errors"],
+            ]
+            for r in report["levels"]
+        ],
+    )
     for r in report["levels"]:
         if r["first_error"]:
-            print(f"beam {r['beam']}, {r['clients']} clients: {r['errors']} failed, the first "
-                  f"with {r['first_error']}")  # fmt: skip
+            print(
+                f"beam {r['beam']}, {r['clients']} clients: {r['errors']} failed, the first "
+                f"with {r['first_error']}"
+            )
 
 
 def print_table(header: list[str], rows: list[list[Any]]) -> None:

@@ -62,8 +62,10 @@ def main() -> None:
     for name, seconds in best.items():
         window = int(name.split()[-1]) if name != "one pass" else None
         shown = f"{first[window]:.2f} s" if window else f"{base:.2f} s"
-        print(f"{name:<20} {seconds:8.2f} {len(lines) / seconds:8.1f} {seconds / base:10.3f} "
-              f"{shown:>13}")  # fmt: skip
+        print(
+            f"{name:<20} {seconds:8.2f} {len(lines) / seconds:8.1f} {seconds / base:10.3f} "
+            f"{shown:>13}"
+        )
 
 
 if __name__ == "__main__":

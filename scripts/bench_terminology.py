@@ -114,8 +114,11 @@ _START = time.perf_counter()
 
 def say(line: str) -> None:
     """A progress line on stderr, with the seconds since the run started."""
-    print(f"[bench_terminology {time.perf_counter() - _START:6.1f} s] {line}", file=sys.stderr,
-          flush=True)  # fmt: skip
+    print(
+        f"[bench_terminology {time.perf_counter() - _START:6.1f} s] {line}",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 # ----------------------------------------------------------------------------- terms
@@ -201,10 +204,13 @@ def measure(translator, sets: dict[str, list[str]], glossary, args) -> dict:
             for mode in order:
                 used = glossary if mode == "glossary" else None
                 outputs, seconds, stderr = timed_translate(translator, lines, args.beam_size, used)
-                say(f"round {round_ + 1}/{args.rounds}: {name} ({len(lines)} lines), {mode}: "
-                    f"{seconds:.2f} s")  # fmt: skip
-                run = runs.setdefault((name, mode), {"outputs": outputs, "seconds": seconds,
-                                                     "stderr": stderr})  # fmt: skip
+                say(
+                    f"round {round_ + 1}/{args.rounds}: {name} ({len(lines)} lines), {mode}: "
+                    f"{seconds:.2f} s"
+                )
+                run = runs.setdefault(
+                    (name, mode), {"outputs": outputs, "seconds": seconds, "stderr": stderr}
+                )
                 run["seconds"] = min(run["seconds"], seconds)
     return runs
 
@@ -222,10 +228,14 @@ def term_rates(terms: list, outputs: list[str]) -> dict:
 
     missing = [missing_terms(own, out) for own, out in zip(terms, outputs, strict=True)]
     pairs = sum(map(len, terms))
-    return {"sentences_all_met": sum(not m for m in missing), "sentences": len(terms),
-            "sentence_rate": sum(not m for m in missing) / max(1, len(terms)),
-            "pairs_met": pairs - sum(map(len, missing)), "pairs": pairs,
-            "pair_rate": (pairs - sum(map(len, missing))) / max(1, pairs)}  # fmt: skip
+    return {
+        "sentences_all_met": sum(not m for m in missing),
+        "sentences": len(terms),
+        "sentence_rate": sum(not m for m in missing) / max(1, len(terms)),
+        "pairs_met": pairs - sum(map(len, missing)),
+        "pairs": pairs,
+        "pair_rate": (pairs - sum(map(len, missing))) / max(1, pairs),
+    }
 
 
 def scores(outputs: list[str], references: list[list[str]]) -> dict:
@@ -256,15 +266,20 @@ def per_term(glossary, terms, plain, forced, outcomes, usual, tokenizer) -> list
     for term in glossary:
         which = [i for i, own in enumerate(terms) if term in own]
         words = usual.get(term.source.casefold(), ())
-        rows.append({
-            "en": term.source, "zh": term.target, "pieces": spelling(tokenizer, term.target),
-            "usual": list(words), "sentences": len(which),
-            "plain_forced": sum(term.target in plain[i] for i in which),
-            "plain_usual": sum(holds_usual(plain[i], term.target, words) for i in which),
-            "glossary_forced": sum(term.target in forced[i] for i in which),
-            "glossary_usual": sum(holds_usual(forced[i], term.target, words) for i in which),
-            **{f"refs_{k}": outcomes.get(term.source, Counter())[k] for k in OUTCOMES},
-        })  # fmt: skip
+        rows.append(
+            {
+                "en": term.source,
+                "zh": term.target,
+                "pieces": spelling(tokenizer, term.target),
+                "usual": list(words),
+                "sentences": len(which),
+                "plain_forced": sum(term.target in plain[i] for i in which),
+                "plain_usual": sum(holds_usual(plain[i], term.target, words) for i in which),
+                "glossary_forced": sum(term.target in forced[i] for i in which),
+                "glossary_usual": sum(holds_usual(forced[i], term.target, words) for i in which),
+                **{f"refs_{k}": outcomes.get(term.source, Counter())[k] for k in OUTCOMES},
+            }
+        )
     return rows
 
 
@@ -296,30 +311,45 @@ def report(args, sources, references, glossary, usual, runs, setup_s, tokenizer)
         total.update(counts)
     seconds = {f"{name}_{mode}": runs[(name, mode)]["seconds"] for name, mode in runs}
     return {
-        "checkpoint": args.checkpoint, "beam_size": args.beam_size, "rounds": args.rounds,
-        "items": len(sources), "term_sentences": len(held), "other_sentences": len(others),
+        "checkpoint": args.checkpoint,
+        "beam_size": args.beam_size,
+        "rounds": args.rounds,
+        "items": len(sources),
+        "term_sentences": len(held),
+        "other_sentences": len(others),
         "glossary_terms": len(glossary),
-        "term_rate": term_rates(terms, forced_t), "term_rate_plain": term_rates(terms, plain_t),
+        "term_rate": term_rates(terms, forced_t),
+        "term_rate_plain": term_rates(terms, plain_t),
         "warned_missing": warned_count(runs[("whole", "glossary")]["stderr"]),
-        "scores": {"plain_vs_forced_refs": scores(plain_t, substituted),
-                   "glossary_vs_forced_refs": scores(forced_t, substituted),
-                   "plain_vs_original_refs": scores(plain_t, original),
-                   "glossary_vs_original_refs": scores(forced_t, original)},
+        "scores": {
+            "plain_vs_forced_refs": scores(plain_t, substituted),
+            "glossary_vs_forced_refs": scores(forced_t, substituted),
+            "plain_vs_original_refs": scores(plain_t, original),
+            "glossary_vs_original_refs": scores(forced_t, original),
+        },
         "reference_outcomes": {k: total[k] for k in OUTCOMES},
         "references_changed": sum(a != b for a, b in zip(substituted, original, strict=True)),
         "identical_other": sum(plain[i] == forced[i] for i in others),
         "same_in_term_only_run": sum(
-            a == b for a, b in zip(runs[("terms", "glossary")]["outputs"], forced_t, strict=True)),
+            a == b for a, b in zip(runs[("terms", "glossary")]["outputs"], forced_t, strict=True)
+        ),
         "constrained_beams": constrained_beams(terms, args.beam_size, tokenizer),
-        "seconds": seconds, "glossary_setup_s": setup_s,
+        "seconds": seconds,
+        "glossary_setup_s": setup_s,
         "ratio_whole": seconds["whole_glossary"] / seconds["whole_plain"],
         "ratio_terms": seconds["terms_glossary"] / max(seconds["terms_plain"], 1e-9),
         "per_term": per_term(glossary, terms_of, plain, forced, outcomes, usual, tokenizer),
-        "term_outputs": [{"source": sources[i], "plain": plain[i], "glossary": forced[i],
-                      "terms": [f"{t.source}={t.target}" for t in terms_of[i]],
-                      "reference": substituted[k][0]}
-                     for k, i in enumerate(held)],  # fmt: skip
-    }  # fmt: skip
+        "term_outputs": [
+            {
+                "source": sources[i],
+                "plain": plain[i],
+                "glossary": forced[i],
+                "terms": [f"{t.source}={t.target}" for t in terms_of[i]],
+                "reference": substituted[k][0],
+            }
+            for k, i in enumerate(held)
+        ],
+    }
 
 
 # ----------------------------------------------------------------------------- main
@@ -327,8 +357,9 @@ def load_items(args) -> tuple[list[str], list[list[str]]]:
     """The test items: sources and each one's references (None padding dropped)."""
     from seq2seq.inference.evaluation import load_eval_set
 
-    sources, streams, _ = load_eval_set(args.data_from or args.checkpoint, args.split, args.src,
-                                        args.ref, progress=say)  # fmt: skip
+    sources, streams, _ = load_eval_set(
+        args.data_from or args.checkpoint, args.split, args.src, args.ref, progress=say
+    )
     references = [[s[i] for s in streams if s[i] is not None] for i in range(len(sources))]
     return sources[: args.limit], references[: args.limit]
 
@@ -336,10 +367,17 @@ def load_items(args) -> tuple[list[str], list[list[str]]]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
-    add("--checkpoint", default="runs/demo/checkpoints/last.ckpt",
-        help="a .ckpt from seq2seq fit (runs/demo/checkpoints/last.ckpt)")  # fmt: skip
-    add("--split", choices=("test", "dev"), default="test",
-        help="the held-out split the checkpoint was trained with (test)")  # fmt: skip
+    add(
+        "--checkpoint",
+        default="runs/demo/checkpoints/last.ckpt",
+        help="a .ckpt from seq2seq fit (runs/demo/checkpoints/last.ckpt)",
+    )
+    add(
+        "--split",
+        choices=("test", "dev"),
+        default="test",
+        help="the held-out split the checkpoint was trained with (test)",
+    )
     add("--data-from", metavar="CKPT", help="--split of this checkpoint's data instead")
     add("--src", help="English source file (instead of --split)")
     add("--ref", action="append", help="Chinese reference file; repeat for more")

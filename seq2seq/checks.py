@@ -149,9 +149,7 @@ def checkpoint(path: str | Path, engine: str = "torch") -> Path:
         inside = sorted(path.glob("*.ckpt"))
         if inside:
             example = next((p for p in inside if p.name == "last.ckpt"), inside[0])
-            raise CheckpointError(
-                f"{path}: a directory; give one checkpoint in it, e.g. {example}"
-            )
+            raise CheckpointError(f"{path}: a directory; give one checkpoint in it, e.g. {example}")
         raise CheckpointError(f"{path}: a directory, not a checkpoint")
     if not path.exists():
         raise CheckpointError(f"{path}: checkpoint not found")
@@ -161,7 +159,7 @@ def checkpoint(path: str | Path, engine: str = "torch") -> Path:
 
 
 def unknown_options_message(parser, unknown: list[str]) -> str:
-    """"unknown option --beam; did you mean --beam-size?" for the first unknown option of an
+    """ "unknown option --beam; did you mean --beam-size?" for the first unknown option of an
     argparse ``parser``'s command line. A dotted option (``--model.warmup_step``) is compared
     with the options under the same parent (``--model.*``), by its last part."""
     import difflib

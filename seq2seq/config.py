@@ -129,8 +129,9 @@ class ModelConfig:
                 )
         specials = [self.pad_id, self.unk_id, self.bos_id, self.eos_id, self.sep_id]
         if len(set(specials) - {None}) != len(specials) - specials.count(None):
-            raise ConfigError("ModelConfig's special token ids (pad, unk, bos, eos, sep) must "
-                              "be distinct")  # fmt: skip
+            raise ConfigError(
+                "ModelConfig's special token ids (pad, unk, bos, eos, sep) must be distinct"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for checkpoints and YAML."""
@@ -184,8 +185,10 @@ def paper_parameter_count(config: ModelConfig) -> int:
         and config.positions == "sinusoidal"
     )
     if not paper_layer:
-        raise ValueError("paper_parameter_count counts the paper's layer only (relu/gelu, "
-                         "biases, LayerNorm, sinusoidal positions)")  # fmt: skip
+        raise ValueError(
+            "paper_parameter_count counts the paper's layer only (relu/gelu, "
+            "biases, LayerNorm, sinusoidal positions)"
+        )
     d, f = config.d_model, config.d_ff
     attention = 4 * (d * d + d)
     feed_forward = 2 * d * f + f + d

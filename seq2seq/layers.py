@@ -20,8 +20,12 @@ from seq2seq.config import ModelConfig
 
 # ReLU overwrites the fresh (B, T, d_ff) output of the first matmul instead of allocating a
 # second one (its backward needs only its own output); SiLU's backward needs its input.
-_ACTIVATIONS = {"relu": partial(F.relu, inplace=True), "gelu": F.gelu, "swish": F.silu,
-                "swiglu": F.silu}  # fmt: skip
+_ACTIVATIONS = {
+    "relu": partial(F.relu, inplace=True),
+    "gelu": F.gelu,
+    "swish": F.silu,
+    "swiglu": F.silu,
+}
 
 
 class RMSNorm(nn.Module):

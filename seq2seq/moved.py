@@ -47,5 +47,6 @@ def load_checkpoint_file(path: str | Path, mmap: bool = False) -> Any:
     only checkpoints you trust, as with any pickle."""
     import torch
 
-    return torch.load(path, map_location="cpu", weights_only=False, mmap=mmap,
-                      pickle_module=_MovedNamesPickle)  # fmt: skip
+    return torch.load(
+        path, map_location="cpu", weights_only=False, mmap=mmap, pickle_module=_MovedNamesPickle
+    )

@@ -35,8 +35,13 @@ def tiny_model(seed: int = 0, **overrides) -> Transformer:
 
 # The decoder styles beside the paper's post-LN one, as the shipped LM configs set them.
 GPT = {"norm_first": True, "activation": "gelu", "positions": "learned"}
-LLAMA = {"norm_first": True, "norm": "rmsnorm", "positions": "rope", "activation": "swiglu",
-         "bias": False}  # fmt: skip
+LLAMA = {
+    "norm_first": True,
+    "norm": "rmsnorm",
+    "positions": "rope",
+    "activation": "swiglu",
+    "bias": False,
+}
 STYLES = {"paper": {}, "gpt": GPT, "llama": LLAMA}
 
 
@@ -46,13 +51,33 @@ def random_ids(batch: int, length: int, vocab: int = 40, seed: int = 1) -> torch
     return torch.randint(4, vocab, (batch, length), generator=generator)
 
 
-SUBJECTS = [("I", "我"), ("You", "你"), ("He", "他"), ("She", "她"), ("We", "我们"),
-            ("They", "他们"), ("Tom", "汤姆"), ("My teacher", "我的老师")]  # fmt: skip
-VERBS = [("will buy", "会买"), ("can see", "能看见"), ("should eat", "应该吃"),
-         ("will cook", "会做"), ("can find", "能找到")]  # fmt: skip
-OBJECTS = [("apples", "苹果"), ("the book", "那本书"), ("a new car", "一辆新车"),
-           ("rice", "米饭"), ("tea", "茶"), ("the red bag", "那个红色的包"),
-           ("some fish", "一些鱼"), ("the small dog", "那只小狗")]  # fmt: skip
+SUBJECTS = [
+    ("I", "我"),
+    ("You", "你"),
+    ("He", "他"),
+    ("She", "她"),
+    ("We", "我们"),
+    ("They", "他们"),
+    ("Tom", "汤姆"),
+    ("My teacher", "我的老师"),
+]
+VERBS = [
+    ("will buy", "会买"),
+    ("can see", "能看见"),
+    ("should eat", "应该吃"),
+    ("will cook", "会做"),
+    ("can find", "能找到"),
+]
+OBJECTS = [
+    ("apples", "苹果"),
+    ("the book", "那本书"),
+    ("a new car", "一辆新车"),
+    ("rice", "米饭"),
+    ("tea", "茶"),
+    ("the red bag", "那个红色的包"),
+    ("some fish", "一些鱼"),
+    ("the small dog", "那只小狗"),
+]
 TIMES = [("today", "今天"), ("tomorrow", "明天"), ("at home", "在家")]
 
 
@@ -68,9 +93,13 @@ def synthetic_pairs():
 
 
 def tiny_checkpoint(
-    path, seed: int = 0, saved_before_unk_id: bool = False, lm: bool = False, joined: bool = False,
+    path,
+    seed: int = 0,
+    saved_before_unk_id: bool = False,
+    lm: bool = False,
+    joined: bool = False,
     source_ends_with_eos: bool | None = None,
-):  # fmt: skip
+):
     """An untrained translation checkpoint laid out as ``seq2seq fit`` writes one: a
     SentencePiece model of the synthetic pairs and a tiny model of its vocabulary (seconds).
     ``saved_before_unk_id``: laid out as older versions wrote it: no ``unk_id`` or ``sep_id``
@@ -97,8 +126,12 @@ def tiny_checkpoint(
     if saved_before_unk_id:
         del model_config["unk_id"], model_config["sep_id"]
         search.update(bos_id=2, eos_id=3, pad_id=0, sep_id=None)
-    section = {"model_config": model_config, "tokenizer": tokenizer.to_bytes(),
-               "search": search, "task": "lm" if lm else "translation"}  # fmt: skip
+    section = {
+        "model_config": model_config,
+        "tokenizer": tokenizer.to_bytes(),
+        "search": search,
+        "task": "lm" if lm else "translation",
+    }
     if source_ends_with_eos is not None:
         section[SOURCE_EOS_KEY] = source_ends_with_eos
     weights = {f"model.{name}": w for name, w in model.state_dict().items()}

@@ -33,9 +33,14 @@ def train_spm(texts: list[str], vocab_size: int, coverage: float) -> bytes:
     """A SentencePiece model as Marian's spm_train makes one: unk 0, bos 1, eos 2, no pad."""
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(texts), model_writer=model, vocab_size=vocab_size,
-        model_type="unigram", character_coverage=coverage, minloglevel=2, num_threads=2,
-    )  # fmt: skip
+        sentence_iterator=iter(texts),
+        model_writer=model,
+        vocab_size=vocab_size,
+        model_type="unigram",
+        character_coverage=coverage,
+        minloglevel=2,
+        num_threads=2,
+    )
     return model.getvalue()
 
 
@@ -44,8 +49,11 @@ def marian_vocab(source: bytes, target: bytes) -> dict[str, int]:
     pieces = ["</s>", "<unk>", *LANGUAGE_TOKENS]
     for proto in (source, target):
         sp = spm.SentencePieceProcessor(model_proto=proto)
-        pieces += [sp.id_to_piece(i) for i in range(sp.get_piece_size()) if not sp.is_control(i)
-                   and not sp.is_unknown(i)]  # fmt: skip
+        pieces += [
+            sp.id_to_piece(i)
+            for i in range(sp.get_piece_size())
+            if not sp.is_control(i) and not sp.is_unknown(i)
+        ]
     unique = list(dict.fromkeys(pieces))
     # A few source pieces the vocabulary lacks (they encode to <unk>, as MarianTokenizer does).
     dropped = set(unique[len(LANGUAGE_TOKENS) + 10 : len(LANGUAGE_TOKENS) + 10 + MISSING_PIECE])
@@ -74,13 +82,27 @@ def build_opus_mt_like(directory: Path, seed: int = 0, **overrides) -> Path:
     (directory / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), "utf-8")
     size, pad = len(vocab), vocab["<pad>"]
     values = dict(
-        vocab_size=size, decoder_vocab_size=size, d_model=32, encoder_layers=2,
-        decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
-        encoder_ffn_dim=64, decoder_ffn_dim=64, activation_function="swish",
-        max_position_embeddings=128, scale_embedding=True, share_encoder_decoder_embeddings=True,
-        tie_word_embeddings=True, pad_token_id=pad, eos_token_id=0, decoder_start_token_id=pad,
-        forced_eos_token_id=0, dropout=0.1, init_std=0.3,
-    )  # fmt: skip
+        vocab_size=size,
+        decoder_vocab_size=size,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        activation_function="swish",
+        max_position_embeddings=128,
+        scale_embedding=True,
+        share_encoder_decoder_embeddings=True,
+        tie_word_embeddings=True,
+        pad_token_id=pad,
+        eos_token_id=0,
+        decoder_start_token_id=pad,
+        forced_eos_token_id=0,
+        dropout=0.1,
+        init_std=0.3,
+    )
     values.update(overrides)
     torch.manual_seed(seed)
     model = MarianMTModel(MarianConfig(**values)).eval()
@@ -90,8 +112,11 @@ def build_opus_mt_like(directory: Path, seed: int = 0, **overrides) -> Path:
     model.generation_config.bad_words_ids = [[pad]]  # as OPUS-MT's generation config
     model.save_pretrained(directory)
     tokenizer = MarianTokenizer(
-        str(directory / "source.spm"), str(directory / "target.spm"), str(directory / "vocab.json"),
-        source_lang="en", target_lang="zh",
-    )  # fmt: skip
+        str(directory / "source.spm"),
+        str(directory / "target.spm"),
+        str(directory / "vocab.json"),
+        source_lang="en",
+        target_lang="zh",
+    )
     tokenizer.save_pretrained(directory)
     return directory

@@ -33,8 +33,17 @@ class Server:
 def running_server(checkpoint: str | Path, *options: str, startup: float = 120.0):
     """``seq2seq serve --checkpoint CKPT --port 0 OPTIONS``; yields a ``Server`` once /health
     answers ok; SIGTERM on exit."""
-    command = [sys.executable, "-m", "seq2seq", "serve", "--checkpoint", str(checkpoint),
-               "--port", "0", *options]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "seq2seq",
+        "serve",
+        "--checkpoint",
+        str(checkpoint),
+        "--port",
+        "0",
+        *options,
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "2"}
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
     log: list[str] = []

@@ -60,8 +60,9 @@ def seq2seq_imports(path: Path, top_level_only: bool) -> set[str]:
                 submodule = f"{base}.{alias.name}".lstrip(".")
                 found.add(submodule if submodule in MODULES else base or "__init__")
         elif isinstance(node, ast.Import):
-            found.update(a.name.removeprefix("seq2seq.") for a in node.names
-                         if a.name.startswith("seq2seq."))  # fmt: skip
+            found.update(
+                a.name.removeprefix("seq2seq.") for a in node.names if a.name.startswith("seq2seq.")
+            )
     return found
 
 
@@ -108,8 +109,16 @@ def test_the_searches_never_see_a_model():
             assert imported <= {"decoding.search", "decoding.sampling"}, search
 
 
-CORE_MAY_IMPORT = ("__future__", "torch", "seq2seq", "dataclasses", "typing", "functools", "math",
-                   "collections")  # fmt: skip
+CORE_MAY_IMPORT = (
+    "__future__",
+    "torch",
+    "seq2seq",
+    "dataclasses",
+    "typing",
+    "functools",
+    "math",
+    "collections",
+)
 
 
 def test_the_model_core_imports_only_torch_and_itself():
@@ -152,8 +161,10 @@ def readme_floors() -> dict[str, tuple[str, ...]]:
 
 
 def test_the_readme_table_is_the_map():
-    expected = {floor: tuple(n for n in names if n not in {"__main__", "__init__"})
-                for floor, names in FLOORS.items()}  # fmt: skip
+    expected = {
+        floor: tuple(n for n in names if n not in {"__main__", "__init__"})
+        for floor, names in FLOORS.items()
+    }
     assert readme_floors() == dict(reversed(expected.items()))  # the README shows the top first
 
 

@@ -21,13 +21,26 @@ data_corpus = importlib.import_module("benchmarks.data_corpus")
 data_report = importlib.import_module("benchmarks.data_report")
 proc_memory = importlib.import_module("benchmarks.proc_memory")
 
-REAL = [("Go.", "走。"), ("Go. Now.", "现在走。"), ("Hi.", "你好。"), ("Run!", "跑！"),
-        ("I see.", "我明白。"), ("Tom ran.", "汤姆跑了。"), ("Wait.", "等等。")]  # fmt: skip
+REAL = [
+    ("Go.", "走。"),
+    ("Go. Now.", "现在走。"),
+    ("Hi.", "你好。"),
+    ("Run!", "跑！"),
+    ("I see.", "我明白。"),
+    ("Tom ran.", "汤姆跑了。"),
+    ("Wait.", "等等。"),
+]
 
 
 def test_sizes_read_with_their_suffixes():
     assert [bench_data.parse_size(s) for s in ("250k", "1M", "4M", "8m", "20000", "1.5M")] == [
-        250_000, 1_000_000, 4_000_000, 8_000_000, 20_000, 1_500_000]  # fmt: skip
+        250_000,
+        1_000_000,
+        4_000_000,
+        8_000_000,
+        20_000,
+        1_500_000,
+    ]
 
 
 def test_space_prefix_free_drops_a_sentence_that_starts_another():
@@ -82,8 +95,18 @@ def test_the_line_through_peak_pss_and_its_extrapolation():
 @pytest.mark.slow
 def test_a_tiny_run_prints_a_row_of_measurements(tmp_path):
     out = tmp_path / "bench.json"
-    command = [sys.executable, "scripts/bench_data.py", "--sizes", "3000", "--work",
-               str(tmp_path), "--json", str(out), "--loader-seconds", "1"]  # fmt: skip
+    command = [
+        sys.executable,
+        "scripts/bench_data.py",
+        "--sizes",
+        "3000",
+        "--work",
+        str(tmp_path),
+        "--json",
+        str(out),
+        "--loader-seconds",
+        "1",
+    ]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
 

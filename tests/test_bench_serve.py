@@ -22,10 +22,24 @@ def test_bench_serve_measures_every_level_and_the_ceiling(translation_checkpoint
     sentences = tmp_path / "sentences.en"
     sentences.write_text("".join(en + "\n" for en, _ in synthetic_pairs()[:40]), encoding="utf-8")
     out = tmp_path / "bench.json"
-    command = [sys.executable, "scripts/bench_serve.py",
-               "--checkpoint", str(translation_checkpoint), "--sentences", str(sentences),
-               "--clients", "1,2", "--beams", "1",
-               "--duration", "1", "--warmup", "0.5", "--json", str(out)]  # fmt: skip
+    command = [
+        sys.executable,
+        "scripts/bench_serve.py",
+        "--checkpoint",
+        str(translation_checkpoint),
+        "--sentences",
+        str(sentences),
+        "--clients",
+        "1,2",
+        "--beams",
+        "1",
+        "--duration",
+        "1",
+        "--warmup",
+        "0.5",
+        "--json",
+        str(out),
+    ]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
 

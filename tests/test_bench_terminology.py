@@ -18,20 +18,25 @@ sys.path.insert(0, str(ROOT / "scripts"))
 bench = importlib.import_module("bench_terminology")
 
 
-@pytest.mark.parametrize(("reference", "usual", "expected"), [
-    ("我的老师是好老师。", ["老师"], ("我的导师是好导师。", "substituted")),
-    ("他是教师。", ["老师", "教师", "师"], ("他是导师。", "substituted")),  # longest first
-    ("导师和老师", ["老师"], ("导师和老师", "already")),  # holds the term: left alone
-    ("他是校长。", ["老师"], ("他是校长。", "none")),
-    ("他是校长。", [], ("他是校长。", "none")),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("reference", "usual", "expected"),
+    [
+        ("我的老师是好老师。", ["老师"], ("我的导师是好导师。", "substituted")),
+        ("他是教师。", ["老师", "教师", "师"], ("他是导师。", "substituted")),  # longest first
+        ("导师和老师", ["老师"], ("导师和老师", "already")),  # holds the term: left alone
+        ("他是校长。", ["老师"], ("他是校长。", "none")),
+        ("他是校长。", [], ("他是校长。", "none")),
+    ],
+)
 def test_a_reference_gets_the_forced_term_in_place_of_the_usual_words(reference, usual, expected):
     assert bench.substitute(reference, "导师", usual) == expected
 
 
 def test_a_usual_word_inside_the_forced_term_is_not_replaced_again():
-    assert bench.substitute("我想买书，他购物。", "购买", ["买"]) == ("我想购买书，他购物。",
-                                                                     "substituted")  # fmt: skip
+    assert bench.substitute("我想买书，他购物。", "购买", ["买"]) == (
+        "我想购买书，他购物。",
+        "substituted",
+    )
 
 
 def test_every_builtin_term_is_a_glossary_entry_with_usual_words_apart_from_it():
@@ -58,10 +63,26 @@ def test_a_tiny_run_reports_consistent_figures(tmp_path, capsys):
     (tmp_path / "test.zh").write_text("".join(zh + "\n" for _, zh in pairs), encoding="utf-8")
     (tmp_path / "terms.tsv").write_text("teacher\t导师\ntea\t红茶\n", encoding="utf-8")
     (tmp_path / "usual.tsv").write_text("teacher\t老师\ntea\t茶\n", encoding="utf-8")
-    out = bench.main(["--checkpoint", str(checkpoint), "--src", str(tmp_path / "test.en"),
-                      "--ref", str(tmp_path / "test.zh"), "--glossary", str(tmp_path / "terms.tsv"),
-                      "--usual", str(tmp_path / "usual.tsv"), "--limit", "30", "--rounds", "2",
-                      "--json", str(tmp_path / "out.json")])  # fmt: skip
+    out = bench.main(
+        [
+            "--checkpoint",
+            str(checkpoint),
+            "--src",
+            str(tmp_path / "test.en"),
+            "--ref",
+            str(tmp_path / "test.zh"),
+            "--glossary",
+            str(tmp_path / "terms.tsv"),
+            "--usual",
+            str(tmp_path / "usual.tsv"),
+            "--limit",
+            "30",
+            "--rounds",
+            "2",
+            "--json",
+            str(tmp_path / "out.json"),
+        ]
+    )
     printed = capsys.readouterr().out
 
     assert json.loads((tmp_path / "out.json").read_text(encoding="utf-8")) == out
@@ -75,8 +96,9 @@ def test_a_tiny_run_reports_consistent_figures(tmp_path, capsys):
     assert rate["sentences"] == len(held) and rate["pairs"] >= len(held)
     assert out["warned_missing"] == rate["sentences"] - rate["sentences_all_met"]
     assert out["ratio_whole"] > 0 and out["ratio_terms"] > 0
-    assert set(out["scores"]) == {f"{run}_vs_{refs}_refs" for run in ("plain", "glossary")
-                                  for refs in ("forced", "original")}  # fmt: skip
+    assert set(out["scores"]) == {
+        f"{run}_vs_{refs}_refs" for run in ("plain", "glossary") for refs in ("forced", "original")
+    }
     # Every reference of a term sentence holds its usual word: each one is substituted.
     outcomes = out["reference_outcomes"]
     assert outcomes == {"substituted": rate["pairs"], "already": 0, "none": 0}
@@ -88,6 +110,11 @@ def test_a_tiny_run_reports_consistent_figures(tmp_path, capsys):
 
 
 def test_help_runs_without_a_model():
-    done = subprocess.run([sys.executable, "scripts/bench_terminology.py", "--help"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "scripts/bench_terminology.py", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and "--glossary" in done.stdout and "--usual" in done.stdout

@@ -41,8 +41,7 @@ def kill_during_saves(path, how: str, kills: int) -> list[str]:
     outcomes, rng = [], random.Random(0)
     for _ in range(kills):
         saved = fork.Event()
-        saver = fork.Process(target=save_forever, args=(str(path), how, state, saved),
-                             daemon=True)  # fmt: skip
+        saver = fork.Process(target=save_forever, args=(str(path), how, state, saved), daemon=True)
         saver.start()
         assert saved.wait(60), "the saver never finished a save"
         time.sleep(rng.uniform(0.0, 0.3))
@@ -119,17 +118,20 @@ def fake_trainer(environment=None):
     from types import SimpleNamespace
 
     return SimpleNamespace(
-        is_global_zero=True, validating=False, strategy=SimpleNamespace(launcher=None),
+        is_global_zero=True,
+        validating=False,
+        strategy=SimpleNamespace(launcher=None),
         _accelerator_connector=SimpleNamespace(cluster_environment=environment),
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.slow
 def test_a_second_ctrl_c_quits_at_once(tmp_path):
     import signal
 
-    process = subprocess.Popen([sys.executable, "-c", LONG_STEP], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-c", LONG_STEP], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert process.stdout.readline() == "training\n"
     process.send_signal(signal.SIGINT)
     notice = process.stderr.readline()

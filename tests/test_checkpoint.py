@@ -48,8 +48,9 @@ def test_atomic_save_replaces_the_file_and_clears_a_killed_saves_temporary(tmp_p
 
 def greedy(loaded, sources: list[list[int]]) -> list[str]:
     """Each source's greedy translation, decoded straight from its ids."""
-    found = [translate_ids(loaded.model, torch.tensor([ids]), 1, loaded.search)[0][0]
-             for ids in sources]  # fmt: skip
+    found = [
+        translate_ids(loaded.model, torch.tensor([ids]), 1, loaded.search)[0][0] for ids in sources
+    ]
     return [loaded.tokenizer.decode(h.tokens) for h in found]
 
 
@@ -80,8 +81,13 @@ def tokenizers():
 
 def with_data(module: TranslationModule, tokenizer, task: str = "translation"):
     """``module`` set up as fit sets it up, on a data module with ``tokenizer``."""
-    data = SimpleNamespace(tokenizer=tokenizer, task=task, max_len=20, block_size=20,
-                           decoder_only=module.config.decoder_only)  # fmt: skip
+    data = SimpleNamespace(
+        tokenizer=tokenizer,
+        task=task,
+        max_len=20,
+        block_size=20,
+        decoder_only=module.config.decoder_only,
+    )
     module._trainer = SimpleNamespace(datamodule=data)
     module.setup("fit")
     return module

@@ -45,9 +45,13 @@ def prepared(tmp_path_factory):
     corpus = root / "pairs.tsv"
     corpus.write_text("".join(f"{en}\t{zh}\n" for en, zh in synthetic_pairs()), encoding="utf-8")
     data = TranslationDataModule(
-        corpus="tsv", path=str(corpus), vocab_size=556, max_tokens=400, max_len=40,
+        corpus="tsv",
+        path=str(corpus),
+        vocab_size=556,
+        max_tokens=400,
+        max_len=40,
         cache_dir=str(root / "cache"),
-    )  # fmt: skip
+    )
     data.prepare_data()
     data.setup("fit")
     return root, corpus, data
@@ -57,10 +61,20 @@ def prepared(tmp_path_factory):
 def torchrun_results(prepared):
     root, corpus, _ = prepared
     command = [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-        "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
-        str(WORKER), str(root), str(corpus), str(root / "cache"),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        str(free_port()),
+        str(WORKER),
+        str(root),
+        str(corpus),
+        str(root / "cache"),
+    ]
     done = subprocess.run(command, env=quiet_env(), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return [torch.load(root / f"rank{r}.pt", weights_only=False) for r in (0, 1)]
@@ -81,10 +95,19 @@ def test_ranks_train_on_disjoint_shards_of_equal_length(torchrun_results, prepar
 
 def tiny_module(**kwargs) -> TranslationModule:
     return TranslationModule(
-        ModelConfig(vocab_size=556, d_model=32, n_heads=2, n_encoder_layers=1,
-                    n_decoder_layers=1, d_ff=64, dropout=0.0, max_positions=64),
-        warmup_steps=10, **kwargs,
-    )  # fmt: skip
+        ModelConfig(
+            vocab_size=556,
+            d_model=32,
+            n_heads=2,
+            n_encoder_layers=1,
+            n_decoder_layers=1,
+            d_ff=64,
+            dropout=0.0,
+            max_positions=64,
+        ),
+        warmup_steps=10,
+        **kwargs,
+    )
 
 
 def test_ddp_gradient_is_the_token_mean_of_the_union_of_both_shards(torchrun_results):
@@ -108,8 +131,9 @@ def test_ddp_gradient_is_the_token_mean_of_the_union_of_both_shards(torchrun_res
         torch.testing.assert_close(parameter.grad, rank1["first_grads"][name], rtol=1e-4, atol=1e-6)
 
 
-def test_ddp_validation_equals_one_process_on_the_same_dev_set(torchrun_results, prepared,
-                                                               monkeypatch):  # fmt: skip
+def test_ddp_validation_equals_one_process_on_the_same_dev_set(
+    torchrun_results, prepared, monkeypatch
+):
     """val_loss/val_nll are token-weighted over the dev set with each sentence once, and
     val_bleu is scored on every rank's translations gathered: one process gets the same."""
     import lightning as L
@@ -123,13 +147,22 @@ def test_ddp_validation_equals_one_process_on_the_same_dev_set(torchrun_results,
     module.load_state_dict(rank0["final"])
     scored = []
     score = seq2seq.training.validation.score_translations
-    monkeypatch.setattr(seq2seq.training.validation, "score_translations",
-                        lambda h, r: scored.append((h, r[0])) or score(h, r))  # fmt: skip
+    monkeypatch.setattr(
+        seq2seq.training.validation,
+        "score_translations",
+        lambda h, r: scored.append((h, r[0])) or score(h, r),
+    )
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as each rank: the same float sums
     try:
-        trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
-                            enable_model_summary=False, callbacks=[ValidationBleu()])  # fmt: skip
+        trainer = L.Trainer(
+            accelerator="cpu",
+            devices=1,
+            logger=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            callbacks=[ValidationBleu()],
+        )
         (single,) = trainer.validate(module, datamodule=data, verbose=False)
     finally:
         torch.set_num_threads(threads)  # later tests in this process compare float sums too
@@ -148,9 +181,17 @@ def test_fit_command_runs_ddp_with_lightnings_launcher(prepared, tmp_path):
     config = tmp_path / "config.yaml"
     config.write_text(CONFIG.format(corpus=corpus, root=tmp_path, max_steps=10))
     command = [
-        sys.executable, "-m", "seq2seq", "fit", "--config", str(config),
-        "--trainer.devices", "2", "--trainer.strategy", "ddp",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "seq2seq",
+        "fit",
+        "--config",
+        str(config),
+        "--trainer.devices",
+        "2",
+        "--trainer.strategy",
+        "ddp",
+    ]
     env = {**quiet_env(), "MASTER_PORT": str(free_port())}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -165,9 +206,18 @@ def fit_command(root: Path, corpus: Path, *extra: str) -> list[str]:
     config = root / "config.yaml"
     config.write_text(CONFIG.format(corpus=corpus, root=root, max_steps=60))
     return [
-        sys.executable, "-m", "seq2seq", "fit", "--config", str(config),
-        "--trainer.devices", "2", "--trainer.strategy", "ddp", *extra,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "seq2seq",
+        "fit",
+        "--config",
+        str(config),
+        "--trainer.devices",
+        "2",
+        "--trainer.strategy",
+        "ddp",
+        *extra,
+    ]
 
 
 def run_fit(argv: list[str]) -> None:
@@ -203,8 +253,11 @@ def assert_ends_like(straight: dict, last: Path) -> None:
     assert straight["global_step"] == b["global_step"] == 60
     for key, value in straight["state_dict"].items():
         torch.testing.assert_close(b["state_dict"][key], value, rtol=1e-4, atol=1e-5)
-    for x, y in zip(straight["optimizer_states"][0]["state"].values(),
-                    b["optimizer_states"][0]["state"].values(), strict=True):  # fmt: skip
+    for x, y in zip(
+        straight["optimizer_states"][0]["state"].values(),
+        b["optimizer_states"][0]["state"].values(),
+        strict=True,
+    ):
         torch.testing.assert_close(y["exp_avg_sq"], x["exp_avg_sq"], rtol=1e-4, atol=1e-8)
 
 
@@ -242,8 +295,11 @@ def test_sigterm_to_rank_0_stops_both_ranks_at_one_step_with_a_checkpoint_that_r
     err = (tmp_path / "stderr.txt").read_text()
     lines = err.strip().splitlines()
     assert sum(line.startswith("seq2seq fit: SIGTERM: finishing") for line in lines) == 1, err
-    stopped = re.fullmatch(r"seq2seq fit: interrupted \(SIGTERM\) at step (\d+); saved (\S+); "
-                           r"resume with: seq2seq fit .* --ckpt_path last", lines[-1])  # fmt: skip
+    stopped = re.fullmatch(
+        r"seq2seq fit: interrupted \(SIGTERM\) at step (\d+); saved (\S+); "
+        r"resume with: seq2seq fit .* --ckpt_path last",
+        lines[-1],
+    )
     assert stopped and "Traceback" not in err, err
     step = int(stopped[1])
     assert 3 <= step < 60 and Path(stopped[2]) == last.resolve()
@@ -271,10 +327,21 @@ def test_nonfinite_losses_under_ddp_skip_together_then_stop_with_one_line(prepar
     config = tmp_path / "config.yaml"
     config.write_text(CONFIG.format(corpus=corpus, root=tmp_path, max_steps=30))
     command = [
-        sys.executable, "-m", "seq2seq", "fit", "--config", str(config),
-        "--trainer.devices", "2", "--trainer.strategy", "ddp",
-        "--model.lr_scale", "1e30", "--model.max_nonfinite_steps", "3",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "seq2seq",
+        "fit",
+        "--config",
+        str(config),
+        "--trainer.devices",
+        "2",
+        "--trainer.strategy",
+        "ddp",
+        "--model.lr_scale",
+        "1e30",
+        "--model.max_nonfinite_steps",
+        "3",
+    ]
     env = {**quiet_env(), "MASTER_PORT": str(free_port())}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 2, done.stderr[-3000:]

@@ -21,11 +21,14 @@ def translate(checkpoint, *args) -> int:
     return main(["translate", "--checkpoint", checkpoint, "--beam-size", "1", *args])
 
 
-@pytest.mark.parametrize(("name", "text"), [
-    ("page.html", f"<p>{SENTENCES[0]} <b>{SENTENCES[1]}</b></p>\n<pre>keep</pre>\n"),
-    ("notes.md", f"# {SENTENCES[0]}\n\n- {SENTENCES[1]}\n\n```\nkeep\n```\n"),
-    ("subs.srt", f"1\n00:00:01,000 --> 00:00:02,000\n{SENTENCES[0]}\n{SENTENCES[1]}\n"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("page.html", f"<p>{SENTENCES[0]} <b>{SENTENCES[1]}</b></p>\n<pre>keep</pre>\n"),
+        ("notes.md", f"# {SENTENCES[0]}\n\n- {SENTENCES[1]}\n\n```\nkeep\n```\n"),
+        ("subs.srt", f"1\n00:00:01,000 --> 00:00:02,000\n{SENTENCES[0]}\n{SENTENCES[1]}\n"),
+    ],
+)
 def test_the_extension_picks_the_format(checkpoint, tmp_path, name, text):
     source, output = tmp_path / name, tmp_path / f"out.{name}"
     source.write_text(text, encoding="utf-8")
@@ -59,8 +62,10 @@ def test_a_malformed_file_is_one_line_and_no_output(checkpoint, tmp_path, capsys
     bad.write_text("1\n00:00:01 -> x\nHello.\n", encoding="utf-8")
     assert translate(checkpoint, "--input", str(bad), "--output", str(output)) == 2
     err = capsys.readouterr().err.strip()
-    assert err == (f"seq2seq translate: error: {bad}:2: malformed SRT timing '00:00:01 -> x' "
-                   "(expected 'HH:MM:SS,mmm --> HH:MM:SS,mmm')")  # fmt: skip
+    assert err == (
+        f"seq2seq translate: error: {bad}:2: malformed SRT timing '00:00:01 -> x' "
+        "(expected 'HH:MM:SS,mmm --> HH:MM:SS,mmm')"
+    )
     assert not output.exists()
 
 
@@ -69,10 +74,29 @@ def test_evaluate_splits_unless_told_not_to(checkpoint, tmp_path, capsys):
     src.write_text(" ".join(SENTENCES) + "\n", encoding="utf-8")
     ref.write_text("我今天会买苹果。她明天能看到那本书。\n", encoding="utf-8")
     translator = Translator.from_checkpoint(checkpoint)
-    for extra, expected in (([], "".join(translator.translate(SENTENCES, 1))),
-                            (["--no-split"], translator.translate([" ".join(SENTENCES)], 1,
-                                                                  split=False)[0])):  # fmt: skip
-        assert main(["evaluate", "--checkpoint", checkpoint, "--src", str(src), "--ref", str(ref),
-                     "--hyps", str(hyps), "--beam-size", "1", "--json", *extra]) == 0  # fmt: skip
+    for extra, expected in (
+        ([], "".join(translator.translate(SENTENCES, 1))),
+        (["--no-split"], translator.translate([" ".join(SENTENCES)], 1, split=False)[0]),
+    ):
+        assert (
+            main(
+                [
+                    "evaluate",
+                    "--checkpoint",
+                    checkpoint,
+                    "--src",
+                    str(src),
+                    "--ref",
+                    str(ref),
+                    "--hyps",
+                    str(hyps),
+                    "--beam-size",
+                    "1",
+                    "--json",
+                    *extra,
+                ]
+            )
+            == 0
+        )
         assert hyps.read_text(encoding="utf-8") == expected + "\n"
     capsys.readouterr()

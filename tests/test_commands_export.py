@@ -23,10 +23,23 @@ def test_export_hf_gives_the_same_logits_and_greedy_translations(run, tmp_path, 
     out = tmp_path / "hf"
     scores = score_translations(["我会买茶。"], [["我会买茶。"]])
     eval_json = tmp_path / "eval.json"
-    eval_json.write_text(json.dumps({**scores, "eval_set": "test", "sentences": 1,
-                                     "beam_size": 5}))  # fmt: skip
-    assert main(["export", "--checkpoint", str(checkpoint), "--format", "hf",
-                 "--output", str(out), "--eval-json", str(eval_json)]) == 0  # fmt: skip
+    eval_json.write_text(json.dumps({**scores, "eval_set": "test", "sentences": 1, "beam_size": 5}))
+    assert (
+        main(
+            [
+                "export",
+                "--checkpoint",
+                str(checkpoint),
+                "--format",
+                "hf",
+                "--output",
+                str(out),
+                "--eval-json",
+                str(eval_json),
+            ]
+        )
+        == 0
+    )
     marian = transformers.MarianMTModel.from_pretrained(out).eval()
     translator = Translator.from_checkpoint(checkpoint)
     ours = translator.engine.model
@@ -64,16 +77,44 @@ def test_ctranslate2_export_translates_like_ours(run, tmp_path, capsys):
     pytest.importorskip("transformers")
     checkpoint = run / "checkpoints" / "last.ckpt"
     out = tmp_path / "ct2"
-    assert main(["export", "--checkpoint", str(checkpoint), "--format", "ctranslate2",
-                 "--output", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "export",
+                "--checkpoint",
+                str(checkpoint),
+                "--format",
+                "ctranslate2",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     lines = [en for en, _ in synthetic_pairs()[:300:11]] + ["", "Tom \U0001f375 \x07."]
     source = tmp_path / "in.en"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     outputs = {}
     for engine, model in (("torch", checkpoint), ("ctranslate2", out)):
         target = tmp_path / f"{engine}.zh"
-        assert main(["translate", "--checkpoint", str(model), "--engine", engine, "--beam-size",
-                     "1", "--input", str(source), "--output", str(target)]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "translate",
+                    "--checkpoint",
+                    str(model),
+                    "--engine",
+                    engine,
+                    "--beam-size",
+                    "1",
+                    "--input",
+                    str(source),
+                    "--output",
+                    str(target),
+                ]
+            )
+            == 0
+        )
         outputs[engine] = target.read_text(encoding="utf-8").split("\n")[:-1]
     assert len(outputs["torch"]) == len(lines) and outputs["torch"][-2] == ""
     assert outputs["ctranslate2"] == outputs["torch"]  # greedy: identical

@@ -45,8 +45,15 @@ def test_fit_writes_checkpoints_and_metrics(run):
 def test_every_validation_is_considered_for_the_best_checkpoint(corpus, tmp_path):
     """Validations at 10 and 20 fall on steps where last.ckpt is also refreshed (every 10,
     and the final step): each still gets its best-by-BLEU check (save_top_k -1 keeps all)."""
-    fit(tmp_path, corpus, 20, "--checkpoint.save_top_k", "-1",
-        "--checkpoint.last_every_n_train_steps", "10")  # fmt: skip
+    fit(
+        tmp_path,
+        corpus,
+        20,
+        "--checkpoint.save_top_k",
+        "-1",
+        "--checkpoint.last_every_n_train_steps",
+        "10",
+    )
     names = sorted(p.name for p in (tmp_path / "checkpoints").glob("best-*"))
     assert [n.split("-bleu")[0] for n in names] == ["best-step10", "best-step20"], names
     assert read_checkpoint(tmp_path / "checkpoints" / "last.ckpt")["global_step"] == 20
@@ -197,9 +204,17 @@ def test_fit_log_is_clean_and_says_when_max_time_stopped_it(corpus, tmp_path):
 
     config = write_config(tmp_path, corpus, max_steps=100_000)
     command = [
-        sys.executable, "-m", "seq2seq", "fit", "--config", config,
-        "--trainer.max_time", "00:00:00:03", "--model.cooldown_steps", "1000",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "seq2seq",
+        "fit",
+        "--config",
+        config,
+        "--trainer.max_time",
+        "00:00:00:03",
+        "--model.cooldown_steps",
+        "1000",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     log = done.stdout + done.stderr

@@ -34,12 +34,21 @@ INTERRUPTED = re.compile(
 def start_fit(root: Path, corpus: Path) -> tuple[subprocess.Popen, list[str]]:
     """A real ``seq2seq fit`` process of 30 steps whose last.ckpt appears at step 2 (so a test
     can tell that training is under way); its stderr goes to root/stderr.txt."""
-    argv = ["fit", "--config", write_config(root, corpus, 30),
-            "--checkpoint.last_every_n_train_steps", "2"]  # fmt: skip
+    argv = [
+        "fit",
+        "--config",
+        write_config(root, corpus, 30),
+        "--checkpoint.last_every_n_train_steps",
+        "2",
+    ]
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     with open(root / "stderr.txt", "w") as stderr:
-        process = subprocess.Popen([sys.executable, "-m", "seq2seq", *argv], env=env,
-                                   stdout=subprocess.DEVNULL, stderr=stderr)  # fmt: skip
+        process = subprocess.Popen(
+            [sys.executable, "-m", "seq2seq", *argv],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
     return process, argv
 
 
@@ -141,8 +150,10 @@ def test_mistyped_and_abbreviated_options_are_one_line_errors(corpus, tmp_path, 
 
 def test_help_and_print_config_still_work(corpus, tmp_path, capsys):
     config = write_config(tmp_path, corpus, 5)
-    for extra, expected in ((["--help"], "--model.warmup_steps"),
-                            (["--print_config"], "warmup_steps: 10")):  # fmt: skip
+    for extra, expected in (
+        (["--help"], "--model.warmup_steps"),
+        (["--print_config"], "warmup_steps: 10"),
+    ):
         with pytest.raises(SystemExit) as exit:
             main(["fit", "--config", config, *extra])
         assert exit.value.code == 0 and expected in capsys.readouterr().out
@@ -168,7 +179,12 @@ def test_resume_argv_replaces_a_given_ckpt_path():
     assert resume_argv(["fit", "-c", "a.yaml"]) == ["fit", "-c", "a.yaml", "--ckpt_path", "last"]
     for given in (["--ckpt_path", "x.ckpt"], ["--ckpt_path=x.ckpt"], ["--ckpt_path", "last"]):
         assert resume_argv(["fit", *given, "-c", "a.yaml"]) == [
-            "fit", "-c", "a.yaml", "--ckpt_path", "last"]  # fmt: skip
+            "fit",
+            "-c",
+            "a.yaml",
+            "--ckpt_path",
+            "last",
+        ]
 
 
 def test_ctrl_c_before_training_starts_stops_at_once(corpus, tmp_path, capsys, monkeypatch):

@@ -107,8 +107,23 @@ def test_generate_keeps_one_line_per_prompt_whatever_it_holds(lm, tmp_path, caps
     source = tmp_path / "prompts.txt"
     source.write_bytes(raw)
     out = tmp_path / "out.txt"
-    assert main(["generate", "--checkpoint", str(lm), "--input", str(source), "--output",
-                 str(out), "--max-new-tokens", "5", "--greedy"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "generate",
+                "--checkpoint",
+                str(lm),
+                "--input",
+                str(source),
+                "--output",
+                str(out),
+                "--max-new-tokens",
+                "5",
+                "--greedy",
+            ]
+        )
+        == 0
+    )
     lines = out.read_text(encoding="utf-8").split("\n")[:-1]
     assert len(lines) == len(prompts) + 1
     assert lines[0].startswith("我们") and lines[-2].startswith("明天")
@@ -160,27 +175,58 @@ def test_gpt_and_llama_configs_train_and_generate_with_the_cache(
     config = generator.model.config
     if shipped == "lm_llama.yaml":
         assert (config.norm, config.positions, config.activation, config.bias) == (
-            "rmsnorm", "rope", "swiglu", False)  # fmt: skip
+            "rmsnorm",
+            "rope",
+            "swiglu",
+            False,
+        )
     else:
         assert (config.norm_first, config.positions, config.activation) == (True, "learned", "gelu")
-    assert main(["generate", "--checkpoint", str(checkpoint), "--prompt", "我",
-                 "--beam-size", "3", "--max-new-tokens", "6"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "generate",
+                "--checkpoint",
+                str(checkpoint),
+                "--prompt",
+                "我",
+                "--beam-size",
+                "3",
+                "--max-new-tokens",
+                "6",
+            ]
+        )
+        == 0
+    )
     assert capsys.readouterr().out.startswith("我")
 
 
 def test_a_decoder_only_translator_is_scored_by_the_same_commands(tmp_path, capsys):
     corpus = tmp_path / "pairs.tsv"
     corpus.write_text("".join(f"{en}\t{zh}\n" for en, zh in synthetic_pairs()), "utf-8")
-    checkpoint = fit_small("lm_translate.yaml", tmp_path, corpus, "tsv", vocab=556,
-                           max_tokens=800)  # fmt: skip
+    checkpoint = fit_small("lm_translate.yaml", tmp_path, corpus, "tsv", vocab=556, max_tokens=800)
     (path,) = tmp_path.glob("logs/version_*/metrics.csv")
     assert [r["val_bleu"] for r in csv.DictReader(path.open()) if r.get("val_bleu")]
     source = tmp_path / "in.en"
     source.write_text("Tom will buy apples today.\n\nI can see the book.\n", encoding="utf-8")
     out = tmp_path / "out.zh"
     for beam in ("1", "3"):
-        assert main(["translate", "--checkpoint", str(checkpoint), "--input", str(source),
-                     "--output", str(out), "--beam-size", beam]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "translate",
+                    "--checkpoint",
+                    str(checkpoint),
+                    "--input",
+                    str(source),
+                    "--output",
+                    str(out),
+                    "--beam-size",
+                    beam,
+                ]
+            )
+            == 0
+        )
         lines = out.read_text(encoding="utf-8").split("\n")[:-1]
         assert len(lines) == 3 and lines[1] == "" and lines[0]
     assert main(["evaluate", "--checkpoint", str(checkpoint), "--json", "--beam-size", "2"]) == 0
@@ -190,8 +236,22 @@ def test_a_decoder_only_translator_is_scored_by_the_same_commands(tmp_path, caps
 def test_attention_of_a_language_model_is_its_self_attention(lm, tmp_path):
     image_module = pytest.importorskip("PIL.Image")
     out = tmp_path / "lm_attention.png"
-    assert main(["attention", "--checkpoint", str(lm), "--text", "我们",
-                 "--max-new-tokens", "4", "--output", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "attention",
+                "--checkpoint",
+                str(lm),
+                "--text",
+                "我们",
+                "--max-new-tokens",
+                "4",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     with image_module.open(out) as image:
         assert image.format == "PNG" and image.width > image.height  # two layers side by side
 
@@ -200,7 +260,8 @@ def test_sequences_longer_than_the_positions_are_a_one_line_error(tmp_path, caps
     corpus = tmp_path / "pairs.tsv"
     corpus.write_text("".join(f"{en}\t{zh}\n" for en, zh in synthetic_pairs()), "utf-8")
     with pytest.raises(AssertionError):  # fit_small expects success
-        fit_small("lm_translate.yaml", tmp_path, corpus, "tsv", vocab=556, max_tokens=800,
-                  positions=64)  # fmt: skip
+        fit_small(
+            "lm_translate.yaml", tmp_path, corpus, "tsv", vocab=556, max_tokens=800, positions=64
+        )
     err = capsys.readouterr().err
     assert "make 82-token sequences but model.config.max_positions is 64" in err

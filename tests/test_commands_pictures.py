@@ -14,12 +14,43 @@ def test_attention_and_plot_commands_write_pictures(run, tmp_path):
     image_module = pytest.importorskip("PIL.Image")
     checkpoint = str(run / "checkpoints" / "last.ckpt")
     attention = tmp_path / "attention.png"
-    assert main(["attention", "--checkpoint", checkpoint, "--text", "Tom will buy apples.",
-                 "--output", str(attention), "--beam-size", "1"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "attention",
+                "--checkpoint",
+                checkpoint,
+                "--text",
+                "Tom will buy apples.",
+                "--output",
+                str(attention),
+                "--beam-size",
+                "1",
+            ]
+        )
+        == 0
+    )
     one_layer = tmp_path / "layer0.png"
-    assert main(["attention", "--checkpoint", checkpoint, "--text", "Tom will buy apples.",
-                 "--output", str(one_layer), "--layer", "0", "--head", "1",
-                 "--beam-size", "1"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "attention",
+                "--checkpoint",
+                checkpoint,
+                "--text",
+                "Tom will buy apples.",
+                "--output",
+                str(one_layer),
+                "--layer",
+                "0",
+                "--head",
+                "1",
+                "--beam-size",
+                "1",
+            ]
+        )
+        == 0
+    )
     with image_module.open(attention) as mean, image_module.open(one_layer) as head:
         assert mean.format == head.format == "PNG" and head.width > 300
         assert mean.size == head.size  # the test model has one decoder layer

@@ -49,18 +49,40 @@ def test_streamed_output_equals_the_one_pass_translation(translation_checkpoint,
     expected = Translator.from_checkpoint(translation_checkpoint).translate(lines, beam_size=2)
     for window in ("1", "5", "1000"):
         output = tmp_path / f"out{window}.zh"
-        code = main(["translate", "--checkpoint", str(translation_checkpoint), "--input",
-                     str(source), "--output", str(output), "--beam-size", "2",
-                     "--window", window])  # fmt: skip
+        code = main(
+            [
+                "translate",
+                "--checkpoint",
+                str(translation_checkpoint),
+                "--input",
+                str(source),
+                "--output",
+                str(output),
+                "--beam-size",
+                "2",
+                "--window",
+                window,
+            ]
+        )
         assert code == 0
         assert output.read_text(encoding="utf-8").split("\n")[:-1] == expected, window
 
 
 def test_a_pipe_sees_each_window_before_the_input_ends(translation_checkpoint):
-    process = subprocess.Popen(command("translate", "--checkpoint", str(translation_checkpoint),
-                                       "--window", "2", "--beam-size", "1"),
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE)  # fmt: skip
+    process = subprocess.Popen(
+        command(
+            "translate",
+            "--checkpoint",
+            str(translation_checkpoint),
+            "--window",
+            "2",
+            "--beam-size",
+            "1",
+        ),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         process.stdin.write(b"I will buy apples today.\nHe can see the book.\n")
         process.stdin.flush()  # stdin stays open: the rest of the "file" has not come yet
@@ -79,15 +101,28 @@ def test_a_pipe_sees_each_window_before_the_input_ends(translation_checkpoint):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_an_interrupted_translation_keeps_every_finished_line(translation_checkpoint, tmp_path,
-                                                              signum, status):  # fmt: skip
+def test_an_interrupted_translation_keeps_every_finished_line(
+    translation_checkpoint, tmp_path, signum, status
+):
     lines = lines_with_blanks(3000)
     source, output = tmp_path / "big.en", tmp_path / "big.zh"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    process = subprocess.Popen(command("translate", "--checkpoint", str(translation_checkpoint),
-                                       "--input", str(source), "--output", str(output),
-                                       "--window", "4", "--beam-size", "2"),
-                               stderr=subprocess.PIPE)  # fmt: skip
+    process = subprocess.Popen(
+        command(
+            "translate",
+            "--checkpoint",
+            str(translation_checkpoint),
+            "--input",
+            str(source),
+            "--output",
+            str(output),
+            "--window",
+            "4",
+            "--beam-size",
+            "2",
+        ),
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not output.exists() or output.stat().st_size < 200):
         time.sleep(0.05)
@@ -101,8 +136,9 @@ def test_an_interrupted_translation_keeps_every_finished_line(translation_checkp
     done = written.split("\n")[:-1]
     assert 0 < len(done) < len(lines)
     assert f"the first {len(done):,} input line(s)" in message[0]
-    expected = Translator.from_checkpoint(translation_checkpoint).translate(lines[: len(done)],
-                                                                           beam_size=2)
+    expected = Translator.from_checkpoint(translation_checkpoint).translate(
+        lines[: len(done)], beam_size=2
+    )
     assert done == expected
 
 
@@ -110,8 +146,19 @@ def test_n_best_lists_every_line_best_first(translation_checkpoint, tmp_path, ca
     lines = ["I will buy apples today.", "", "He can see the book. She will cook rice."]
     source = tmp_path / "in.en"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    code = main(["translate", "--checkpoint", str(translation_checkpoint), "--input",
-                 str(source), "--n-best", "3", "--beam-size", "2"])  # fmt: skip
+    code = main(
+        [
+            "translate",
+            "--checkpoint",
+            str(translation_checkpoint),
+            "--input",
+            str(source),
+            "--n-best",
+            "3",
+            "--beam-size",
+            "2",
+        ]
+    )
     assert code == 0
     rows = [line.split(" ||| ") for line in capsys.readouterr().out.splitlines()]
     assert all(len(row) == 4 and row[2].startswith("F0= ") for row in rows)
@@ -163,6 +210,7 @@ def test_line_progress_counts_lines_blank_ones_included():
 
 def test_errors_before_work_are_one_line(translation_checkpoint, tmp_path, capsys, monkeypatch):
     """Each mistake is refused before the model is loaded (loading would fail the test)."""
+
     def no_load(*args, **kwargs):
         raise AssertionError("the model was loaded before the options were checked")
 
@@ -191,27 +239,69 @@ def test_errors_before_work_are_one_line(translation_checkpoint, tmp_path, capsy
         (*base, "--format", "html", "--n-best", "2"): "--n-best takes plain text",
         ("translate", "--checkpoint", str(ct2)): "translate it with --engine ctranslate2",
         ("translate", "--checkpoint", str(runs)): f"e.g. {runs / 'last.ckpt'}",
-        ("translate", "--checkpoint", checkpoint, "--engine", "ctranslate2"):
-            "--engine ctranslate2 takes the directory",
-        ("translate", "--checkpoint", checkpoint, "--input", str(tmp_path / "none.en")):
-            "none.en: input file not found",
-        ("evaluate", "--checkpoint", checkpoint, "--src", str(text), "--ref",
-         str(tmp_path / "none.zh")): "none.zh: reference file not found",
+        (
+            "translate",
+            "--checkpoint",
+            checkpoint,
+            "--engine",
+            "ctranslate2",
+        ): "--engine ctranslate2 takes the directory",
+        (
+            "translate",
+            "--checkpoint",
+            checkpoint,
+            "--input",
+            str(tmp_path / "none.en"),
+        ): "none.en: input file not found",
+        (
+            "evaluate",
+            "--checkpoint",
+            checkpoint,
+            "--src",
+            str(text),
+            "--ref",
+            str(tmp_path / "none.zh"),
+        ): "none.zh: reference file not found",
         ("evaluate", "--checkpoint", checkpoint, "--hyps", str(tmp_path)): "is a directory",
         ("generate", "--checkpoint", checkpoint, "--max-new-tokens", "0"): "--max-new-tokens",
-        ("attention", "--checkpoint", checkpoint, "--text", "Hi.", "--output",
-         str(tmp_path / "no" / "a.png")): "does not exist",
+        (
+            "attention",
+            "--checkpoint",
+            checkpoint,
+            "--text",
+            "Hi.",
+            "--output",
+            str(tmp_path / "no" / "a.png"),
+        ): "does not exist",
         ("serve", "--checkpoint", checkpoint, "--port", "70000"): "--port must be between",
         ("serve", "--checkpoint", checkpoint, "--max-batch-tokens", "0"): "--max-batch-tokens",
         ("serve", "--checkpoint", checkpoint, "--api-keys", str(tmp_path / "k")): "not found",
         ("export", "--checkpoint", checkpoint, "--output", str(text)): "not a directory",
-        ("export", "--checkpoint", checkpoint, "--output", str(tmp_path / "out"),
-         "--eval-json", str(text)): "in.en: not JSON",
-        ("import", "--hf", str(tmp_path / "none"), "--output", str(tmp_path / "x.ckpt")):
-            "no such directory",
+        (
+            "export",
+            "--checkpoint",
+            checkpoint,
+            "--output",
+            str(tmp_path / "out"),
+            "--eval-json",
+            str(text),
+        ): "in.en: not JSON",
+        (
+            "import",
+            "--hf",
+            str(tmp_path / "none"),
+            "--output",
+            str(tmp_path / "x.ckpt"),
+        ): "no such directory",
         ("import", "--hf", str(tmp_path), "--output", str(tmp_path / "x.ckpt")): "no config.json",
-        ("average", "--checkpoints", checkpoint, str(tmp_path / "b.ckpt"), "--output",
-         str(tmp_path / "avg.ckpt")): "b.ckpt: checkpoint not found",
+        (
+            "average",
+            "--checkpoints",
+            checkpoint,
+            str(tmp_path / "b.ckpt"),
+            "--output",
+            str(tmp_path / "avg.ckpt"),
+        ): "b.ckpt: checkpoint not found",
     }
     if os.geteuid() != 0:  # root reads and writes whatever the permissions say
         locked = tmp_path / "locked.en"
@@ -224,15 +314,22 @@ def test_errors_before_work_are_one_line(translation_checkpoint, tmp_path, capsy
         assert code == 2 and "\n" not in err and problem in err, (argv, err)
 
 
-@pytest.mark.parametrize("argv, problem", [
-    (["translate", "--checkpoint", "x.ckpt", "--beam", "3"],
-     "unknown option --beam; did you mean --beam-size?"),
-    (["translate", "--checkpoint", "x.ckpt", "--max-token", "3"],
-     "unknown option --max-token; did you mean --max-tokens?"),
-    (["evaluate", "--checkpoint", "x.ckpt", "--refs", "a"], "did you mean --ref?"),
-    (["translate"], "the following arguments are required: --checkpoint"),
-    (["translate", "--checkpoint", "x", "--format", "htm"], "invalid choice: 'htm'"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv, problem",
+    [
+        (
+            ["translate", "--checkpoint", "x.ckpt", "--beam", "3"],
+            "unknown option --beam; did you mean --beam-size?",
+        ),
+        (
+            ["translate", "--checkpoint", "x.ckpt", "--max-token", "3"],
+            "unknown option --max-token; did you mean --max-tokens?",
+        ),
+        (["evaluate", "--checkpoint", "x.ckpt", "--refs", "a"], "did you mean --ref?"),
+        (["translate"], "the following arguments are required: --checkpoint"),
+        (["translate", "--checkpoint", "x", "--format", "htm"], "invalid choice: 'htm'"),
+    ],
+)
 def test_misspelled_and_abbreviated_options_are_one_line(argv, problem, capsys):
     with pytest.raises(SystemExit) as exit:
         main(argv)
@@ -261,21 +358,46 @@ def test_a_pipe_as_input_is_read_once_and_translated(translation_checkpoint, tmp
 
     writer = threading.Thread(target=feed)
     writer.start()
-    code = main(["translate", "--checkpoint", str(translation_checkpoint), "--input", str(fifo),
-                 "--output", str(output), "--beam-size", "1"])  # fmt: skip
+    code = main(
+        [
+            "translate",
+            "--checkpoint",
+            str(translation_checkpoint),
+            "--input",
+            str(fifo),
+            "--output",
+            str(output),
+            "--beam-size",
+            "1",
+        ]
+    )
     writer.join(timeout=30)
     expected = Translator.from_checkpoint(translation_checkpoint).translate(lines, beam_size=1)
     assert code == 0 and output.read_text(encoding="utf-8").split("\n")[:-1] == expected
 
 
-def test_warnings_name_lines_of_the_file_not_of_the_window(translation_checkpoint, tmp_path,
-                                                           capsys):  # fmt: skip
+def test_warnings_name_lines_of_the_file_not_of_the_window(
+    translation_checkpoint, tmp_path, capsys
+):
     lines = ["I will buy apples today."] * 4 + ["apples " * 400, "He can see the book."]
     source = tmp_path / "in.en"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     output = tmp_path / "out.zh"
-    code = main(["translate", "--checkpoint", str(translation_checkpoint), "--input", str(source),
-                 "--output", str(output), "--window", "2", "--beam-size", "1"])  # fmt: skip
+    code = main(
+        [
+            "translate",
+            "--checkpoint",
+            str(translation_checkpoint),
+            "--input",
+            str(source),
+            "--output",
+            str(output),
+            "--window",
+            "2",
+            "--beam-size",
+            "1",
+        ]
+    )
     warnings = [line for line in capsys.readouterr().err.splitlines() if "windows" in line]
     assert code == 0 and len(warnings) == 1 and warnings[0].endswith("line 5"), warnings
 
@@ -295,6 +417,14 @@ def test_outputs_the_writer_can_make_or_a_device_are_accepted(translation_checkp
     nested = tmp_path / "new" / "dir" / "avg.ckpt"
     with pytest.raises(Exception, match="does not exist"):
         checks.writable_file(nested, "--output")  # translate's writer makes no directories
-    code = main(["average", "--checkpoints", str(translation_checkpoint),
-                 str(translation_checkpoint), "--output", str(nested)])  # fmt: skip
+    code = main(
+        [
+            "average",
+            "--checkpoints",
+            str(translation_checkpoint),
+            str(translation_checkpoint),
+            "--output",
+            str(nested),
+        ]
+    )
     assert code == 0 and nested.is_file()

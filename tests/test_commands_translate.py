@@ -34,8 +34,19 @@ def test_translate_keeps_one_line_per_input_line(run, tmp_path, capsys):
     source.write_bytes(b"\n".join(ugly) + b"\n")
     output = tmp_path / "out.zh"
     checkpoint = str(run / "checkpoints" / "last.ckpt")
-    code = main(["translate", "--checkpoint", checkpoint, "--input", str(source),
-                 "--output", str(output), "--beam-size", "3"])  # fmt: skip
+    code = main(
+        [
+            "translate",
+            "--checkpoint",
+            checkpoint,
+            "--input",
+            str(source),
+            "--output",
+            str(output),
+            "--beam-size",
+            "3",
+        ]
+    )
     assert code == 0
     lines = output.read_text(encoding="utf-8").split("\n")
     assert lines[-1] == "" and len(lines) - 1 == len(ugly)
@@ -53,8 +64,24 @@ def test_evaluate_json_with_files(run, tmp_path, capsys):
     ref.write_text("".join(zh + "\n" for _, zh in pairs), encoding="utf-8")
     hyps = tmp_path / "hyps.zh"
     checkpoint = str(run / "checkpoints" / "last.ckpt")
-    code = main(["evaluate", "--checkpoint", checkpoint, "--src", str(src), "--ref", str(ref),
-                 "--ref", str(ref), "--hyps", str(hyps), "--json", "--beam-size", "2"])  # fmt: skip
+    code = main(
+        [
+            "evaluate",
+            "--checkpoint",
+            checkpoint,
+            "--src",
+            str(src),
+            "--ref",
+            str(ref),
+            "--ref",
+            str(ref),
+            "--hyps",
+            str(hyps),
+            "--json",
+            "--beam-size",
+            "2",
+        ]
+    )
     assert code == 0
     result = json.loads(capsys.readouterr().out)
     assert 0.0 <= result["bleu"] <= 100.0 and 0.0 <= result["chrf"] <= 100.0

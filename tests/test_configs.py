@@ -44,8 +44,9 @@ def test_the_finetune_config_takes_the_checkpoints_model_and_tokenizer(tmp_path,
 
     checkpoint = tiny_checkpoint(tmp_path / "base.ckpt")
     config = str(Path(__file__).parent.parent / "configs" / "finetune.yaml")
-    cli = run_lightning_cli(["--config", config, f"--model.init_from={checkpoint}",
-                             f"--data.path={corpus}"], run=False)  # fmt: skip
+    cli = run_lightning_cli(
+        ["--config", config, f"--model.init_from={checkpoint}", f"--data.path={corpus}"], run=False
+    )
     base = load_model(checkpoint)
     assert cli.model.config == base.model.config
     assert cli.datamodule.tokenizer_from == str(checkpoint)
@@ -77,8 +78,10 @@ def test_print_config_with_comments_documents_our_fields(capsys):
     with pytest.raises(SystemExit):
         main(["fit", "--config", config, "--print_config=comments"])
     lines = capsys.readouterr().out.splitlines()
-    for field, words in (("d_model", "width of every residual stream"),
-                         ("max_tokens", "Padded-token budget"),
-                         ("warmup_steps", "warmup")):  # fmt: skip
+    for field, words in (
+        ("d_model", "width of every residual stream"),
+        ("max_tokens", "Padded-token budget"),
+        ("warmup_steps", "warmup"),
+    ):
         index = next(i for i, line in enumerate(lines) if line.strip().startswith(f"{field}:"))
         assert lines[index - 1].strip().startswith("#") and words in lines[index - 1]

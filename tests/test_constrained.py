@@ -63,9 +63,15 @@ class ScriptedScorer:
 
 def search(table, constraints, k=4, limit=6, n_best=1, default=None):
     rows = len(constraints)
-    return constrained_beam_search(ScriptedScorer(table, rows * k, default),
-                                   torch.full((rows,), limit), k, IDS, constraints, PLAIN,
-                                   n_best)  # fmt: skip
+    return constrained_beam_search(
+        ScriptedScorer(table, rows * k, default),
+        torch.full((rows,), limit),
+        k,
+        IDS,
+        constraints,
+        PLAIN,
+        n_best,
+    )
 
 
 # The scorer likes "a b" then eos; d is unlikely at the start and likely after "a".
@@ -141,8 +147,13 @@ def test_unconstrained_sentences_in_a_constrained_batch_decode_exactly_as_beam_s
     src = random_ids(5, 9, seed=4)
     src[1, 6:] = PAD
     config = SearchConfig()
-    constraints = [None, TermConstraints(["q"], _letters(), _spell_letters), None,
-                   TermConstraints(["pq", "r"], _letters(), _spell_letters), None]  # fmt: skip
+    constraints = [
+        None,
+        TermConstraints(["q"], _letters(), _spell_letters),
+        None,
+        TermConstraints(["pq", "r"], _letters(), _spell_letters),
+        None,
+    ]
     together = translate_ids(model, src, 4, config, n_best=2, constraints=constraints)
     plain = translate_ids(model, src, 4, config, n_best=2)
     for i in (0, 2, 4):
@@ -191,8 +202,7 @@ def test_a_term_sentencepiece_segments_two_ways_is_matched_on_the_text():
     in_context = tokenizer.encode_target("我明天会买苹果。")
     pieces = [tokenizer.id_to_piece(t) for t in in_context]
     assert "▁我明天会买" in pieces and alone != ["▁我明天会买"]
-    table = {tuple(in_context[:i]): {in_context[i]: 0.9, EOS: 0.1}
-             for i in range(len(in_context))}  # fmt: skip
+    table = {tuple(in_context[:i]): {in_context[i]: 0.9, EOS: 0.1} for i in range(len(in_context))}
     table[tuple(in_context)] = {EOS: 1.0}
     constraints = [term_constraints(tokenizer, [Term("will buy", "会买")])]
     scorer = _VocabScorer(ScriptedScorer(table, 4, {EOS: 1.0}), tokenizer.vocab_size)
@@ -211,8 +221,9 @@ class _VocabScorer:
         for row, token in enumerate(last_tokens.tolist()):
             if token != BOS:
                 self.scripted.prefixes[row] += (token,)
-            for tok, p in self.scripted.table.get(self.scripted.prefixes[row],
-                                                  self.scripted.default).items():  # fmt: skip
+            for tok, p in self.scripted.table.get(
+                self.scripted.prefixes[row], self.scripted.default
+            ).items():
                 out[row, tok] = math.log(p)
         return out
 
@@ -240,8 +251,9 @@ def test_a_phrase_the_vocabulary_cannot_write_is_no_constraint():
 
 def test_constraints_must_match_the_batch():
     with pytest.raises(ValueError, match="2 constraint sets for 1 sentences"):
-        constrained_beam_search(ScriptedScorer(TABLE, 2), torch.tensor([4]), 2, IDS,
-                                [None, None], PLAIN)  # fmt: skip
+        constrained_beam_search(
+            ScriptedScorer(TABLE, 2), torch.tensor([4]), 2, IDS, [None, None], PLAIN
+        )
 
 
 def test_beam_search_with_no_constraint_at_all_is_unchanged():
@@ -249,12 +261,15 @@ def test_beam_search_with_no_constraint_at_all_is_unchanged():
     src = random_ids(3, 8, seed=2)
     config = SearchConfig()
     max_lens = config.max_lengths((src != PAD).sum(dim=1))
-    plain = beam_search(TransformerScorer(model, src, 3, int(max_lens.max())), max_lens, 3, IDS,
-                        config)  # fmt: skip
-    steered = constrained_beam_search(TransformerScorer(model, src, 3, int(max_lens.max())),
-                                      max_lens, 3, IDS, [None] * 3, config)  # fmt: skip
-    assert [[h.tokens for h in hyps] for hyps in plain] == [[h.tokens for h in hyps]
-                                                           for hyps in steered]  # fmt: skip
+    plain = beam_search(
+        TransformerScorer(model, src, 3, int(max_lens.max())), max_lens, 3, IDS, config
+    )
+    steered = constrained_beam_search(
+        TransformerScorer(model, src, 3, int(max_lens.max())), max_lens, 3, IDS, [None] * 3, config
+    )
+    assert [[h.tokens for h in hyps] for hyps in plain] == [
+        [h.tokens for h in hyps] for hyps in steered
+    ]
 
 
 def test_a_character_outside_the_vocabulary_is_written_and_banked_byte_by_byte():

@@ -64,8 +64,9 @@ def test_sentences_joining_at_any_step_get_their_beam_search_n_best(model, arriv
     results = decode(ContinuousBeam(model, search, beam_size=4, n_best=2), sources, arrivals)
     for i, hypotheses in enumerate(expected):
         assert [h.tokens for h in results[i]] == [h.tokens for h in hypotheses]
-        assert [h.score for h in results[i]] == pytest.approx([h.score for h in hypotheses],
-                                                              abs=1e-4)  # fmt: skip
+        assert [h.score for h in results[i]] == pytest.approx(
+            [h.score for h in hypotheses], abs=1e-4
+        )
 
 
 def test_under_steady_load_the_cache_stays_bounded_and_finished_rows_leave(model):

@@ -54,8 +54,11 @@ def test_prepare_data_reports_each_stage(corpus, tmp_path):
     dm = make_dm(corpus, tmp_path)
     dm.prepare_data(lines.append)
     assert lines[0] == f"preparing the data once (cached in {dm.cache_path})"
-    assert lines[1:4] == [f"  reading {corpus}", "  cleaning 961 pairs",
-                          "  split: train 923, dev 24, test 13 pairs"]  # fmt: skip
+    assert lines[1:4] == [
+        f"  reading {corpus}",
+        "  cleaning 961 pairs",
+        "  split: train 923, dev 24, test 13 pairs",
+    ]
     assert lines[4].startswith("  training the tokenizer: 556 pieces on ")
     assert lines[5] == "  tokenizing 961 pairs"
     assert lines[6].startswith("data prepared in ") and len(lines) == 7
@@ -133,8 +136,12 @@ def test_loaders(prepared):
     loader = prepared.train_dataloader()
     batches = list(loader)
     assert len(batches) == len(loader)
-    assert all(isinstance(b, Batch) and b.src.numel() and len(b) * max(
-        b.src.size(1), b.tgt_in.size(1)) <= 256 for b in batches)  # fmt: skip
+    assert all(
+        isinstance(b, Batch)
+        and b.src.numel()
+        and len(b) * max(b.src.size(1), b.tgt_in.size(1)) <= 256
+        for b in batches
+    )
     assert sum(len(b) for b in batches) == len(prepared.dataset("train"))
     val = list(prepared.val_dataloader())
     assert sum(len(b) for b in val) == len(prepared.dataset("dev"))
@@ -185,10 +192,18 @@ class SaveAtStep(Callback):
 def fit(dm, max_steps=-1, ckpt_path=None, callbacks=()):
     model = Recorder()
     trainer = Trainer(
-        max_epochs=2, max_steps=max_steps, accelerator="cpu", devices=1, logger=False,
-        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-        limit_val_batches=0, num_sanity_val_steps=0, callbacks=list(callbacks),
-    )  # fmt: skip
+        max_epochs=2,
+        max_steps=max_steps,
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        limit_val_batches=0,
+        num_sanity_val_steps=0,
+        callbacks=list(callbacks),
+    )
     trainer.fit(model, datamodule=dm, ckpt_path=ckpt_path)
     return model.seen
 

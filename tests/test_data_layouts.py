@@ -16,9 +16,17 @@ from seq2seq.data.tokenized_pairs import TokenizedPairs
 
 TOKENIZER = SimpleNamespace(sep_id=4, pad_id=0, bos_id=2, eos_id=3)  # what collation reads
 SETTINGS = PrepareSettings(
-    spec=CorpusSpec(), vocab_size=100, spm_model_type="unigram", seed=1, max_len_chars=400,
-    max_ratio=12.0, max_len=6, lm_side="zh", text_field=None, block_size=8,
-)  # fmt: skip
+    spec=CorpusSpec(),
+    vocab_size=100,
+    spm_model_type="unigram",
+    seed=1,
+    max_len_chars=400,
+    max_ratio=12.0,
+    max_len=6,
+    lm_side="zh",
+    text_field=None,
+    block_size=8,
+)
 
 
 def pairs():

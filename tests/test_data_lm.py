@@ -101,9 +101,15 @@ def chinese_text(tmp_path_factory):
 
 def test_language_model_datamodule_packs_blocks_and_caches_them(tmp_path, chinese_text):
     dm = TranslationDataModule(
-        corpus="text", path=str(chinese_text), task="lm", decoder_only=True, block_size=16,
-        vocab_size=376, max_tokens=17 * 8, cache_dir=str(tmp_path),
-    )  # fmt: skip
+        corpus="text",
+        path=str(chinese_text),
+        task="lm",
+        decoder_only=True,
+        block_size=16,
+        vocab_size=376,
+        max_tokens=17 * 8,
+        cache_dir=str(tmp_path),
+    )
     dm.prepare_data()
     dm.setup("fit")
     assert dm.cache_path.name.startswith("lm-text-")
@@ -119,16 +125,29 @@ def test_language_model_datamodule_packs_blocks_and_caches_them(tmp_path, chines
 def test_decoder_only_translation_data_has_a_separator_piece(tmp_path):
     corpus = tmp_path / "pairs.tsv"
     corpus.write_text("".join(f"{en}\t{zh}\n" for en, zh in synthetic_pairs()), "utf-8")
-    dm = TranslationDataModule(corpus="tsv", path=str(corpus), decoder_only=True,
-                               vocab_size=456, max_tokens=600, max_len=40,
-                               cache_dir=str(tmp_path))  # fmt: skip
-    plain = TranslationDataModule(corpus="tsv", path=str(corpus), vocab_size=456,
-                                  max_tokens=600, max_len=40, cache_dir=str(tmp_path))  # fmt: skip
+    dm = TranslationDataModule(
+        corpus="tsv",
+        path=str(corpus),
+        decoder_only=True,
+        vocab_size=456,
+        max_tokens=600,
+        max_len=40,
+        cache_dir=str(tmp_path),
+    )
+    plain = TranslationDataModule(
+        corpus="tsv",
+        path=str(corpus),
+        vocab_size=456,
+        max_tokens=600,
+        max_len=40,
+        cache_dir=str(tmp_path),
+    )
     assert dm.cache_path != plain.cache_path
     dm.setup("fit")
     sep = dm.tokenizer.sep_id
-    assert sep is not None and sep not in {t for en, _ in synthetic_pairs()[:50]
-                                           for t in dm.tokenizer.encode(en)}  # fmt: skip
+    assert sep is not None and sep not in {
+        t for en, _ in synthetic_pairs()[:50] for t in dm.tokenizer.encode(en)
+    }
     batch = next(iter(dm._loader("dev", shuffle=False)))
     assert ((batch.tgt_in == sep).sum(dim=1) == 1).all()  # one separator per sequence
     # The token budget counts the joined sequence: [bos] src [sep] tgt.

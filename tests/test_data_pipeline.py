@@ -137,8 +137,12 @@ print(dm.cache_path)
 
 
 def start_preparing(tsv: Path, cache_dir: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", PREPARE, str(tsv), str(cache_dir)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-c", PREPARE, str(tsv), str(cache_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_a_killed_preparation_leaves_no_cache_and_the_next_one_cleans_up(tsv, tmp_path):
@@ -227,7 +231,7 @@ def test_two_ranks_map_one_copy_and_build_disjoint_batches_covering_the_epoch(
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ},
-        )  # fmt: skip
+        )
         for rank in range(2)
     ]
     outputs = [rank.communicate(timeout=300) for rank in ranks]

@@ -58,6 +58,12 @@ def test_white_space_has_no_sentences():
 def test_clauses_cut_after_commas_semicolons_colons_and_before_dashes_and_lose_nothing():
     text = "When I came, the house was empty; nobody was there: not the dog -- gone, too."
     pieces = clauses(text)
-    assert pieces == ["When I came,", "the house was empty;", "nobody was there:",
-                      "not the dog", "-- gone,", "too."]  # fmt: skip
+    assert pieces == [
+        "When I came,",
+        "the house was empty;",
+        "nobody was there:",
+        "not the dog",
+        "-- gone,",
+        "too.",
+    ]
     assert " ".join(pieces) == text

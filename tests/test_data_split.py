@@ -78,8 +78,9 @@ def sentences_hashing_to(name, n, prefix="句"):
 
 
 def test_english_in_dev_and_test_moves_to_test_with_its_chinese_variants():
-    (t1,), (d1, d2, d3), (r1, r2) = (sentences_hashing_to(name, n) for name, n in
-                                     (("test", 1), ("dev", 3), ("train", 2)))  # fmt: skip
+    (t1,), (d1, d2, d3), (r1, r2) = (
+        sentences_hashing_to(name, n) for name, n in (("test", 1), ("dev", 3), ("train", 2))
+    )
     pairs = [
         ("A", t1),
         ("A", d1),  # A is a test source: d1 moves to test ...

@@ -140,10 +140,13 @@ def test_new_tokenizers_end_sources_with_eos_and_nothing_else(small):
 
 def test_a_tokenizer_of_an_older_model_leaves_sources_without_eos(small, tmp_path):
     small.save(tmp_path / "spm.model")
-    older = [Tokenizer.from_bytes(small.to_bytes(), source_ends_with_eos=False),
-             Tokenizer(small.to_bytes(), False), Tokenizer.load(tmp_path / "spm.model", False),
-             tokenizer_from_bytes(small.to_bytes(), source_ends_with_eos=False),
-             load_tokenizer(tmp_path / "spm.model", source_ends_with_eos=False)]  # fmt: skip
+    older = [
+        Tokenizer.from_bytes(small.to_bytes(), source_ends_with_eos=False),
+        Tokenizer(small.to_bytes(), False),
+        Tokenizer.load(tmp_path / "spm.model", False),
+        tokenizer_from_bytes(small.to_bytes(), source_ends_with_eos=False),
+        load_tokenizer(tmp_path / "spm.model", source_ends_with_eos=False),
+    ]
     text = "Tom can see the red bag."
     for tokenizer in older:
         assert not tokenizer.source_ends_with_eos
@@ -151,8 +154,11 @@ def test_a_tokenizer_of_an_older_model_leaves_sources_without_eos(small, tmp_pat
         assert tokenizer.encode_sources([text]) == [small.encode(text)]
     # By default every way of loading one gives a new model's tokenizer.
     data = small.to_bytes()
-    newer = [Tokenizer.from_bytes(data), tokenizer_from_bytes(data),
-             load_tokenizer(tmp_path / "spm.model")]  # fmt: skip
+    newer = [
+        Tokenizer.from_bytes(data),
+        tokenizer_from_bytes(data),
+        load_tokenizer(tmp_path / "spm.model"),
+    ]
     for tokenizer in newer:
         assert tokenizer.encode_source(text) == [*small.encode(text), EOS_ID]
 

@@ -112,17 +112,21 @@ def test_html_tags_go_around_the_words_they_wrapped(copying):
 
 
 def test_html_untouched_parts_and_entities(copying):
-    page = ("<p>We &amp; she <code>x&lt;y</code> eat.</p><pre>we &nbsp; eat</pre>"
-            '<p translate="no">we eat</p><script>var a = "we eat";</script>')  # fmt: skip
+    page = (
+        "<p>We &amp; she <code>x&lt;y</code> eat.</p><pre>we &nbsp; eat</pre>"
+        '<p translate="no">we eat</p><script>var a = "we eat";</script>'
+    )
     [out] = copying.translate_text([page], "html")
     assert out.startswith("<p>We &amp; she <code>x&lt;y</code> eat.</p>")
-    assert out.endswith('<pre>we &nbsp; eat</pre><p translate="no">we eat</p>'
-                        '<script>var a = "we eat";</script>')  # fmt: skip
+    assert out.endswith(
+        '<pre>we &nbsp; eat</pre><p translate="no">we eat</p><script>var a = "we eat";</script>'
+    )
 
 
 def test_markdown_and_srt_through_the_translator(copying):
-    [md] = copying.translate_text(["# We eat.\n\n- I will **buy apples** today.\n\n```\nwe\n```\n"],
-                                  "markdown")  # fmt: skip
+    [md] = copying.translate_text(
+        ["# We eat.\n\n- I will **buy apples** today.\n\n```\nwe\n```\n"], "markdown"
+    )
     assert md == "# We eat.\n\n- I will **buy apples** today.\n\n```\nwe\n```\n"
     srt = "1\n00:00:01,000 --> 00:00:02,000\nWe should\n<i>eat.</i>\n"
     [out] = copying.translate_text([srt], "srt")
@@ -136,7 +140,8 @@ def test_documents_decode_their_distinct_sentences_in_one_pass(translator):
     assert len(counting.engine.decoded) == 2
     assert [re.sub("<[^>]+>", "", o) for o in out] == [
         "".join(translator.translate(SENTENCES[:2], beam_size=1)),
-        translator.translate(SENTENCES[1:2], beam_size=1)[0]]  # fmt: skip
+        translator.translate(SENTENCES[1:2], beam_size=1)[0],
+    ]
 
 
 def test_n_best_of_a_sentence_in_pieces_joins_the_pieces(translator):
@@ -145,11 +150,13 @@ def test_n_best_of_a_sentence_in_pieces_joins_the_pieces(translator):
     counting = Translator(Counting(translator.engine, limit), translator.tokenizer)
     [found] = counting.translate_sentences([sentence], beam_size=3, n_best=2)
     assert found.pieces == 2 and not found.windowed and len(found.texts) == 2
-    firsts = counting.translate(["I will buy apples today,", "she can see the book tomorrow"],
-                                beam_size=3, split=False)  # fmt: skip
+    firsts = counting.translate(
+        ["I will buy apples today,", "she can see the book tomorrow"], beam_size=3, split=False
+    )
     assert found.texts[0] == "".join(firsts)
     assert replace(found, texts=[]).hypotheses[0].tokens == [
-        t for h in found.hypotheses[:1] for t in h.tokens]  # fmt: skip
+        t for h in found.hypotheses[:1] for t in h.tokens
+    ]
 
 
 def test_best_combinations_are_the_top_sums_in_order():
@@ -160,8 +167,10 @@ def test_best_combinations_are_the_top_sums_in_order():
 
     rng = random.Random(0)
     for _ in range(200):
-        lists = [sorted((rng.random() for _ in range(rng.randint(1, 4))), reverse=True)
-                 for _ in range(rng.randint(1, 4))]  # fmt: skip
+        lists = [
+            sorted((rng.random() for _ in range(rng.randint(1, 4))), reverse=True)
+            for _ in range(rng.randint(1, 4))
+        ]
         n = rng.randint(1, 8)
         got = best_combinations(lists, n)
 

@@ -133,8 +133,9 @@ def test_marian_tokenizer_and_generate_give_our_greedy_translations(new_model, c
         # counts its start token too.
         limit = int(translator.search.max_lengths(torch.tensor([encoded.input_ids.shape[1]]))[0])
         with torch.no_grad():
-            generated = marian.generate(**encoded, num_beams=1, do_sample=False,
-                                        max_length=limit + 1)[0].tolist()  # fmt: skip
+            generated = marian.generate(
+                **encoded, num_beams=1, do_sample=False, max_length=limit + 1
+            )[0].tolist()
         assert generated == [BOS, *best.tokens, EOS]
         assert tokenizer.decode(generated, skip_special_tokens=True) == best.text
 

@@ -38,14 +38,27 @@ def domain_tsv(tmp_path_factory) -> Path:
 
 
 def _fit_args(imported: Path, tsv: Path, root: Path, *extra: str) -> list[str]:
-    return ["fit", "--config", str(CONFIG), f"--model.init_from={imported}",
-            f"--data.path={tsv}", f"--data.cache_dir={root / 'cache'}", "--data.max_tokens=600",
-            "--data.max_len=100",
-            f"--checkpoint.dirpath={root / 'checkpoints'}", "--trainer.accelerator=cpu",
-            f"--trainer.logger.init_args.save_dir={root}", "--trainer.enable_progress_bar=false",
-            "--trainer.enable_model_summary=false", "--trainer.val_check_interval=4",
-            "--trainer.limit_val_batches=1", "--model.val_bleu_sentences=4",
-            "--model.warmup_steps=2", "--model.cooldown_steps=0", *extra]  # fmt: skip
+    return [
+        "fit",
+        "--config",
+        str(CONFIG),
+        f"--model.init_from={imported}",
+        f"--data.path={tsv}",
+        f"--data.cache_dir={root / 'cache'}",
+        "--data.max_tokens=600",
+        "--data.max_len=100",
+        f"--checkpoint.dirpath={root / 'checkpoints'}",
+        "--trainer.accelerator=cpu",
+        f"--trainer.logger.init_args.save_dir={root}",
+        "--trainer.enable_progress_bar=false",
+        "--trainer.enable_model_summary=false",
+        "--trainer.val_check_interval=4",
+        "--trainer.limit_val_batches=1",
+        "--model.val_bleu_sentences=4",
+        "--model.warmup_steps=2",
+        "--model.cooldown_steps=0",
+        *extra,
+    ]
 
 
 def _weights(path: Path) -> dict[str, torch.Tensor]:
@@ -62,13 +75,32 @@ def test_fine_tuning_starts_from_the_checkpoint_with_its_tokenizer(
 
     copy = tmp_path / "start.ckpt"  # removed after fitting: evaluate must not need it
     shutil.copy(imported, copy)
-    args = _fit_args(copy, domain_tsv, tmp_path, "--trainer.max_steps=4",
-                     "--model.peak_lr=1e-3", "--model.finetune_dropout=0.2")  # fmt: skip
+    args = _fit_args(
+        copy,
+        domain_tsv,
+        tmp_path,
+        "--trainer.max_steps=4",
+        "--model.peak_lr=1e-3",
+        "--model.finetune_dropout=0.2",
+    )
     assert main(args) == 0
     copy.unlink()
     tuned_path = str(tmp_path / "checkpoints" / "last.ckpt")
-    assert main(["evaluate", "--checkpoint", tuned_path, "--split", "test", "--beam-size", "1",
-                 "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "evaluate",
+                "--checkpoint",
+                tuned_path,
+                "--split",
+                "test",
+                "--beam-size",
+                "1",
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out.splitlines()[-1])["sentences"] > 5
     tuned, start = load_model(tmp_path / "checkpoints" / "last.ckpt"), load_model(imported)
     assert tuned.tokenizer.to_bytes() == start.tokenizer.to_bytes()
@@ -105,8 +137,13 @@ def test_our_training_loss_is_marians_loss(imported, domain_tsv, tmp_path):
     from seq2seq.data.datamodule import TranslationDataModule
     from seq2seq.training.module import TranslationModule
 
-    data = TranslationDataModule(corpus="tsv", path=str(domain_tsv), tokenizer_from=str(imported),
-                                 cache_dir=str(tmp_path / "cache"), max_tokens=800)  # fmt: skip
+    data = TranslationDataModule(
+        corpus="tsv",
+        path=str(domain_tsv),
+        tokenizer_from=str(imported),
+        cache_dir=str(tmp_path / "cache"),
+        max_tokens=800,
+    )
     data.setup("fit")
     batch = next(iter(data.train_dataloader()))
     module = TranslationModule(ModelConfig(), init_from=str(imported), label_smoothing=0.0).eval()
@@ -118,8 +155,11 @@ def test_our_training_loss_is_marians_loss(imported, domain_tsv, tmp_path):
     mask = batch.src != config.pad_id
     labels = batch.tgt_out.masked_fill(batch.tgt_out == config.pad_id, -100)  # -100: ignored
     with torch.no_grad():
-        reference = marian(input_ids=batch.src.masked_fill(~mask, marian_pad),
-                           attention_mask=mask.long(), labels=labels)  # fmt: skip
+        reference = marian(
+            input_ids=batch.src.masked_fill(~mask, marian_pad),
+            attention_mask=mask.long(),
+            labels=labels,
+        )
     assert tokens > 60 and batch.src.shape[0] > 4
     assert abs(nll.item() - reference.loss.item()) < 1e-4
 

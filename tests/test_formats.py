@@ -13,22 +13,31 @@ from seq2seq.formats.inline import Markup, Segment, monotonic_alignment
 
 def identity(document):
     """Each segment 'translated' as itself, every character aligned to itself."""
-    return rebuild(document, [render(s, s.text, [(i, i + 1) for i in range(len(s.text))])
-                              for s in segments(document)])  # fmt: skip
+    return rebuild(
+        document,
+        [render(s, s.text, [(i, i + 1) for i in range(len(s.text))]) for s in segments(document)],
+    )
 
 
 def test_html_text_is_segmented_and_untouched_parts_stay_byte_for_byte():
-    page = ('<!DOCTYPE html>\n<html><head><title>My page</title><style>p{a:b}</style></head>'
-            '<body>\n  <p class="x">Tom &amp; Jerry &nbsp;<b>run</b>.</p>\n'
-            '<pre>keep  &nbsp; this</pre><p translate="no">Stay</p><div class="notranslate">Me '
-            'too</div><td>&nbsp;</td><script>if (a<b) x();</script></body></html>\n')  # fmt: skip
+    page = (
+        "<!DOCTYPE html>\n<html><head><title>My page</title><style>p{a:b}</style></head>"
+        '<body>\n  <p class="x">Tom &amp; Jerry &nbsp;<b>run</b>.</p>\n'
+        '<pre>keep  &nbsp; this</pre><p translate="no">Stay</p><div class="notranslate">Me '
+        "too</div><td>&nbsp;</td><script>if (a<b) x();</script></body></html>\n"
+    )
     document = parse(page, "html")
     assert [s.text for s in segments(document)] == ["My page", "Tom & Jerry run."]
     assert identity(document) == page.replace("Jerry &nbsp;<b>", "Jerry <b>")
     kept = "".join(p for p in document if isinstance(p, str))
-    for part in ("<pre>keep  &nbsp; this</pre>", '<p translate="no">Stay</p>',
-                 "<script>if (a<b) x();</script>", "<td>&nbsp;</td>", "<style>p{a:b}</style>"):
-        assert part in kept  # fmt: skip
+    for part in (
+        "<pre>keep  &nbsp; this</pre>",
+        '<p translate="no">Stay</p>',
+        "<script>if (a<b) x();</script>",
+        "<td>&nbsp;</td>",
+        "<style>p{a:b}</style>",
+    ):
+        assert part in kept
 
 
 def test_translated_text_is_escaped_again():
@@ -53,13 +62,19 @@ def random_alignments(segment, n):
     rng = random.Random(n)
     for _ in range(n):
         length = rng.randint(0, 12)
-        yield "字" * length, [rng.choice([None, *((i, i + 1) for i in range(len(segment.text)))])
-                             for _ in range(length)]  # fmt: skip
+        yield (
+            "字" * length,
+            [
+                rng.choice([None, *((i, i + 1) for i in range(len(segment.text)))])
+                for _ in range(length)
+            ],
+        )
 
 
 def test_tags_stay_balanced_and_in_source_order_whatever_the_alignment():
-    html_text = ('<p>A <b>bold <i>and</i> text</b>, a <a href="/x">link</a>,<br>and '
-                 "<em>end</em>.</p>")
+    html_text = (
+        '<p>A <b>bold <i>and</i> text</b>, a <a href="/x">link</a>,<br>and <em>end</em>.</p>'
+    )
     [segment] = segments(parse(html_text, "html"))
     tags = re.findall(r"</?\w+|<br>", html_text[3:-4])
     for translation, alignment in random_alignments(segment, 200):
@@ -82,14 +97,17 @@ def test_html_that_does_not_parse_is_a_one_line_error_naming_the_line():
         parse("<p>Hi</p><!-- never closed", "html", "page.html")
 
 
-@pytest.mark.parametrize("page", [
-    "<p>a <b><i>x</b></i> y</p>",  # misnested
-    "Hello</div><div>World</span>",  # end tags that close nothing: ignored by browsers
-    "Press <kbd>Enter to continue",  # an untouched element left open
-    "<p>Use <code>x</p><p>Last words",
-    "<p>Run <code>ls</p><p>I love you.</p>",
-    "<p>" + "<b>" * 200 + "deep</p>",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "page",
+    [
+        "<p>a <b><i>x</b></i> y</p>",  # misnested
+        "Hello</div><div>World</span>",  # end tags that close nothing: ignored by browsers
+        "Press <kbd>Enter to continue",  # an untouched element left open
+        "<p>Use <code>x</p><p>Last words",
+        "<p>Run <code>ls</p><p>I love you.</p>",
+        "<p>" + "<b>" * 200 + "deep</p>",
+    ],
+)
 def test_broken_html_as_browsers_read_it_loses_nothing(page):
     document = parse(page, "html")
     assert identity(document) == page
@@ -105,19 +123,38 @@ def test_an_element_of_white_space_is_a_point():
 
 
 def test_markdown_keeps_headings_markers_code_and_link_targets():
-    text = ("# Title here\n\nSome *emph* and **strong** with `code` and [a link](http://x.org "
-            '"t").\nSecond line.\n\n- item one\n1. item two\n\n> quote\n\n```py\nprint(1)\n```'
-            "\n\n    indented code\n\n| a | b |\n|---|---|\n| c | d |\n\n"
-            "![alt](i.png)\n")  # fmt: skip
+    text = (
+        "# Title here\n\nSome *emph* and **strong** with `code` and [a link](http://x.org "
+        '"t").\nSecond line.\n\n- item one\n1. item two\n\n> quote\n\n```py\nprint(1)\n```'
+        "\n\n    indented code\n\n| a | b |\n|---|---|\n| c | d |\n\n"
+        "![alt](i.png)\n"
+    )
     document = parse(text, "markdown")
     assert [s.text for s in segments(document)] == [
-        "Title here", "Some emph and strong with code and a link. Second line.", "item one",
-        "item two", "quote", "a", "b", "c", "d"]  # fmt: skip
+        "Title here",
+        "Some emph and strong with code and a link. Second line.",
+        "item one",
+        "item two",
+        "quote",
+        "a",
+        "b",
+        "c",
+        "d",
+    ]
     out = identity(document)
     assert out == text.replace(".\nSecond", ". Second")  # a paragraph is written on one line
-    for kept in ("# ", "- ", "1. ", "> ", "```py\nprint(1)\n```", "    indented code",
-                 "|---|---|", "![alt](i.png)", '(http://x.org "t")'):
-        assert kept in out  # fmt: skip
+    for kept in (
+        "# ",
+        "- ",
+        "1. ",
+        "> ",
+        "```py\nprint(1)\n```",
+        "    indented code",
+        "|---|---|",
+        "![alt](i.png)",
+        '(http://x.org "t")',
+    ):
+        assert kept in out
 
 
 def test_markdown_table_cells_and_hard_breaks():
@@ -135,21 +172,24 @@ def test_markdown_escapes_what_would_become_markup():
     assert render(segment, "说嗨。", [(0, 3), (4, 6), (6, 7)]) == "说*嗨*。"
 
 
-SRT = ("1\r\n00:00:01,000 --> 00:00:03,500\r\nWhere is\r\n<i>the station?</i>\r\n\r\n"
-       "2\r\n00:00:04,000 --> 00:00:05,000 X1:10\r\nThank you.\r\n")  # fmt: skip
+SRT = (
+    "1\r\n00:00:01,000 --> 00:00:03,500\r\nWhere is\r\n<i>the station?</i>\r\n\r\n"
+    "2\r\n00:00:04,000 --> 00:00:05,000 X1:10\r\nThank you.\r\n"
+)
 
 
 def test_srt_keeps_numbers_and_timings_and_translates_a_cue_as_one_text():
     document = parse(SRT, "srt")
     assert [s.text for s in segments(document)] == ["Where is the station?", "Thank you."]
     out = rebuild(document, ["车站在哪里？", "谢谢。"])
-    assert out == ("1\r\n00:00:01,000 --> 00:00:03,500\r\n车站在哪里？\r\n\r\n"
-                   "2\r\n00:00:04,000 --> 00:00:05,000 X1:10\r\n谢谢。\r\n")  # fmt: skip
+    assert out == (
+        "1\r\n00:00:01,000 --> 00:00:03,500\r\n车站在哪里？\r\n\r\n"
+        "2\r\n00:00:04,000 --> 00:00:05,000 X1:10\r\n谢谢。\r\n"
+    )
 
 
 def test_srt_cues_without_blank_lines_and_ampersands():
-    srt = ("1\n00:00:01,000 --> 00:00:02,000\nTom & Jerry\n2\n00:00:03,000 --> 00:00:04,000\n"
-           "Bye.\n")  # fmt: skip
+    srt = "1\n00:00:01,000 --> 00:00:02,000\nTom & Jerry\n2\n00:00:03,000 --> 00:00:04,000\nBye.\n"
     document = parse(srt, "srt")
     assert [s.text for s in segments(document)] == ["Tom & Jerry", "Bye."]
     assert identity(document) == srt  # & is not written as &amp;: SRT has no entities
@@ -157,8 +197,9 @@ def test_srt_cues_without_blank_lines_and_ampersands():
 
 def test_srt_with_a_malformed_timing_is_a_one_line_error():
     with pytest.raises(DataError, match=r"^subs.srt:7: malformed SRT timing '00:00:04 -> x'"):
-        parse(SRT.replace("00:00:04,000 --> 00:00:05,000 X1:10", "00:00:04 -> x"), "srt",
-              "subs.srt")  # fmt: skip
+        parse(
+            SRT.replace("00:00:04,000 --> 00:00:05,000 X1:10", "00:00:04 -> x"), "srt", "subs.srt"
+        )
 
 
 def test_plain_text_keeps_every_line_and_line_ending():
@@ -170,7 +211,13 @@ def test_plain_text_keeps_every_line_and_line_ending():
 
 def test_format_of_a_path_and_the_monotonic_alignment():
     assert [format_of(p) for p in ("a.HTML", "b.md", "c.srt", "d.txt", "e.en", None)] == [
-        "html", "markdown", "srt", "text", "text", "text"]  # fmt: skip
+        "html",
+        "markdown",
+        "srt",
+        "text",
+        "text",
+        "text",
+    ]
     assert monotonic_alignment(4, 2) == [(0, 1), (2, 3)]
     assert monotonic_alignment(0, 2) == [None, None]
     with pytest.raises(ValueError, match="unknown format"):

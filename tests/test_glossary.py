@@ -9,9 +9,16 @@ from seq2seq.cli import main
 from seq2seq.errors import DataError
 from seq2seq.inference.glossary import Glossary, Term, missing_terms
 
-GLOSSARY = Glossary([Term("teacher", "导师"), Term("machine learning", "机器学习"),
-                     Term("learning", "学习"), Term("e-mail", "电邮"), Term("New York", "纽约"),
-                     Term("York", "约克")])  # fmt: skip
+GLOSSARY = Glossary(
+    [
+        Term("teacher", "导师"),
+        Term("machine learning", "机器学习"),
+        Term("learning", "学习"),
+        Term("e-mail", "电邮"),
+        Term("New York", "纽约"),
+        Term("York", "约克"),
+    ]
+)
 
 
 def targets(sentence: str) -> list[str]:
@@ -38,24 +45,32 @@ def test_tsv_and_csv_and_dicts_read_the_same():
     tsv = Glossary.parse("teacher\t导师\n\nNew York\t纽约\n")
     csv = Glossary.parse('teacher,导师\n"New York",纽约,en,zh\n', format="csv")
     entries = Glossary.from_dict({"teacher": "导师", "New York": "纽约"})
-    assert list(tsv) == list(csv) == list(entries) == [Term("teacher", "导师"),
-                                                       Term("New York", "纽约")]  # fmt: skip
+    assert (
+        list(tsv)
+        == list(csv)
+        == list(entries)
+        == [Term("teacher", "导师"), Term("New York", "纽约")]
+    )
     assert Glossary.parse(tsv.to_tsv()).terms == tsv.terms
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("teacher\t导师\nbook\n", "g.tsv:2: expected 2 tab-separated fields (source, target), "
-                                  "found 1"),
+        (
+            "teacher\t导师\nbook\n",
+            "g.tsv:2: expected 2 tab-separated fields (source, target), found 1",
+        ),
         ("teacher\t导师\ta\n", "g.tsv:1: expected 2 tab-separated fields"),
         ("teacher\t\n", "g.tsv:1: empty target term"),
         (" teacher\t导师\n", "g.tsv:1: source term ' teacher' has leading or trailing white space"),
-        ("teacher\t导师\n\nTeacher\t老师\n", "g.tsv:3: duplicate source term 'Teacher' (first on "
-                                             "line 1)"),
+        (
+            "teacher\t导师\n\nTeacher\t老师\n",
+            "g.tsv:3: duplicate source term 'Teacher' (first on line 1)",
+        ),
         ("a\x07b\tc\n", "g.tsv:1: source term 'a\\x07b' holds a control character"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_entry_is_a_one_line_error_naming_its_line(tmp_path, text, message):
     path = tmp_path / "g.tsv"
     path.write_text(text, encoding="utf-8")
@@ -76,16 +91,20 @@ def test_missing_terms_are_read_on_the_text():
 
 def test_terms_are_forced_only_in_the_sentences_that_hold_them(translator):
     glossary = Glossary([Term("apples", "苹果"), Term("book", "一本书")])
-    lines = ["I will buy apples today. She can see the book.", "We will eat rice.", "",
-             "He can see a new car tomorrow."]  # fmt: skip
+    lines = [
+        "I will buy apples today. She can see the book.",
+        "We will eat rice.",
+        "",
+        "He can see a new car tomorrow.",
+    ]
     plain = translator.translate(lines, beam_size=3)
     forced = translator.translate(lines, beam_size=3, glossary=glossary)
     assert forced[1:] == plain[1:]  # no term: byte-identical
     assert "苹果" in forced[0] and "一本书" in forced[0]
     # Each sentence is searched apart: the second holds the book, the first the apples.
-    sentences = translator.translate_sentences(["I will buy apples today.",
-                                                "She can see the book."],
-                                               beam_size=3, glossary=glossary)  # fmt: skip
+    sentences = translator.translate_sentences(
+        ["I will buy apples today.", "She can see the book."], beam_size=3, glossary=glossary
+    )
     assert "苹果" in sentences[0].texts[0] and "一本书" not in sentences[0].texts[0]
     assert "一本书" in sentences[1].texts[0] and "苹果" not in sentences[1].texts[0]
     assert all(not s.missing for s in sentences)
@@ -93,16 +112,18 @@ def test_terms_are_forced_only_in_the_sentences_that_hold_them(translator):
 
 def test_a_term_that_cannot_fit_is_reported_not_raised(translator, capsys):
     long_term = "苹果" * 40  # far beyond the length limit of a two-word sentence
-    out = translator.translate(["Buy apples.", "Eat rice."], beam_size=3,
-                               glossary=Glossary([Term("apples", long_term)]))  # fmt: skip
+    out = translator.translate(
+        ["Buy apples.", "Eat rice."], beam_size=3, glossary=Glossary([Term("apples", long_term)])
+    )
     assert len(out) == 2 and long_term not in out[0]
     warning = capsys.readouterr().err
     assert "1 input(s) lack glossary term(s)" in warning and "(apples): line 1" in warning
 
 
 def test_greedy_with_a_glossary_still_forces_terms(translator):
-    out = translator.translate(["I will buy apples today."], beam_size=1,
-                               glossary=Glossary([Term("apples", "一辆新车")]))  # fmt: skip
+    out = translator.translate(
+        ["I will buy apples today."], beam_size=1, glossary=Glossary([Term("apples", "一辆新车")])
+    )
     assert "一辆新车" in out[0]
 
 
@@ -114,13 +135,33 @@ def test_cli_translate_and_evaluate_take_a_glossary(translation_checkpoint, tmp_
     reference = tmp_path / "ref.zh"
     reference.write_text("我今天会买苹果。\n我们会吃米饭。\n", encoding="utf-8")
     output = tmp_path / "out.zh"
-    common = ["--checkpoint", str(translation_checkpoint), "--glossary", str(glossary),
-              "--beam-size", "2"]  # fmt: skip
+    common = [
+        "--checkpoint",
+        str(translation_checkpoint),
+        "--glossary",
+        str(glossary),
+        "--beam-size",
+        "2",
+    ]
     assert main(["translate", *common, "--input", str(source), "--output", str(output)]) == 0
     lines = output.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 2 and "苹果" in lines[0]
-    assert main(["evaluate", *common, "--src", str(source), "--ref", str(reference),
-                 "--hyps", str(tmp_path / "hyps.zh"), "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "evaluate",
+                *common,
+                "--src",
+                str(source),
+                "--ref",
+                str(reference),
+                "--hyps",
+                str(tmp_path / "hyps.zh"),
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert '"glossary"' in capsys.readouterr().out
     assert "苹果" in (tmp_path / "hyps.zh").read_text(encoding="utf-8").splitlines()[0]
 
@@ -128,57 +169,88 @@ def test_cli_translate_and_evaluate_take_a_glossary(translation_checkpoint, tmp_
 def test_cli_names_the_bad_line_of_a_glossary(translation_checkpoint, tmp_path, capsys):
     glossary = tmp_path / "terms.tsv"
     glossary.write_text("apples\t苹果\nbook 那本书\n", encoding="utf-8")
-    code = main(["translate", "--checkpoint", str(translation_checkpoint), "--glossary",
-                 str(glossary), "--input", str(glossary)])  # fmt: skip
+    code = main(
+        [
+            "translate",
+            "--checkpoint",
+            str(translation_checkpoint),
+            "--glossary",
+            str(glossary),
+            "--input",
+            str(glossary),
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2
-    assert err == (f"seq2seq translate: error: {glossary}:2: expected 2 tab-separated fields "
-                   "(source, target), found 1")  # fmt: skip
+    assert err == (
+        f"seq2seq translate: error: {glossary}:2: expected 2 tab-separated fields "
+        "(source, target), found 1"
+    )
 
 
 # -- the server's LibreTranslate and /v1/translate routes (inline glossaries) ----------------
 
 
 def test_libretranslate_takes_an_inline_glossary_as_json_or_form(http):
-    body = {"q": ["I will buy apples today.", "We will eat rice."], "source": "en",
-            "target": "zh", "glossary": {"apples": "苹果"}}  # fmt: skip
+    body = {
+        "q": ["I will buy apples today.", "We will eat rice."],
+        "source": "en",
+        "target": "zh",
+        "glossary": {"apples": "苹果"},
+    }
     answer = http.post("/translate", json=body).json()
     assert "苹果" in answer["translatedText"][0]
     assert answer["glossaryTermsNotMet"] == [[], []] and "warnings" not in answer
     plain = http.post("/translate", json={**body, "glossary": None}).json()
     assert answer["translatedText"][1] == plain["translatedText"][1]  # no term: unchanged
     form = {"q": body["q"][0], "source": "en", "target": "zh", "glossary": "apples\t苹果"}
-    assert http.post("/translate", data=form).json()["translatedText"] == \
-        answer["translatedText"][0]
+    assert (
+        http.post("/translate", data=form).json()["translatedText"] == answer["translatedText"][0]
+    )
 
 
 def test_the_server_says_which_terms_it_could_not_place(http):
-    body = {"q": "Buy apples.", "source": "en", "target": "zh",
-            "glossary": {"apples": "苹果" * 40}}  # fmt: skip
+    body = {"q": "Buy apples.", "source": "en", "target": "zh", "glossary": {"apples": "苹果" * 40}}
     answer = http.post("/translate", json=body).json()
     assert answer["glossaryTermsNotMet"] == ["apples"]
-    assert answer["warnings"] == ["q: glossary term(s) not placed within the length limit: "
-                                  "apples"]  # fmt: skip
-    native = http.post("/v1/translate", json={"text": ["Buy apples."],
-                                              "glossary": {"apples": "苹果" * 40}}).json()
+    assert answer["warnings"] == ["q: glossary term(s) not placed within the length limit: apples"]
+    native = http.post(
+        "/v1/translate", json={"text": ["Buy apples."], "glossary": {"apples": "苹果" * 40}}
+    ).json()
     assert native["translations"][0]["glossary_terms_not_met"] == ["apples"]
 
 
 @pytest.mark.parametrize(
     ("path", "body", "message"),
     [
-        ("/translate", {"q": "x", "source": "en", "target": "zh",
-                        "glossary": {"apples": "苹果", "Apples": "苹"}},
-         "Invalid request: glossary:2: duplicate source term 'Apples' (first on line 1)"),
-        ("/translate", {"q": "x", "source": "en", "target": "zh", "glossary": "apples"},
-         "Invalid request: glossary:1: expected 2 tab-separated fields (source, target), "
-         "found 1"),
-        ("/v1/translate", {"text": "x", "glossary": {"apples": ""}},
-         "Invalid request: glossary:1: empty target term"),
-        ("/v1/translate", {"text": "x", "glossary": {"a": "b"}, "return_attention": True},
-         "Invalid request: return_attention takes no glossary"),
+        (
+            "/translate",
+            {
+                "q": "x",
+                "source": "en",
+                "target": "zh",
+                "glossary": {"apples": "苹果", "Apples": "苹"},
+            },
+            "Invalid request: glossary:2: duplicate source term 'Apples' (first on line 1)",
+        ),
+        (
+            "/translate",
+            {"q": "x", "source": "en", "target": "zh", "glossary": "apples"},
+            "Invalid request: glossary:1: expected 2 tab-separated fields (source, target), "
+            "found 1",
+        ),
+        (
+            "/v1/translate",
+            {"text": "x", "glossary": {"apples": ""}},
+            "Invalid request: glossary:1: empty target term",
+        ),
+        (
+            "/v1/translate",
+            {"text": "x", "glossary": {"a": "b"}, "return_attention": True},
+            "Invalid request: return_attention takes no glossary",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_inline_glossaries_are_400s_naming_the_entry(http, path, body, message):
     answer = http.post(path, json=body)
     assert answer.status_code == 400 and answer.json()["error"] == message
@@ -190,7 +262,8 @@ def test_constrained_requests_decode_in_whole_batches(http):
     http.post("/v1/translate", json={"text": ["We will eat rice today."]})
     middle = http.get("/v1/stats").json()
     assert middle["batches"] == before["batches"] and middle["steps"] > before["steps"]
-    http.post("/v1/translate", json={"text": ["We will eat rice today."],
-                                     "glossary": {"rice": "米饭"}})  # fmt: skip
+    http.post(
+        "/v1/translate", json={"text": ["We will eat rice today."], "glossary": {"rice": "米饭"}}
+    )
     after = http.get("/v1/stats").json()
     assert after["batches"] == middle["batches"] + 1 and after["steps"] == middle["steps"]

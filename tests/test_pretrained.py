@@ -17,9 +17,16 @@ pytest.importorskip("transformers")
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 
 TARGET = ">>cmn_Hans<<"
-ODD_TEXTS = ["", "   leading and  inner   spaces ", "Ünïcödé ½ 42 — “quotes”", "emoji 🙂 ok",
-             "tab\there", "a" * 300, ">>yue<< a code already",
-             "中文 mixed with English"]  # fmt: skip
+ODD_TEXTS = [
+    "",
+    "   leading and  inner   spaces ",
+    "Ünïcödé ½ 42 — “quotes”",
+    "emoji 🙂 ok",
+    "tab\there",
+    "a" * 300,
+    ">>yue<< a code already",
+    "中文 mixed with English",
+]
 
 
 def _marian(directory):
@@ -40,8 +47,15 @@ def opus(tmp_path_factory):
     checkpoint = import_marian(str(directory), root / "imported.ckpt", TARGET)
     marian, hf_tokenizer = _marian(directory)
     pairs = hsk_pairs()[::500][:9]
-    return SimpleNamespace(dir=directory, ckpt=checkpoint, marian=marian, hf=hf_tokenizer,
-                           loaded=load_model(checkpoint), pairs=pairs, root=root)  # fmt: skip
+    return SimpleNamespace(
+        dir=directory,
+        ckpt=checkpoint,
+        marian=marian,
+        hf=hf_tokenizer,
+        loaded=load_model(checkpoint),
+        pairs=pairs,
+        root=root,
+    )
 
 
 def test_the_config_and_special_ids_come_from_the_files(opus):
@@ -61,8 +75,9 @@ def _batch(opus):
     """MarianTokenizer's padded batch, and the same batch padded with our padding id."""
     sources = [en for en, _ in opus.pairs]
     targets = [zh for _, zh in opus.pairs]
-    encoded = opus.hf([f"{TARGET} {s}" for s in sources], text_target=targets, padding=True,
-                      return_tensors="pt")  # fmt: skip
+    encoded = opus.hf(
+        [f"{TARGET} {s}" for s in sources], text_target=targets, padding=True, return_tensors="pt"
+    )
     return encoded
 
 
@@ -74,8 +89,11 @@ def test_logits_equal_marians_on_a_padded_batch(opus):
     start = torch.full_like(labels[:, :1], marian_pad)
     decoder_in = torch.cat([start, labels[:, :-1]], dim=1)  # Marian's shift_tokens_right
     with torch.no_grad():
-        reference = opus.marian(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                                decoder_input_ids=decoder_in).logits  # fmt: skip
+        reference = opus.marian(
+            input_ids=batch.input_ids,
+            attention_mask=batch.attention_mask,
+            decoder_input_ids=decoder_in,
+        ).logits
         source = batch.input_ids.masked_fill(batch.attention_mask == 0, config.pad_id)
         target_in = decoder_in.masked_fill(
             ~torch.cat([real[:, :1], real[:, :-1]], 1), config.pad_id
@@ -105,9 +123,13 @@ def test_greedy_translations_equal_generate(opus):
         # Our searches' rules: never pad (Marian's bad_words_ids), unk or the start token; at
         # least one token; eos forced at the length limit.
         generated = opus.marian.generate(
-            torch.tensor([source]), num_beams=1, do_sample=False, max_length=limit + 1,
-            min_new_tokens=1, bad_words_ids=[[config.bos_id], [config.unk_id]],
-        )[0].tolist()  # fmt: skip
+            torch.tensor([source]),
+            num_beams=1,
+            do_sample=False,
+            max_length=limit + 1,
+            min_new_tokens=1,
+            bad_words_ids=[[config.bos_id], [config.unk_id]],
+        )[0].tolist()
         assert generated[0] == config.bos_id
         expected = generated[1:]
         if expected[-1] == config.eos_id:
@@ -121,8 +143,13 @@ def test_tokenization_equals_marian_tokenizers(opus, target_token):
     from seq2seq.data.paired_tokenizer import PairedTokenizer
 
     imported = opus.loaded.tokenizer
-    tokenizer = PairedTokenizer(imported._source_model, imported._target_model, imported.vocab,
-                                imported.specials, target_token)  # fmt: skip
+    tokenizer = PairedTokenizer(
+        imported._source_model,
+        imported._target_model,
+        imported.vocab,
+        imported.specials,
+        target_token,
+    )
     prefix = f"{target_token} " if target_token else ""
     sources = [en for en, _ in hsk_pairs()[::40]] + ODD_TEXTS
     unknown = 0
@@ -148,8 +175,13 @@ def test_import_export_import_round_trips(opus, tmp_path):
     assert marian.state_dict().keys() == original.keys()
     for name, tensor in marian.state_dict().items():
         assert torch.equal(tensor, original[name]), name
-    for key in ("vocab_size", "pad_token_id", "decoder_start_token_id", "eos_token_id",
-                "activation_function"):  # fmt: skip
+    for key in (
+        "vocab_size",
+        "pad_token_id",
+        "decoder_start_token_id",
+        "eos_token_id",
+        "activation_function",
+    ):
         assert getattr(marian.config, key) == getattr(opus.marian.config, key)
     for name in ("source.spm", "target.spm"):
         assert (exported / name).read_bytes() == (opus.dir / name).read_bytes()
@@ -200,8 +232,17 @@ def test_an_imported_model_translates_from_the_command_line(opus, tmp_path, caps
     lines = [en for en, _ in opus.pairs[:3]] + ["", "  "]
     (tmp_path / "in.en").write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "out.zh"
-    args = ["translate", "--checkpoint", str(opus.ckpt), "--input", str(tmp_path / "in.en"),
-            "--output", str(out), "--beam-size", "3"]  # fmt: skip
+    args = [
+        "translate",
+        "--checkpoint",
+        str(opus.ckpt),
+        "--input",
+        str(tmp_path / "in.en"),
+        "--output",
+        str(out),
+        "--beam-size",
+        "3",
+    ]
     assert main(args) == 0
     written = out.read_text(encoding="utf-8").split("\n")[:-1]
     assert written == Translator.from_checkpoint(opus.ckpt).translate(lines, 3)
@@ -211,8 +252,10 @@ def test_an_imported_model_translates_from_the_command_line(opus, tmp_path, caps
 def test_missing_or_unknown_target_tokens_are_one_line_errors(opus, tmp_path, capsys):
     from seq2seq.cli import main
 
-    cases = [([], "choose one with --target-token (one of >>cmn_Hans<<"),
-             (["--target-token", ">>xx<<"], "'>>xx<<' is not in the vocabulary")]  # fmt: skip
+    cases = [
+        ([], "choose one with --target-token (one of >>cmn_Hans<<"),
+        (["--target-token", ">>xx<<"], "'>>xx<<' is not in the vocabulary"),
+    ]
     for extra, message in cases:
         args = ["import", "--hf", str(opus.dir), "--output", str(tmp_path / "x.ckpt"), *extra]
         assert main(args) == 2
@@ -226,20 +269,29 @@ def test_missing_or_unknown_target_tokens_are_one_line_errors(opus, tmp_path, ca
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"share_encoder_decoder_embeddings": False, "tie_word_embeddings": False},
-         "separate vocabularies"),
+        (
+            {"share_encoder_decoder_embeddings": False, "tie_word_embeddings": False},
+            "separate vocabularies",
+        ),
         ({"tie_word_embeddings": False}, "the output projection is not tied"),
         ({"scale_embedding": False}, "not scaled by sqrt(d_model)"),
         ({"activation_function": "gelu_new"}, "activation 'gelu_new'"),
         ({"decoder_ffn_dim": 48}, "differ in heads or feed-forward width"),
     ],
-)  # fmt: skip
+)
 def test_models_we_cannot_represent_are_refused(tmp_path, capsys, overrides, message):
     from seq2seq.cli import main
 
     directory = build_opus_mt_like(tmp_path / "hf", **overrides)
-    args = ["import", "--hf", str(directory), "--output", str(tmp_path / "x.ckpt"),
-            "--target-token", TARGET]  # fmt: skip
+    args = [
+        "import",
+        "--hf",
+        str(directory),
+        "--output",
+        str(tmp_path / "x.ckpt"),
+        "--target-token",
+        TARGET,
+    ]
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
     assert "cannot import" in err and message in err and "\n" not in err

@@ -149,8 +149,9 @@ def reverser() -> Transformer:
     model.train()
     for _ in range(400):
         src, tgt_in, tgt_out = reversal_batch(generator)
-        loss = nn.functional.cross_entropy(model(src, tgt_in).transpose(1, 2), tgt_out,
-                                           ignore_index=0)  # fmt: skip
+        loss = nn.functional.cross_entropy(
+            model(src, tgt_in).transpose(1, 2), tgt_out, ignore_index=0
+        )
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -199,8 +200,10 @@ def test_quantize_is_refused_on_a_gpu_before_anything_loads(tmp_path, capsys):
     with pytest.raises(ValueError, match="CPU only"):  # no checkpoint is even read
         Translator.from_checkpoint(tmp_path / "absent.ckpt", device="cuda:0", quantize="int8")
     path = tiny_checkpoint(tmp_path / "t.ckpt")
-    assert main(["translate", "--checkpoint", str(path), "--device", "cuda",
-                 "--quantize", "int8"]) != 0  # fmt: skip
+    assert (
+        main(["translate", "--checkpoint", str(path), "--device", "cuda", "--quantize", "int8"])
+        != 0
+    )
     err = capsys.readouterr().err.strip()
     assert "CPU only" in err and "\n" not in err and "Traceback" not in err
 
@@ -210,8 +213,19 @@ def test_translate_quantize_int8_writes_one_line_per_input_line(tmp_path):
     source = tmp_path / "in.txt"
     source.write_text("I will buy apples today.\n\nTom can see the book.\n", encoding="utf-8")
     output = tmp_path / "out.txt"
-    args = ["translate", "--checkpoint", str(path), "--input", str(source), "--output",
-            str(output), "--quantize", "int8", "--beam-size", "2"]  # fmt: skip
+    args = [
+        "translate",
+        "--checkpoint",
+        str(path),
+        "--input",
+        str(source),
+        "--output",
+        str(output),
+        "--quantize",
+        "int8",
+        "--beam-size",
+        "2",
+    ]
     assert main(args) == 0
     lines = output.read_text(encoding="utf-8").split("\n")
     assert len(lines) == 4 and lines[1] == "" and lines[3] == ""  # 3 lines, blank stays blank

@@ -57,8 +57,9 @@ def test_paper_optimizer_cooldown_ends_at_zero_and_follows_a_clock_that_is_ahead
     assert rate(18) == pytest.approx(inverse_sqrt_schedule(19, 32, 10, 1.0) * 0.5)
     assert rate(20) == 0.0
     clock = {"used": 0.9}  # 90% of a time budget used at step 2: the schedule is at step 18
-    _, scheduler = paper_optimizer([weight], 32, 10, cooldown_steps=4, total_steps=20,
-                                   time_used=lambda: clock["used"])  # fmt: skip
+    _, scheduler = paper_optimizer(
+        [weight], 32, 10, cooldown_steps=4, total_steps=20, time_used=lambda: clock["used"]
+    )
     assert scheduler.lr_lambdas[0](2) == pytest.approx(rate(18))
     with pytest.raises(ValueError, match="trainer.max_steps"):
         paper_optimizer([weight], 32, 10, cooldown_steps=4)

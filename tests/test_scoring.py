@@ -167,8 +167,13 @@ def test_generation_seed_temperature_and_beam():
     beam4 = generate_ids(model, prompts, 10, beam_size=4)
     assert all(len(row) <= 10 for row in beam4)
     streamed = []
-    generate_ids(model, [prompts[0]], 10, SamplingConfig(temperature=0.0),
-                 on_token=lambda t: streamed.append(int(t[0])))  # fmt: skip
+    generate_ids(
+        model,
+        [prompts[0]],
+        10,
+        SamplingConfig(temperature=0.0),
+        on_token=lambda t: streamed.append(int(t[0])),
+    )
     assert streamed[: len(greedy[0])] == greedy[0]
 
 
@@ -192,8 +197,11 @@ def test_generation_adds_at_least_one_token_and_never_unk():
     original = model.project
     model.project = lambda states: original(states) + bias
     prompts = [[BOS, 5, 6], [BOS]]
-    for options in ({"sampling": SamplingConfig(seed=1)}, {"beam_size": 3},
-                    {"sampling": SamplingConfig(temperature=0.0)}):  # fmt: skip
+    for options in (
+        {"sampling": SamplingConfig(seed=1)},
+        {"beam_size": 3},
+        {"sampling": SamplingConfig(temperature=0.0)},
+    ):
         for new in generate_ids(model, prompts, 5, **options):
             assert len(new) == 1 and UNK not in new
 

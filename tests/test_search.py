@@ -181,10 +181,8 @@ def test_sampling_with_a_seed_is_reproducible_and_temperature_zero_is_greedy():
     assert torch.equal(first, second)
     other = sample_search(_lm_scorer(model), limits, SamplingConfig(seed=7), IDS)
     assert not torch.equal(first, other)
-    greedy = sample_search(_lm_scorer(model), limits, SamplingConfig(temperature=0.0),
-                           IDS)  # fmt: skip
-    cold = sample_search(_lm_scorer(model), limits, SamplingConfig(temperature=1e-4, seed=1),
-                         IDS)  # fmt: skip
+    greedy = sample_search(_lm_scorer(model), limits, SamplingConfig(temperature=0.0), IDS)
+    cold = sample_search(_lm_scorer(model), limits, SamplingConfig(temperature=1e-4, seed=1), IDS)
     assert torch.equal(greedy, cold)
 
 
@@ -230,8 +228,9 @@ EOS_FIRST = {
 
 
 def _sampled(table, rows: int, limit: int, seed: int = 0) -> list[list[int]]:
-    out = sample_search(ScriptedScorer(table, rows), torch.full((rows,), limit),
-                        SamplingConfig(seed=seed), IDS)  # fmt: skip
+    out = sample_search(
+        ScriptedScorer(table, rows), torch.full((rows,), limit), SamplingConfig(seed=seed), IDS
+    )
     return out.tolist()
 
 
@@ -290,8 +289,9 @@ def test_finished_sentences_leave_the_batch_and_the_rest_decode_unchanged(beam):
     assert scorer.rows[0] == 6 * beam and min(scorer.rows) < 6 * beam  # rows were dropped
     assert scorer.rows == sorted(scorer.rows, reverse=True)
     for i in range(6):
-        alone = translate_ids(model, src[i : i + 1, : int((src[i] != PAD).sum())], beam,
-                              config, n_best=min(2, beam))  # fmt: skip
+        alone = translate_ids(
+            model, src[i : i + 1, : int((src[i] != PAD).sum())], beam, config, n_best=min(2, beam)
+        )
         assert [h.tokens for h in alone[0]] == [h.tokens for h in together[i][: len(alone[0])]]
         assert [h.score for h in alone[0]] == pytest.approx(
             [h.score for h in together[i][: len(alone[0])]]

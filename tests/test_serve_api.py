@@ -22,8 +22,7 @@ def translate(http, **args) -> httpx.Response:
     return http.post("/translate", json={"source": "en", "target": "zh", **args})
 
 
-def test_the_libretranslatepy_client_translates_and_lists_languages(translation_server,
-                                                                    translator):  # fmt: skip
+def test_the_libretranslatepy_client_translates_and_lists_languages(translation_server, translator):
     from libretranslatepy import LibreTranslateAPI
 
     client = LibreTranslateAPI(translation_server.url)  # form-encoded POSTs, as it sends them
@@ -105,8 +104,11 @@ def test_bad_requests_get_one_line_400s(http, request_args, status, message):
 def test_odd_input_is_answered_never_a_500(http):
     """Invalid UTF-8 in a form, control characters, emoji, a 20k-character line, 1,000 empty
     strings: each answered with a translation of the right shape."""
-    bad_utf8 = http.post("/translate", content=b"q=caf%E9%FF+ok&source=en&target=zh",
-                         headers={"content-type": "application/x-www-form-urlencoded"})  # fmt: skip
+    bad_utf8 = http.post(
+        "/translate",
+        content=b"q=caf%E9%FF+ok&source=en&target=zh",
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
     assert bad_utf8.status_code == 200 and isinstance(bad_utf8.json()["translatedText"], str)
     odd = ["tab\there\x00nul\x1b[31m", "I love 🍎 and 🚗!", "word " * 4000, "\u200b\ufeff"]
     answer = translate(http, q=odd)
@@ -115,8 +117,11 @@ def test_odd_input_is_answered_never_a_500(http):
     lone = b'{"q": "a\\ud800b", "source": "en", "target": "zh"}'
     surrogate = http.post("/translate", content=lone, headers={"content-type": "application/json"})
     assert surrogate.status_code == 200  # a lone surrogate (valid JSON, not Unicode): U+FFFD
-    native = http.post("/v1/translate", content=b'{"text": "\\udc00"}',
-                       headers={"content-type": "application/json"})  # fmt: skip
+    native = http.post(
+        "/v1/translate",
+        content=b'{"text": "\\udc00"}',
+        headers={"content-type": "application/json"},
+    )
     assert native.status_code == 200
     infinite = http.post(
         "/translate",
@@ -147,8 +152,9 @@ def test_native_endpoint_gives_scored_nbest_lists_and_attention(http, translator
     ids = translator.encode([SENTENCES[0]])[0]
     assert attention["source"] == [translator.tokenizer.id_to_piece(i) for i in ids]
     eos = translator.engine.model.config.eos_id
-    assert attention["target"] == [translator.tokenizer.id_to_piece(i)
-                                   for i in [*nbest[0].tokens, eos]]  # fmt: skip
+    assert attention["target"] == [
+        translator.tokenizer.id_to_piece(i) for i in [*nbest[0].tokens, eos]
+    ]
     weights = attention["weights"]
     assert len(weights) == len(attention["target"]) and {len(r) for r in weights} == {len(ids)}
     assert all(abs(sum(row) - 1.0) < 1e-2 for row in weights)  # each row a distribution
@@ -157,11 +163,13 @@ def test_native_endpoint_gives_scored_nbest_lists_and_attention(http, translator
 
 
 def test_native_endpoint_says_when_it_widens_the_beam_to_fit_n_best(http, translator):
-    answer = http.post("/v1/translate", json={"text": SENTENCES[0], "beam_size": 2,
-                                              "n_best": 3}).json()  # fmt: skip
+    answer = http.post(
+        "/v1/translate", json={"text": SENTENCES[0], "beam_size": 2, "n_best": 3}
+    ).json()
     assert answer["beam_size"] == 3
-    assert answer["warnings"] == ["beam_size 2 raised to 3 to return n_best 3 (a beam finds at "
-                                  "most beam_size hypotheses)"]  # fmt: skip
+    assert answer["warnings"] == [
+        "beam_size 2 raised to 3 to return n_best 3 (a beam finds at most beam_size hypotheses)"
+    ]
     nbest = translator.translate_hypotheses([SENTENCES[0]], beam_size=3, n_best=3)[0]
     scores = [h["score"] for h in answer["translations"][0]["hypotheses"]]
     assert scores == [round(h.score, 4) for h in nbest]  # decoded with the beam it names
@@ -190,12 +198,16 @@ def test_detect_answers_the_languages_of_the_text_by_script(http, translation_se
     assert detect("Where is the station?") == [{"confidence": 100.0, "language": "en"}]
     assert detect("车站在哪里？") == [{"confidence": 100.0, "language": "zh"}]
     # mixed: each script's share of the letters (4 of 6 here), most confident first
-    assert detect("我爱 ab 北京") == [{"confidence": 66.7, "language": "zh"},
-                                    {"confidence": 33.3, "language": "en"}]  # fmt: skip
+    assert detect("我爱 ab 北京") == [
+        {"confidence": 66.7, "language": "zh"},
+        {"confidence": 33.3, "language": "en"},
+    ]
     assert detect("12:30 !?") == [{"confidence": 0.0, "language": "en"}]  # LibreTranslate's
     empty = http.post("/detect", json={"q": ""})
-    assert (empty.status_code, empty.json()) == (400, {"error": "Invalid request: missing q "
-                                                                "parameter"})  # fmt: skip
+    assert (empty.status_code, empty.json()) == (
+        400,
+        {"error": "Invalid request: missing q parameter"},
+    )
     client = LibreTranslateAPI(translation_server.url)  # form-encoded, as it sends
     assert client.detect("车站在哪里？") == [{"confidence": 100.0, "language": "zh"}]
     auto = translate(http, q=["车站在哪里？", "Hi."], source="auto").json()
@@ -260,8 +272,9 @@ def test_api_keys_are_required_when_a_key_file_is_given(translation_checkpoint, 
             bearer = {"authorization": "Bearer secret-1"}
             assert http.post("/v1/translate", json={"text": "a"}, headers=bearer).status_code == 200
             assert http.get("/frontend/settings").json()["keyRequired"] is True
-        assert isinstance(LibreTranslateAPI(server.url, "secret-1").translate("Hi.", "en", "zh"),
-                          str)  # fmt: skip
+        assert isinstance(
+            LibreTranslateAPI(server.url, "secret-1").translate("Hi.", "en", "zh"), str
+        )
 
 
 def test_without_a_key_file_a_key_is_accepted_and_ignored(http):
@@ -277,8 +290,9 @@ def test_a_decoder_only_translator_serves_translate_like_an_encoder_decoder(tmp_
     with running_server(checkpoint, "--beam-size", "2") as server:
         with httpx.Client(base_url=server.url, timeout=60) as http:
             answer = translate(http, q=SENTENCES[:2]).json()
-            native = http.post("/v1/translate", json={"text": SENTENCES[0],
-                                                      "return_attention": True}).json()  # fmt: skip
+            native = http.post(
+                "/v1/translate", json={"text": SENTENCES[0], "return_attention": True}
+            ).json()
             settings = http.get("/frontend/settings").json()
     assert answer["translatedText"] == translator.translate(SENTENCES[:2], beam_size=2)
     assert settings["kind"] == "decoder-only translator" and settings["mode"] == "translate"
@@ -310,10 +324,13 @@ def test_attention_requests_get_attention_whatever_they_are_batched_with(http):
 
     async def together():
         async with httpx.AsyncClient(base_url=str(http.base_url), timeout=60) as client:
-            plain = [client.post("/translate", json={"q": s, "source": "en", "target": "zh"})
-                     for s in SENTENCES * 3]  # fmt: skip
-            native = client.post("/v1/translate", json={"text": SENTENCES[1],
-                                                         "return_attention": True})  # fmt: skip
+            plain = [
+                client.post("/translate", json={"q": s, "source": "en", "target": "zh"})
+                for s in SENTENCES * 3
+            ]
+            native = client.post(
+                "/v1/translate", json={"text": SENTENCES[1], "return_attention": True}
+            )
             return await asyncio.gather(*plain[:4], native, *plain[4:])
 
     answers = asyncio.run(together())

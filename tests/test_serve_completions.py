@@ -25,8 +25,9 @@ def test_models_lists_the_served_model(client):
 
 
 def test_a_greedy_completion_is_the_generators(client, lm_checkpoint):
-    answer = client.completions.create(model="tiny-lm", prompt="We will", max_tokens=12,
-                                       temperature=0)  # fmt: skip
+    answer = client.completions.create(
+        model="tiny-lm", prompt="We will", max_tokens=12, temperature=0
+    )
     [expected] = Generator.from_checkpoint(lm_checkpoint).complete(
         ["We will"], 12, SamplingConfig(temperature=0.0)
     )
@@ -43,8 +44,15 @@ def test_a_greedy_completion_is_the_generators(client, lm_checkpoint):
 
 
 def test_streaming_gives_the_same_text_piece_by_piece(client):
-    options = dict(model="tiny-lm", prompt=["I can", "You"], max_tokens=10, n=2, seed=7,
-                   temperature=0.8, top_p=0.9)  # fmt: skip
+    options = dict(
+        model="tiny-lm",
+        prompt=["I can", "You"],
+        max_tokens=10,
+        n=2,
+        seed=7,
+        temperature=0.8,
+        top_p=0.9,
+    )
     plain = client.completions.create(**options)
     pieces: dict[int, list[str]] = {}
     reasons: dict[int, str] = {}
@@ -94,12 +102,12 @@ def test_errors_are_openai_shaped(client, lm_server, translation_server):
         client.completions.create(model="tiny-lm", prompt="a", top_p=0)
     assert caught.value.body["type"] == "invalid_request_error"
     assert "top_p" in caught.value.body["message"]
-    translator = openai.OpenAI(base_url=translation_server.url + "/v1", api_key="x",
-                               max_retries=0)  # fmt: skip
+    translator = openai.OpenAI(base_url=translation_server.url + "/v1", api_key="x", max_retries=0)
     with pytest.raises(openai.BadRequestError, match="is a translation model"):
         translator.completions.create(model="translator", prompt="a")
-    answer = httpx.post(lm_server.url + "/translate", json={"q": "a", "source": "en",
-                                                             "target": "zh"})  # fmt: skip
+    answer = httpx.post(
+        lm_server.url + "/translate", json={"q": "a", "source": "en", "target": "zh"}
+    )
     assert answer.status_code == 400 and "language model" in answer.json()["error"]
     assert httpx.get(lm_server.url + "/languages").json() == []
     wrong = httpx.get(lm_server.url + "/v1/completions")

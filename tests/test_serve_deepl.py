@@ -23,8 +23,11 @@ pytest.importorskip("fastapi")
 deepl = pytest.importorskip("deepl")
 pytestmark = pytest.mark.slow
 
-SENTENCES = ["My teacher will buy apples today.", "She can see the book tomorrow.",
-             "We should eat."]  # fmt: skip
+SENTENCES = [
+    "My teacher will buy apples today.",
+    "She can see the book tomorrow.",
+    "We should eat.",
+]
 
 
 @contextmanager
@@ -83,7 +86,12 @@ def test_glossaries_round_trip_through_the_client(translator):
     entries = {"teacher": "导师", "machine learning": "机器学习"}
     made = translator.create_glossary("terms", "EN", "ZH", entries)
     assert (made.name, made.ready, made.source_lang, made.target_lang, made.entry_count) == (
-        "terms", True, "EN", "ZH", 2)  # fmt: skip
+        "terms",
+        True,
+        "EN",
+        "ZH",
+        2,
+    )
     assert made.creation_time.tzinfo is not None and len(made.glossary_id) == 36
     from_csv = translator.create_glossary_from_csv(
         "from csv", "en", "zh", 'apple,苹果,en,zh\n"book, old",旧书\n'
@@ -107,17 +115,33 @@ def test_glossaries_round_trip_through_the_client(translator):
 
 
 def test_glossary_answers_have_deepl_shapes(http):
-    made = http.post("/v2/glossaries", json={"name": "g", "source_lang": "en",
-                                             "target_lang": "zh", "entries": "teacher\t导师\n",
-                                             "entries_format": "tsv"})  # fmt: skip
+    made = http.post(
+        "/v2/glossaries",
+        json={
+            "name": "g",
+            "source_lang": "en",
+            "target_lang": "zh",
+            "entries": "teacher\t导师\n",
+            "entries_format": "tsv",
+        },
+    )
     assert made.status_code == 201
     info = made.json()
-    assert set(info) == {"glossary_id", "name", "ready", "source_lang", "target_lang",
-                         "creation_time", "entry_count"}  # fmt: skip
+    assert set(info) == {
+        "glossary_id",
+        "name",
+        "ready",
+        "source_lang",
+        "target_lang",
+        "creation_time",
+        "entry_count",
+    }
     assert (info["source_lang"], info["target_lang"]) == ("en", "zh")
     assert info["creation_time"].endswith("Z")
-    entries = http.get(f"/v2/glossaries/{info['glossary_id']}/entries",
-                       headers={"accept": "text/tab-separated-values"})  # fmt: skip
+    entries = http.get(
+        f"/v2/glossaries/{info['glossary_id']}/entries",
+        headers={"accept": "text/tab-separated-values"},
+    )
     assert entries.headers["content-type"].startswith("text/tab-separated-values")
     assert entries.text == "teacher\t导师"
     form = http.post(
@@ -141,24 +165,37 @@ def test_glossary_answers_have_deepl_shapes(http):
 @pytest.mark.parametrize(
     ("body", "status", "message"),
     [
-        ({"entries": "teacher\t导师\nstudent\n"}, 400,
-         "entries:2: expected 2 tab-separated fields (source, target), found 1"),
-        ({"entries": "teacher\t导师\nTeacher\t老师\n"}, 400,
-         "entries:2: duplicate source term 'Teacher' (first on line 1)"),
+        (
+            {"entries": "teacher\t导师\nstudent\n"},
+            400,
+            "entries:2: expected 2 tab-separated fields (source, target), found 1",
+        ),
+        (
+            {"entries": "teacher\t导师\nTeacher\t老师\n"},
+            400,
+            "entries:2: duplicate source term 'Teacher' (first on line 1)",
+        ),
         ({"entries": 'a,"x\ty"', "entries_format": "csv"}, 400, "holds a tab or a line break"),
         ({"entries": ""}, 400, "no glossary entries"),
         ({"entries": "a\tb", "entries_format": "xlsx"}, 400, "'entries_format' not supported"),
-        ({"entries": "a\tb", "target_lang": "de"}, 400,
-         "Unsupported glossary language pair: en to de"),
+        (
+            {"entries": "a\tb", "target_lang": "de"},
+            400,
+            "Unsupported glossary language pair: en to de",
+        ),
         ({"entries": "a\tb", "name": ""}, 400, "needs a 'name'"),
-        ({"entries": "".join(f"t{i}\tx\n" for i in range(10_001))}, 413, "over this server's "
-         "limit of 10000"),
+        (
+            {"entries": "".join(f"t{i}\tx\n" for i in range(10_001))},
+            413,
+            "over this server's limit of 10000",
+        ),
         ({"entries": "a\t" + "b" * 1_000_000}, 413, "exceed 1000000 bytes"),
     ],
-)  # fmt: skip
+)
 def test_bad_glossaries_are_refused_naming_the_line(http, body, status, message):
-    answer = http.post("/v2/glossaries", json={"name": "bad", "source_lang": "en",
-                                               "target_lang": "zh", **body})  # fmt: skip
+    answer = http.post(
+        "/v2/glossaries", json={"name": "bad", "source_lang": "en", "target_lang": "zh", **body}
+    )
     assert answer.status_code == status
     assert list(answer.json()) == ["message"] and message in answer.json()["message"]
 
@@ -171,8 +208,12 @@ def test_the_client_raises_deepl_exceptions_for_what_the_server_refuses(translat
         translator.create_glossary("g", "EN", "FR", {"a": "b"})
     assert caught.value.http_status_code == 400 and "EN to FR" in str(caught.value)
     with pytest.raises(deepl.DeepLException) as caught:
-        translator.translate_text("Hello.", source_lang="EN", target_lang="ZH",
-                                  glossary="4d4b5c62-0000-4000-8000-000000000000")  # fmt: skip
+        translator.translate_text(
+            "Hello.",
+            source_lang="EN",
+            target_lang="ZH",
+            glossary="4d4b5c62-0000-4000-8000-000000000000",
+        )
     assert caught.value.http_status_code == 404 and "Glossary not found" in str(caught.value)
     with pytest.raises(deepl.DeepLException) as caught:
         translator.translate_text("<p>Hi</p>", target_lang="ZH", tag_handling="xml")
@@ -188,17 +229,21 @@ def test_the_client_raises_deepl_exceptions_for_what_the_server_refuses(translat
         ({"target_lang": "ZH"}, "Parameter 'text' not specified."),
         ({"text": ["a"]}, "Parameter 'target_lang' not specified."),
         ({"text": ["a"], "target_lang": "ZH-HANT"}, "not supported: ZH-HANT"),
-        ({"text": ["a"], "target_lang": "ZH", "source_lang": "DE"}, "'source_lang' not "
-         "supported: DE"),
+        (
+            {"text": ["a"], "target_lang": "ZH", "source_lang": "DE"},
+            "'source_lang' not supported: DE",
+        ),
         ({"text": [1], "target_lang": "ZH"}, "'text' must be an array of strings"),
         ({"text": ["a"], "target_lang": "ZH", "glossary_id": "x"}, "requires the 'source_lang'"),
         ({"text": ["a"], "target_lang": "ZH", "split_sentences": "2"}, "'split_sentences'"),
-        ({"text": ["a"], "target_lang": "ZH", "source_lang": "EN", "glossary_ids": ["x", "y"]},
-         "one glossary per request"),
+        (
+            {"text": ["a"], "target_lang": "ZH", "source_lang": "EN", "glossary_ids": ["x", "y"]},
+            "one glossary per request",
+        ),
         ({"text": ["a"], "target_lang": "ZH", "ignore_tags": ["x"]}, "ignore_tags"),
         ({"text": ["a"] * 1001, "target_lang": "ZH"}, "exceeds batch limit (1000)"),
     ],
-)  # fmt: skip
+)
 def test_bad_translate_requests_are_400s_in_deepls_shape(http, body, message):
     answer = http.post("/v2/translate", json=body)
     assert answer.status_code == 400
@@ -207,22 +252,24 @@ def test_bad_translate_requests_are_400s_in_deepls_shape(http, body, message):
 
 def test_translations_are_the_libretranslate_ones(translator, http):
     text = " ".join(SENTENCES[:2])
-    libre = http.post("/translate", json={"q": [text, SENTENCES[2]], "source": "en",
-                                          "target": "zh"}).json()["translatedText"]  # fmt: skip
+    libre = http.post(
+        "/translate", json={"q": [text, SENTENCES[2]], "source": "en", "target": "zh"}
+    ).json()["translatedText"]
     results = translator.translate_text([text, SENTENCES[2]], target_lang="ZH")
     assert [r.text for r in results] == libre
     assert [r.detected_source_lang for r in results] == ["EN", "EN"]
     assert [r.billed_characters for r in results] == [len(text), len(SENTENCES[2])]
     one = translator.translate_text(SENTENCES[2], source_lang="EN", target_lang="zh-Hans")
     assert one.text == libre[1]  # a single string answers a single result
-    form = http.post("/v2/translate", data={"text": [text, SENTENCES[2]], "target_lang": "ZH",
-                                            "auth_key": "k"})  # fmt: skip
-    assert form.json() == {"translations": [{"detected_source_language": "EN", "text": t}
-                                            for t in libre]}  # fmt: skip
+    form = http.post(
+        "/v2/translate", data={"text": [text, SENTENCES[2]], "target_lang": "ZH", "auth_key": "k"}
+    )
+    assert form.json() == {
+        "translations": [{"detected_source_language": "EN", "text": t} for t in libre]
+    }
 
 
-def test_a_sentence_translated_in_windows_is_marked_and_the_client_reads_past_it(translator,
-                                                                                http):  # fmt: skip
+def test_a_sentence_translated_in_windows_is_marked_and_the_client_reads_past_it(translator, http):
     long_line = "apples " * 120  # beyond the model's positions, with no clause punctuation
     raw = http.post("/v2/translate", json={"text": [long_line, "Hi."], "target_lang": "ZH"})
     windowed, short = raw.json()["translations"]
@@ -232,8 +279,9 @@ def test_a_sentence_translated_in_windows_is_marked_and_the_client_reads_past_it
 
 def test_tag_handling_html_keeps_the_markup(translator, http):
     page = f"<p>{SENTENCES[0]} <b>{SENTENCES[1]}</b></p>"
-    libre = http.post("/translate", json={"q": page, "source": "en", "target": "zh",
-                                          "format": "html"}).json()["translatedText"]  # fmt: skip
+    libre = http.post(
+        "/translate", json={"q": page, "source": "en", "target": "zh", "format": "html"}
+    ).json()["translatedText"]
     result = translator.translate_text(page, target_lang="ZH", tag_handling="html")
     assert result.text == libre and result.text.startswith("<p>")
     assert result.text.count("<b>") == 1 and result.text.endswith("</b></p>")
@@ -244,8 +292,9 @@ def test_split_sentences_0_takes_each_line_whole_and_nonewlines_joins_lines(tran
     whole = http.post("/v1/translate", json={"text": text, "split": False}).json()
     result = translator.translate_text(text, target_lang="ZH", split_sentences="0")
     assert result.text == whole["translations"][0]["text"]
-    lines = translator.translate_text(f"{SENTENCES[0]}\n{SENTENCES[1]}", target_lang="ZH",
-                                      split_sentences="nonewlines")  # fmt: skip
+    lines = translator.translate_text(
+        f"{SENTENCES[0]}\n{SENTENCES[1]}", target_lang="ZH", split_sentences="nonewlines"
+    )
     assert lines.text == translator.translate_text(text, target_lang="ZH").text
 
 
@@ -257,11 +306,16 @@ def test_a_glossary_term_is_forced_or_reported(translator, http):
     try:
         plain = translator.translate_text(SENTENCES, target_lang="ZH")
         assert "苹果" not in plain[0].text
-        result = translator.translate_text(SENTENCES[0], source_lang="EN", target_lang="ZH",
-                                           glossary=made)  # fmt: skip
+        result = translator.translate_text(
+            SENTENCES[0], source_lang="EN", target_lang="ZH", glossary=made
+        )
         assert "苹果" in result.text
-        body = {"text": SENTENCES, "source_lang": "EN", "target_lang": "ZH",
-                "glossary_id": made.glossary_id}  # fmt: skip
+        body = {
+            "text": SENTENCES,
+            "source_lang": "EN",
+            "target_lang": "ZH",
+            "glossary_id": made.glossary_id,
+        }
         with_terms, *without = http.post("/v2/translate", json=body).json()["translations"]
         assert with_terms["text"] == result.text
         not_met = with_terms.get("glossary_terms_not_met", [])
@@ -276,14 +330,16 @@ def test_a_glossary_term_is_forced_or_reported(translator, http):
 
 def test_languages_glossary_pairs_and_usage(translator, http):
     assert [(lang.code, lang.name) for lang in translator.get_source_languages()] == [
-        ("EN", "English")]  # fmt: skip
+        ("EN", "English")
+    ]
     targets = translator.get_target_languages()  # a GET with a form body: type=target
     assert [(lang.code, lang.supports_formality) for lang in targets] == [
         ("ZH", False),
         ("ZH-HANS", False),
     ]
     assert [(p.source_lang, p.target_lang) for p in translator.get_glossary_languages()] == [
-        ("en", "zh")]  # fmt: skip
+        ("en", "zh")
+    ]
     before = translator.get_usage().character.count
     translator.translate_text(["Hello.", "Good night."], target_lang="ZH")
     usage = translator.get_usage()
@@ -301,7 +357,10 @@ def test_multilingual_glossaries_v3_through_the_client(url):
     made = client.create_multilingual_glossary("v3", [entries])
     [dictionary] = made.dictionaries
     assert (dictionary.source_lang, dictionary.target_lang, dictionary.entry_count) == (
-        "EN", "ZH", 1)  # fmt: skip
+        "EN",
+        "ZH",
+        1,
+    )
     assert client.get_multilingual_glossary(made.glossary_id).name == "v3"
     assert made.glossary_id in {g.glossary_id for g in client.list_multilingual_glossaries()}
     assert client.get_glossary(made.glossary_id).entry_count == 1  # the same glossary in v2
@@ -333,11 +392,13 @@ def test_keys_are_checked_when_the_server_has_them(served):
         with httpx.Client(base_url=address, timeout=60) as http:
             missing = http.get("/v2/usage")
             assert missing.status_code == 403 and "Missing auth key" in missing.json()["message"]
-            old_style = http.post("/v2/translate", data={"text": "Hi.", "target_lang": "ZH",
-                                                         "auth_key": "secret"})  # fmt: skip
+            old_style = http.post(
+                "/v2/translate", data={"text": "Hi.", "target_lang": "ZH", "auth_key": "secret"}
+            )
             assert old_style.status_code == 200
-            assert http.post("/translate", json={"q": "a", "source": "en", "target": "zh"}
-                             ).json() == {"error": "Please provide an API key"}  # fmt: skip
+            assert http.post(
+                "/translate", json={"q": "a", "source": "en", "target": "zh"}
+            ).json() == {"error": "Please provide an API key"}
 
 
 def test_glossaries_in_a_directory_survive_a_restart(served, tmp_path, caplog):
@@ -408,7 +469,8 @@ def test_seq2seq_serve_keeps_glossaries_in_its_glossary_dir(translation_checkpoi
     directory = tmp_path / "glossaries"  # made by the server
     with running_server(translation_checkpoint, "--glossary-dir", str(directory)) as server:
         made = deepl.Translator("k", server_url=server.url).create_glossary(
-            "kept", "EN", "ZH", {"teacher": "导师"})  # fmt: skip
+            "kept", "EN", "ZH", {"teacher": "导师"}
+        )
     assert [path.name for path in directory.iterdir()] == [f"{made.glossary_id}.json"]
     with running_server(translation_checkpoint, "--glossary-dir", str(directory)) as server:
         client = deepl.Translator("k", server_url=server.url)

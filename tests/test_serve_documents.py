@@ -14,7 +14,6 @@ pytestmark = pytest.mark.slow
 SENTENCES = ["I will buy apples today.", "She can see the book tomorrow.", "We should eat."]
 
 
-
 def libre(http, **args) -> httpx.Response:
     return http.post("/translate", json={"source": "en", "target": "zh", **args})
 
@@ -38,8 +37,9 @@ def test_format_html_keeps_the_markup(http, translator):
     alternatives = libre(http, q=page, format="html", alternatives=2).json()
     assert alternatives["translatedText"] == answer["translatedText"]
     assert all(alt.count("<b>") == 1 for alt in alternatives["alternatives"])
-    attention = http.post("/v1/translate", json={"text": page, "format": "html",
-                                                 "return_attention": True})  # fmt: skip
+    attention = http.post(
+        "/v1/translate", json={"text": page, "format": "html", "return_attention": True}
+    )
     assert attention.status_code == 400 and "return_attention" in attention.json()["error"]
 
 
@@ -49,8 +49,9 @@ def test_v1_translate_keeps_newlines_and_takes_format_and_split(http, translator
     one = translator.translate(SENTENCES)
     assert item["text"] == f"{one[0]}{one[1]}\n\n{one[2]}"
     [whole] = http.post("/v1/translate", json={"text": text, "split": False}).json()["translations"]
-    assert whole["text"] == "\n\n".join(translator.translate(
-        [f"{SENTENCES[0]} {SENTENCES[1]}", SENTENCES[2]], split=False))  # fmt: skip
+    assert whole["text"] == "\n\n".join(
+        translator.translate([f"{SENTENCES[0]} {SENTENCES[1]}", SENTENCES[2]], split=False)
+    )
     md = http.post("/v1/translate", json={"text": f"# {SENTENCES[2]}", "format": "markdown"})
     assert md.json()["translations"][0]["text"] == f"# {one[2]}"
 
@@ -68,12 +69,12 @@ def test_what_is_not_translated_whole_is_said(http):
 
 FILES = {
     "page.html": f"<html><body><h1>{SENTENCES[0]}</h1><p>{SENTENCES[1]} <i>{SENTENCES[2]}</i>"
-                 "</p></body></html>\n",
+    "</p></body></html>\n",
     "notes.md": f"# {SENTENCES[0]}\n\n- {SENTENCES[1]}\n\n```\ncode\n```\n",
     "subs.srt": f"1\n00:00:01,000 --> 00:00:02,000\n{SENTENCES[0]}\n{SENTENCES[1]}\n\n"
-                f"2\n00:00:03,000 --> 00:00:04,500\n{SENTENCES[2]}\n",
+    f"2\n00:00:03,000 --> 00:00:04,500\n{SENTENCES[2]}\n",
     "plain.txt": f"{SENTENCES[0]} {SENTENCES[1]}\n\n{SENTENCES[2]}\n",
-}  # fmt: skip
+}
 FORMAT = {"html": "html", "md": "markdown", "srt": "srt", "txt": "text"}
 
 
@@ -87,7 +88,7 @@ def test_translate_file_round_trip(http, translator, name):
     assert url.startswith(str(http.base_url).rstrip("/") + "/download_file/") and url.endswith(name)
     download = httpx.get(url, timeout=60)
     assert download.status_code == 200
-    assert f'filename*=UTF-8\'\'{name}' in download.headers["content-disposition"]
+    assert f"filename*=UTF-8''{name}" in download.headers["content-disposition"]
     expected = translator.translate_text([body], FORMAT[name.rsplit(".", 1)[1]])[0]
     assert download.content.decode("utf-8") == expected
     if name == "subs.srt":
@@ -106,8 +107,9 @@ def test_translate_file_round_trip(http, translator, name):
     ],
 )
 def test_bad_files_are_400s_and_the_server_stays_up(http, name, content, message):
-    answer = http.post("/translate_file", data={"source": "en", "target": "zh"},
-                       files={"file": (name, content)})  # fmt: skip
+    answer = http.post(
+        "/translate_file", data={"source": "en", "target": "zh"}, files={"file": (name, content)}
+    )
     assert answer.status_code == 400 and message in answer.json()["error"]
     assert http.get("/health").json() == {"status": "ok"}
 
@@ -115,8 +117,11 @@ def test_bad_files_are_400s_and_the_server_stays_up(http, name, content, message
 def test_file_route_arguments_and_settings(http):
     missing = http.post("/translate_file", data={"source": "en", "target": "zh"})
     assert missing.status_code == 400
-    wrong = http.post("/translate_file", data={"source": "en", "target": "fr"},
-                      files={"file": ("a.txt", b"Hello.")})  # fmt: skip
+    wrong = http.post(
+        "/translate_file",
+        data={"source": "en", "target": "fr"},
+        files={"file": ("a.txt", b"Hello.")},
+    )
     assert wrong.status_code == 400 and "fr is not supported" in wrong.json()["error"]
     assert http.get("/download_file/nope.txt").status_code == 404
     settings = http.get("/frontend/settings").json()

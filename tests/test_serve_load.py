@@ -69,8 +69,7 @@ def test_concurrent_requests_are_batched_and_every_answer_is_the_one_alone(
         assert change["batches"] == 0 and change["steps"] > 0  # continuous batching
 
 
-def test_greedy_requests_join_a_running_batch_and_get_their_greedy_answer(
-        translation_checkpoint):  # fmt: skip
+def test_greedy_requests_join_a_running_batch_and_get_their_greedy_answer(translation_checkpoint):
     """Continuous batching: sentences of concurrent greedy requests join and leave between
     decoder steps; every answer is greedy search's for that request alone."""
     from seq2seq.inference.translator import Translator
@@ -104,11 +103,21 @@ def test_health_is_answered_while_a_batch_decodes(translation_server):
 
 
 def test_a_full_queue_answers_429_at_once_and_the_rest_are_served(translation_checkpoint):
-    options = ("--max-queue", "4", "--batch-limit", "4", "--max-wait-ms", "0", "--beam-size", "4",
-               "--no-continuous")  # fmt: skip
+    options = (
+        "--max-queue",
+        "4",
+        "--batch-limit",
+        "4",
+        "--max-wait-ms",
+        "0",
+        "--beam-size",
+        "4",
+        "--no-continuous",
+    )
     with running_server(translation_checkpoint, *options) as server:
-        expected = httpx.post(server.url + "/translate", json=translate_body(heavy(4)),
-                              timeout=120).json()  # fmt: skip
+        expected = httpx.post(
+            server.url + "/translate", json=translate_body(heavy(4)), timeout=120
+        ).json()
         answers = asyncio.run(concurrently(server.url, [translate_body(heavy(4))] * 12))
         statuses = [a.status_code for a in answers]
         assert set(statuses) == {200, 429} and statuses.count(429) >= 6
@@ -120,8 +129,16 @@ def test_a_full_queue_answers_429_at_once_and_the_rest_are_served(translation_ch
 
 def test_clients_that_leave_while_queued_are_skipped(translation_checkpoint):
     # Whole batches: a job that joined a continuous batch is decoded even if its client left.
-    with running_server(translation_checkpoint, "--max-wait-ms", "0", "--char-limit", "30000",
-                        "--beam-size", "4", "--no-continuous") as server:  # fmt: skip
+    with running_server(
+        translation_checkpoint,
+        "--max-wait-ms",
+        "0",
+        "--char-limit",
+        "30000",
+        "--beam-size",
+        "4",
+        "--no-continuous",
+    ) as server:
         url = server.url
         with httpx.Client(base_url=url, timeout=120) as http:
             first = threading.Thread(
@@ -145,8 +162,9 @@ def test_clients_that_leave_while_queued_are_skipped(translation_checkpoint):
 
 def test_sigterm_finishes_requests_in_flight_then_exits_0(translation_checkpoint):
     with running_server(translation_checkpoint) as server:
-        expected = httpx.post(server.url + "/translate", json=translate_body(heavy(4)),
-                              timeout=120).json()  # fmt: skip
+        expected = httpx.post(
+            server.url + "/translate", json=translate_body(heavy(4)), timeout=120
+        ).json()
         answers: list[httpx.Response] = []
         in_flight = threading.Thread(
             target=lambda: answers.append(
@@ -168,8 +186,10 @@ def test_soak_mixed_good_and_bad_traffic(translation_server):
     """8 clients for 12 seconds: good requests (checked against the answers alone) mixed with
     malformed, invalid and odd ones; never a 500, and healthy at the end."""
     url = translation_server.url
-    expected = {s: httpx.post(url + "/translate", json=translate_body(s), timeout=60).json()
-                for s in SOURCES[:16]}  # fmt: skip
+    expected = {
+        s: httpx.post(url + "/translate", json=translate_body(s), timeout=60).json()
+        for s in SOURCES[:16]
+    }
     bad = [
         {"content": b'{"q": ', "headers": {"content-type": "application/json"}},
         {"json": {"q": "a", "source": "en", "target": "xx"}},

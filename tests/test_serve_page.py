@@ -23,8 +23,10 @@ pytestmark = pytest.mark.slow
 
 BROWSER, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 if not (BROWSER and DRIVER):
-    pytest.skip("the page test needs Debian's chromium and chromium-driver (chromedriver) on "
-                "PATH", allow_module_level=True)  # fmt: skip
+    pytest.skip(
+        "the page test needs Debian's chromium and chromium-driver (chromedriver) on PATH",
+        allow_module_level=True,
+    )
 webdriver = pytest.importorskip("selenium.webdriver", reason="the page test needs selenium")
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
@@ -46,8 +48,13 @@ WAIT = 30.0  # seconds for an answer (the tiny models answer in well under one)
 def browser():
     options = Options()
     options.binary_location = BROWSER
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu",
-                     "--window-size=1200,900", "--hide-scrollbars"):  # fmt: skip
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--window-size=1200,900",
+        "--hide-scrollbars",
+    ):
         options.add_argument(argument)
     # An explicit driver path: selenium-manager never runs (it would try to download one).
     driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
@@ -92,8 +99,12 @@ def translate_api(url: str, texts: list[str], beam: int) -> list[dict]:
 def translate_file_api(url: str, path: Path) -> httpx.Response:
     """POST /translate_file as the page sends it; the answer, or the download on success."""
     form = {"source": "en", "target": "zh"}
-    answer = httpx.post(url + "/translate_file", data=form, timeout=WAIT,
-                        files={"file": (path.name, path.read_bytes())})  # fmt: skip
+    answer = httpx.post(
+        url + "/translate_file",
+        data=form,
+        timeout=WAIT,
+        files={"file": (path.name, path.read_bytes())},
+    )
     if answer.status_code != 200:
         return answer
     return httpx.get(answer.json()["translatedFileUrl"], timeout=WAIT)
@@ -116,8 +127,9 @@ def test_translate_page_matches_the_api(browser, request, tmp_path):
             server = request.getfixturevalue("translation_server")
         open_page(browser, server.url)
         settings = httpx.get(server.url + "/frontend/settings").json()
-        assert text_of(browser, "meta") == (f"{settings['model']} · {settings['kind']} · "
-                                            f"{settings['engine']} engine")  # fmt: skip
+        assert text_of(browser, "meta") == (
+            f"{settings['model']} · {settings['kind']} · {settings['engine']} engine"
+        )
         assert browser.find_element(By.ID, "beam").get_attribute("value") == str(
             settings["beamSize"]
         )
@@ -180,9 +192,12 @@ def test_page_shows_server_errors(browser, translation_server):
     limit = httpx.get(url + "/frontend/settings").json()["charLimit"]
     long_text = "tea " * (limit // 4 + 1)
     type_into(browser, "beam", "2")
-    browser.execute_script("const source = document.getElementById('source');"
-                           "source.value = arguments[0];"
-                           "source.dispatchEvent(new Event('input'));", long_text)  # fmt: skip
+    browser.execute_script(
+        "const source = document.getElementById('source');"
+        "source.value = arguments[0];"
+        "source.dispatchEvent(new Event('input'));",
+        long_text,
+    )
     assert "over" in browser.find_element(By.ID, "chars").get_attribute("class")
     browser.find_element(By.ID, "translate").click()
     assert wait_for(browser, "done", "error") == "error"
@@ -204,13 +219,18 @@ def test_glossary_box_forces_terms_as_the_api_does(browser, translation_server):
     browser.find_element(By.CSS_SELECTOR, "#glossary-box summary").click()
     type_into(browser, "source", f"{SENTENCE}\n{SECOND}")
     # Set as a paste would: typing a tab would move the focus on.
-    browser.execute_script("document.getElementById('glossary').value = arguments[0];",
-                           "tea = 苹果\nstation\t一本书")  # fmt: skip
+    browser.execute_script(
+        "document.getElementById('glossary').value = arguments[0];", "tea = 苹果\nstation\t一本书"
+    )
     type_into(browser, "beam", "2")
     browser.find_element(By.ID, "translate").click()
     assert wait_for(browser, "done", "error") == "done", text_of(browser, "status")
-    body = {"text": [SENTENCE, SECOND], "beam_size": 2, "return_scores": True,
-            "glossary": {"tea": "苹果", "station": "一本书"}}  # fmt: skip
+    body = {
+        "text": [SENTENCE, SECOND],
+        "beam_size": 2,
+        "return_scores": True,
+        "glossary": {"tea": "苹果", "station": "一本书"},
+    }
     answer = httpx.post(url + "/v1/translate", json=body, timeout=WAIT).json()
     texts = [t["text"] for t in answer["translations"]]
     assert text_of(browser, "translation") == "\n".join(texts)
@@ -223,8 +243,9 @@ def test_glossary_box_forces_terms_as_the_api_does(browser, translation_server):
     assert text_of(browser, "status") == "Glossary line 2: write English = 中文"
 
 
-SUBTITLES = (f"1\n00:00:01,000 --> 00:00:02,500\n{SENTENCE}\n\n"
-             f"2\n00:00:03,000 --> 00:00:04,000\n{SECOND}\n")  # fmt: skip
+SUBTITLES = (
+    f"1\n00:00:01,000 --> 00:00:02,500\n{SENTENCE}\n\n2\n00:00:03,000 --> 00:00:04,000\n{SECOND}\n"
+)
 KEPT_LINES = (0, 1, 3, 4, 5, 7)  # SUBTITLES' cue numbers, timings and blank lines
 WEB_PAGE = f"<p>{SENTENCE} <b>{SECOND}</b></p>\n"
 
@@ -280,8 +301,10 @@ def test_complete_page_streams_what_the_api_returns(browser, lm_server):
     assert not browser.find_element(By.ID, "source").is_displayed()
     assert not browser.find_element(By.ID, "file-input").is_displayed()
     assert text_of(browser, "meta").startswith("tiny-lm · decoder-only language model")
-    assert [browser.find_element(By.ID, name).get_attribute("value")
-            for name in ("temperature", "top_p", "max_tokens")] == ["1.0", "0.9", "64"]  # fmt: skip
+    assert [
+        browser.find_element(By.ID, name).get_attribute("value")
+        for name in ("temperature", "top_p", "max_tokens")
+    ] == ["1.0", "0.9", "64"]
 
     prompt = "The weather today"
     type_into(browser, "prompt", prompt)

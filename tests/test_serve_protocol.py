@@ -17,8 +17,9 @@ from seq2seq.serve.protocol import (
 
 def test_arguments_come_from_the_query_a_form_or_json():
     assert parse_body(b"", "", {"q": "a", "source": "en"}) == {"q": "a", "source": "en"}
-    form = parse_body(b"q=Hello%20there&source=en&q=second", "application/x-www-form-urlencoded",
-                      {"target": "zh"})  # fmt: skip
+    form = parse_body(
+        b"q=Hello%20there&source=en&q=second", "application/x-www-form-urlencoded", {"target": "zh"}
+    )
     assert form == {"q": "Hello there", "source": "en", "target": "zh"}  # first q wins
     body = b'{"q": ["a", "b"], "alternatives": 2}'
     assert parse_body(body, "application/json; charset=utf-8", {"source": "en"}) == {
@@ -69,8 +70,9 @@ def test_bad_translate_arguments_are_400s_naming_the_problem(args, message):
 
 
 def test_good_translate_arguments():
-    checked = translate_args(good(q=["a", ""], source="auto", target="zh-Hans", alternatives="2"),
-                             Limits())  # fmt: skip
+    checked = translate_args(
+        good(q=["a", ""], source="auto", target="zh-Hans", alternatives="2"), Limits()
+    )
     assert (checked.texts, checked.batch, checked.detect, checked.alternatives) == (
         ["a", ""],
         True,
@@ -84,11 +86,15 @@ def test_good_translate_arguments():
 def test_detection_is_each_scripts_share_of_the_letters_most_confident_first():
     assert detect_languages("Hello there") == [{"confidence": 100.0, "language": "en"}]
     assert detect_languages("你好，世界！") == [{"confidence": 100.0, "language": "zh"}]
-    assert detect_languages("你好 world") == [{"confidence": 71.4, "language": "en"},
-                                              {"confidence": 28.6, "language": "zh"}]  # fmt: skip
+    assert detect_languages("你好 world") == [
+        {"confidence": 71.4, "language": "en"},
+        {"confidence": 28.6, "language": "zh"},
+    ]
     assert detected_language("你好 world") == {"confidence": 71.4, "language": "en"}
-    assert detect_languages("ＡＢ中文") == [{"confidence": 50.0, "language": "en"},
-                                            {"confidence": 50.0, "language": "zh"}]  # fmt: skip
+    assert detect_languages("ＡＢ中文") == [
+        {"confidence": 50.0, "language": "en"},
+        {"confidence": 50.0, "language": "zh"},
+    ]
     # other scripts count as letters that are neither: Japanese kana lower zh's share
     assert detect_languages("日本語です") == [{"confidence": 60.0, "language": "zh"}]
     nothing = [{"confidence": 0.0, "language": "en"}]  # what LibreTranslate answers

@@ -58,8 +58,10 @@ def test_settings_refuse_a_bad_value_naming_its_option(settings, message):
 
 
 def test_bind_finds_a_taken_port_an_unknown_host_and_a_port_out_of_range(taken_port):
-    with pytest.raises(ValueError, match=f"cannot listen on --host 127.0.0.1 --port {taken_port}: "
-                                         "Address already in use"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=f"cannot listen on --host 127.0.0.1 --port {taken_port}: Address already in use",
+    ):
         bind("127.0.0.1", taken_port)
     with pytest.raises(ValueError, match="--port must be between 0 and 65535, got 70000"):
         bind("127.0.0.1", 70000)
@@ -102,8 +104,9 @@ def test_a_taken_port_fails_before_the_load(taken_port, no_load, tmp_path):
         ),
     ],
 )
-def test_bad_options_are_one_line_errors_before_the_load(options, message, no_load, tmp_path,
-                                                         capsys):  # fmt: skip
+def test_bad_options_are_one_line_errors_before_the_load(
+    options, message, no_load, tmp_path, capsys
+):
     checkpoint = tmp_path / "model.ckpt"
     checkpoint.write_bytes(b"")  # never read: the options fail first
     assert main(["serve", "--checkpoint", str(checkpoint), *options]) == 2
@@ -112,8 +115,7 @@ def test_bad_options_are_one_line_errors_before_the_load(options, message, no_lo
     assert no_load == []
 
 
-def test_a_taken_port_is_a_one_line_error_from_the_command(taken_port, no_load, tmp_path,
-                                                           capsys):  # fmt: skip
+def test_a_taken_port_is_a_one_line_error_from_the_command(taken_port, no_load, tmp_path, capsys):
     checkpoint = tmp_path / "model.ckpt"
     checkpoint.write_bytes(b"")
     assert main(["serve", "--checkpoint", str(checkpoint), "--port", str(taken_port)]) == 2

@@ -18,8 +18,14 @@ AWKWARD = (
     "  \t \n"
     "last, no newline"
 ).encode()
-EXPECTED = ["one", "two\u2028still two\u2029and two", "", "form\x0cfeed \x85 nel \x1c fs",
-            "  \t ", "last, no newline"]  # fmt: skip
+EXPECTED = [
+    "one",
+    "two\u2028still two\u2029and two",
+    "",
+    "form\x0cfeed \x85 nel \x1c fs",
+    "  \t ",
+    "last, no newline",
+]
 
 
 def test_read_lines_keeps_one_line_per_newline(tmp_path):

@@ -179,10 +179,15 @@ def test_a_run_stopped_by_max_time_ends_annealed_and_says_so(caplog, monkeypatch
     torch.manual_seed(0)
     module, rates = TranslationModule(tiny_config(), warmup_steps=2, cooldown_steps=50), Rates()
     trainer = L.Trainer(
-        accelerator="cpu", max_steps=100, max_time={"seconds": 3}, logger=False,
-        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        accelerator="cpu",
+        max_steps=100,
+        max_time={"seconds": 3},
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
         callbacks=[rates],
-    )  # fmt: skip
+    )
     batches = train_batches(200)
     loader = torch.utils.data.DataLoader(batches, batch_size=None, collate_fn=lambda b: b)
     trainer.fit(module, train_dataloaders=loader)
@@ -194,9 +199,11 @@ def test_a_run_stopped_by_max_time_ends_annealed_and_says_so(caplog, monkeypatch
     assert rates.rates[-1] < 0.1 * peak
     assert rates.rates[14] > 0.9 * rates.rates[13] > 0  # no cooldown in the first half
     (said,) = [r.getMessage() for r in caplog.records if "stopped by max_time" in r.getMessage()]
-    assert said == f"stopped by max_time (0:00:03) at step 30/100; learning rate of the last " \
-                   f"update {rates.rates[-1]:.2g} (peak {module_peak(module):.2g}; the cooldown " \
-                   f"reaches 0 at max_time)"  # fmt: skip
+    assert (
+        said == f"stopped by max_time (0:00:03) at step 30/100; learning rate of the last "
+        f"update {rates.rates[-1]:.2g} (peak {module_peak(module):.2g}; the cooldown "
+        f"reaches 0 at max_time)"
+    )
 
 
 def test_the_time_used_survives_a_resume(tmp_path, monkeypatch):
@@ -222,10 +229,15 @@ def test_the_time_used_survives_a_resume(tmp_path, monkeypatch):
 
     def trainer(max_steps, tick):
         return L.Trainer(
-            accelerator="cpu", max_steps=max_steps, max_time={"seconds": 3}, logger=False,
-            enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+            accelerator="cpu",
+            max_steps=max_steps,
+            max_time={"seconds": 3},
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
             callbacks=[tick],
-        )  # fmt: skip
+        )
 
     loader = torch.utils.data.DataLoader(train_batches(40), batch_size=None, collate_fn=lambda b: b)
     first = trainer(10, Tick())
@@ -234,8 +246,12 @@ def test_the_time_used_survives_a_resume(tmp_path, monkeypatch):
     clock.now += 500.0  # the pause between the runs counts for nothing
     tick = Tick()
     second = trainer(15, tick)
-    second.fit(TranslationModule(tiny_config(), warmup_steps=2, cooldown_steps=5), loader,
-               ckpt_path=tmp_path / "last.ckpt", weights_only=False)  # fmt: skip
+    second.fit(
+        TranslationModule(tiny_config(), warmup_steps=2, cooldown_steps=5),
+        loader,
+        ckpt_path=tmp_path / "last.ckpt",
+        weights_only=False,
+    )
     assert second.global_step == 15
     # Step 11's share of the budget: 1 s before the stop + 0.1 s now, of 3 s.
     assert tick.time_used[0] == pytest.approx(1.1 / 3)
@@ -244,8 +260,9 @@ def test_the_time_used_survives_a_resume(tmp_path, monkeypatch):
 
 def module_peak(module) -> float:
     hp = module.hparams
-    return inverse_sqrt_schedule(hp.warmup_steps, module.config.d_model, hp.warmup_steps,
-                                 hp.lr_scale)  # fmt: skip
+    return inverse_sqrt_schedule(
+        hp.warmup_steps, module.config.d_model, hp.warmup_steps, hp.lr_scale
+    )
 
 
 def test_gradient_is_the_token_mean_over_accumulated_micro_batches():
@@ -268,10 +285,15 @@ def test_gradient_is_the_token_mean_over_accumulated_micro_batches():
     initial = {k: v.clone() for k, v in module.state_dict().items()}
     grads = Grads()
     trainer = L.Trainer(
-        accelerator="cpu", max_steps=1, accumulate_grad_batches=2, logger=False,
-        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        accelerator="cpu",
+        max_steps=1,
+        accumulate_grad_batches=2,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
         callbacks=[grads],
-    )  # fmt: skip
+    )
     loader = torch.utils.data.DataLoader([small, big], batch_size=None, collate_fn=lambda b: b)
     trainer.fit(module, train_dataloaders=loader)
 

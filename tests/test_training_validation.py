@@ -164,20 +164,37 @@ def test_data_that_fits_the_model_passes():
 @pytest.mark.parametrize(
     ("config", "datamodule", "message"),
     [
-        (tiny_config(), data(FakeTokenizer(vocab_size=41)),
-         r"^ModelConfig.vocab_size \(40\) disagrees with the SentencePiece model \(41 pieces\)$"),
-        (tiny_config(), data(FakeTokenizer(ids=(1, 2, 3))),
-         r"^the tokenizer's pad/bos/eos ids \(1, 2, 3\) are not the model's \(0, 2, 3\)$"),
-        (tiny_config(), data(decoder_only=True),
-         "the data layout disagrees with the model's decoder_only=False"),
-        (tiny_config(decoder_only=True, n_encoder_layers=0),
-         data(FakeTokenizer(source_ends_with_eos=True), decoder_only=True),
-         "decoder-only translation model reads .* must not end with </s>$"),
-        (tiny_config(), data(max_len=128),
-         r"^data.max_len=128 \(\+ bos\) make 129-token sequences but model.config.max_positions "
-         "is 128: raise it or shorten the data$"),
-        (tiny_config(decoder_only=True, n_encoder_layers=0), data(max_len=64, decoder_only=True),
-         "decoder-only pairs of data.max_len=64 joined make 130-token sequences"),
+        (
+            tiny_config(),
+            data(FakeTokenizer(vocab_size=41)),
+            r"^ModelConfig.vocab_size \(40\) disagrees with the SentencePiece model \(41 pieces\)$",
+        ),
+        (
+            tiny_config(),
+            data(FakeTokenizer(ids=(1, 2, 3))),
+            r"^the tokenizer's pad/bos/eos ids \(1, 2, 3\) are not the model's \(0, 2, 3\)$",
+        ),
+        (
+            tiny_config(),
+            data(decoder_only=True),
+            "the data layout disagrees with the model's decoder_only=False",
+        ),
+        (
+            tiny_config(decoder_only=True, n_encoder_layers=0),
+            data(FakeTokenizer(source_ends_with_eos=True), decoder_only=True),
+            "decoder-only translation model reads .* must not end with </s>$",
+        ),
+        (
+            tiny_config(),
+            data(max_len=128),
+            r"^data.max_len=128 \(\+ bos\) make 129-token sequences but model.config.max_positions "
+            "is 128: raise it or shorten the data$",
+        ),
+        (
+            tiny_config(decoder_only=True, n_encoder_layers=0),
+            data(max_len=64, decoder_only=True),
+            "decoder-only pairs of data.max_len=64 joined make 130-token sequences",
+        ),
         (tiny_config(), data(task="lm", block_size=200), "^data.block_size=200 make 200-token"),
     ],
 )

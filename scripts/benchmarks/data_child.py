@@ -25,9 +25,12 @@ def child(mode: str, params: dict[str, Any]) -> None:
 
     kwargs = module_arguments(TranslationDataModule, params)
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    out: dict[str, Any] = {"seq2seq": seq2seq.__file__, "num_proc": kwargs.get("num_proc"),
-                           "startup_cpu": usage.ru_utime + usage.ru_stime,
-                           "startup_pss": smaps(os.getpid()).get("Pss", 0)}  # fmt: skip
+    out: dict[str, Any] = {
+        "seq2seq": seq2seq.__file__,
+        "num_proc": kwargs.get("num_proc"),
+        "startup_cpu": usage.ru_utime + usage.ru_stime,
+        "startup_pss": smaps(os.getpid()).get("Pss", 0),
+    }
     datamodule = TranslationDataModule(**kwargs)
     out["num_proc_used"] = getattr(datamodule, "num_proc", None)  # None: no such setting
     if mode == "prepare":
@@ -69,10 +72,16 @@ def reload(datamodule: Any, params: dict[str, Any]) -> dict[str, Any]:
     loader = datamodule.train_dataloader()
     build_s = time.perf_counter() - start
     tokens, pairs, seconds = drain(loader, params["batches"], params["seconds"])
-    return {"setup_s": setup_s, "uss": uss(after), "pss": after.get("Pss", 0),
-            "setup_uss": uss(after) - uss(before), "loader_build_s": build_s,
-            "tokens_per_s": tokens / seconds, "tokens_per_pair": tokens / max(pairs, 1),
-            "torch_threads": torch.get_num_threads()}  # fmt: skip
+    return {
+        "setup_s": setup_s,
+        "uss": uss(after),
+        "pss": after.get("Pss", 0),
+        "setup_uss": uss(after) - uss(before),
+        "loader_build_s": build_s,
+        "tokens_per_s": tokens / seconds,
+        "tokens_per_pair": tokens / max(pairs, 1),
+        "torch_threads": torch.get_num_threads(),
+    }
 
 
 def drain(loader: Any, batches: int, seconds: float) -> tuple[int, int, float]:
@@ -106,5 +115,9 @@ def as_rank(datamodule: Any, params: dict[str, Any]) -> dict[str, Any]:
     datamodule.setup("fit")
     datamodule.trainer = StandInTrainer(params["world"], params["rank"])
     tokens, pairs, _ = drain(datamodule.train_dataloader(), params["batches"], float("inf"))
-    return {"tokens": tokens, "pairs": pairs, "uss_before": uss(before),
-            "pss_before": before.get("Pss", 0)}  # fmt: skip
+    return {
+        "tokens": tokens,
+        "pairs": pairs,
+        "uss_before": uss(before),
+        "pss_before": before.get("Pss", 0),
+    }

@@ -28,20 +28,25 @@ def get(row: dict[str, Any], step: str, key: str) -> float | None:
 # One table column each, after "pairs": header, step, key, unit, decimals. A rank column shows
 # both ranks, "rank 0 / rank 1"; a failed step's cells say "failed".
 COLUMNS = [
-    ("prep wall s", "prepare", "prepare_s", 1, 1), ("prep CPU s", "prepare", "cpu", 1, 1),
+    ("prep wall s", "prepare", "prepare_s", 1, 1),
+    ("prep CPU s", "prepare", "cpu", 1, 1),
     ("peak PSS GiB (tree)", "prepare", "pss", GIB, 3),
-    ("peak RSS GiB (1 proc)", "prepare", "rss", GIB, 3), ("procs", "prepare", "procs", 1, 0),
-    ("peak disk MB", "prepare", "disk", 1e6, 1), ("cache MB", "prepare", "cache", 1e6, 1),
-    ("scratch MB", "prepare", "scratch", 1e6, 1), ("reload s", "reload", "setup_s", 1, 2),
+    ("peak RSS GiB (1 proc)", "prepare", "rss", GIB, 3),
+    ("procs", "prepare", "procs", 1, 0),
+    ("peak disk MB", "prepare", "disk", 1e6, 1),
+    ("cache MB", "prepare", "cache", 1e6, 1),
+    ("scratch MB", "prepare", "scratch", 1e6, 1),
+    ("reload s", "reload", "setup_s", 1, 2),
     ("loader build s", "reload", "loader_build_s", 1, 2),
     ("loader tok/s", "reload", "tokens_per_s", 1, 0),
     ("tok/pair", "reload", "tokens_per_pair", 1, 1),
     ("USS after load MiB", "reload", "uss", MIB, 0),
     ("of which setup MiB", "reload", "setup_uss", MIB, 0),
-    ("2-rank USS MiB", "ranks", "uss", MIB, 0), ("2-rank PSS MiB", "ranks", "pss", MIB, 0),
+    ("2-rank USS MiB", "ranks", "uss", MIB, 0),
+    ("2-rank PSS MiB", "ranks", "pss", MIB, 0),
     ("2-rank USS growth MiB", "ranks", "uss_growth", MIB, 0),
     ("2-rank PSS growth MiB", "ranks", "pss_growth", MIB, 0),
-]  # fmt: skip
+]
 
 
 def table_row(label: str, row: dict[str, Any]) -> list[str]:
@@ -90,9 +95,14 @@ def extrapolation(rows: dict[int, dict[str, Any]]) -> str:
     )
 
 
-RATIOS = [("prep wall", "prepare", "prepare_s"), ("prep CPU", "prepare", "cpu"),
-          ("peak PSS", "prepare", "pss"), ("cache", "prepare", "cache"),
-          ("reload", "reload", "setup_s"), ("loader tok/s", "reload", "tokens_per_s")]  # fmt: skip
+RATIOS = [
+    ("prep wall", "prepare", "prepare_s"),
+    ("prep CPU", "prepare", "cpu"),
+    ("peak PSS", "prepare", "pss"),
+    ("cache", "prepare", "cache"),
+    ("reload", "reload", "setup_s"),
+    ("loader tok/s", "reload", "tokens_per_s"),
+]
 
 
 def ratios(ours: dict[int, dict], peer: dict[int, dict], labels: dict[int, str]) -> str:

@@ -37,18 +37,22 @@ def encode_sources(tokenizer, lines: list[str], limit: int) -> list[list[int]]:
     from seq2seq.inference.translator import cut_source
 
     texts = [normalize_en(line) for line in lines]
-    return [cut_source(tokenizer.encode_source(text), limit, tokenizer) if text.strip() else []
-            for text in texts]  # fmt: skip
+    return [
+        cut_source(tokenizer.encode_source(text), limit, tokenizer) if text.strip() else []
+        for text in texts
+    ]
 
 
 def decode_batches(
     tokenizer, sources: list[str], limit: int, batch_size: int, pad_id: int
 ) -> list[torch.Tensor]:
     """Non-empty encoded sources, sorted by length (longest first), right-padded batches."""
-    encoded = sorted((ids for ids in encode_sources(tokenizer, sources, limit) if ids),
-                     key=len, reverse=True)  # fmt: skip
-    return [right_pad(encoded[i : i + batch_size], pad_id)
-            for i in range(0, len(encoded), batch_size)]  # fmt: skip
+    encoded = sorted(
+        (ids for ids in encode_sources(tokenizer, sources, limit) if ids), key=len, reverse=True
+    )
+    return [
+        right_pad(encoded[i : i + batch_size], pad_id) for i in range(0, len(encoded), batch_size)
+    ]
 
 
 def right_pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
@@ -137,8 +141,15 @@ def marian_decoder(settings: dict[str, Any], beam: int) -> Decoder:
     alpha = settings["search"]["length_penalty"]
 
     def decode(src: torch.Tensor) -> list[int]:
-        rows = generate(model, src, beam, specials, alpha, min_new_tokens=DECODE_STEPS - 1,
-                        max_new_tokens=DECODE_STEPS)  # fmt: skip
+        rows = generate(
+            model,
+            src,
+            beam,
+            specials,
+            alpha,
+            min_new_tokens=DECODE_STEPS - 1,
+            max_new_tokens=DECODE_STEPS,
+        )
         return [output_length(row, specials.eos) for row in rows]
 
     return decode
@@ -160,8 +171,15 @@ def trained_marian_decoder(checkpoint: str, beam: int) -> Decoder:
         longest = int((src != specials.pad).sum(dim=1).max())
         limit = int(longest * search.max_len_a) + search.max_len_b
         # min_new_tokens=1: our search's rule, no empty output.
-        rows = generate(model, src, beam, specials, search.length_penalty, min_new_tokens=1,
-                        max_new_tokens=limit)  # fmt: skip
+        rows = generate(
+            model,
+            src,
+            beam,
+            specials,
+            search.length_penalty,
+            min_new_tokens=1,
+            max_new_tokens=limit,
+        )
         return [output_length(row, specials.eos) for row in rows]
 
     return decode
@@ -180,9 +198,13 @@ def timed_decoding(decode: Decoder, batches: list[torch.Tensor]) -> tuple[list[i
 
 
 def translate_marian(
-    model, tokenizer, sources: list[str], beam_size: int, settings: dict[str, Any],
+    model,
+    tokenizer,
+    sources: list[str],
+    beam_size: int,
+    settings: dict[str, Any],
     max_tokens: int = 4000,
-) -> tuple[list[str], float]:  # fmt: skip
+) -> tuple[list[str], float]:
     """Translate ``sources`` with ``generate``, batched by exact source length so that every
     sentence gets our limit ``int(a * len) + b`` (capped at max_positions), eos included;
     (translations, seconds). ``settings`` are ``TranslationModule``'s (``Recipe.model``)."""
@@ -209,8 +231,15 @@ def translate_marian(
         for first in range(0, len(indices), per_batch):
             rows = indices[first : first + per_batch]
             input_ids = torch.tensor([encoded[i] for i in rows])
-            generated = generate(model, input_ids, beam_size, specials, search.length_penalty,
-                                 min_new_tokens=1, max_new_tokens=max_new)  # fmt: skip
+            generated = generate(
+                model,
+                input_ids,
+                beam_size,
+                specials,
+                search.length_penalty,
+                min_new_tokens=1,
+                max_new_tokens=max_new,
+            )
             for index, row in zip(rows, generated, strict=True):
                 outputs[index] = one_line(tokenizer.decode(strip_specials(row, specials)))
     return outputs, time.perf_counter() - start

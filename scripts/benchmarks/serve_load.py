@@ -56,8 +56,13 @@ class Level:
     def summary(self) -> dict[str, Any]:
         data = asdict(self)
         del data["latencies_ms"]
-        data.update(requests_per_s=self.requests_per_s, sentences_per_s=self.sentences_per_s,
-                    p50_ms=self.p50_ms, p95_ms=self.percentile(95), p99_ms=self.p99_ms)  # fmt: skip
+        data.update(
+            requests_per_s=self.requests_per_s,
+            sentences_per_s=self.sentences_per_s,
+            p50_ms=self.p50_ms,
+            p95_ms=self.percentile(95),
+            p99_ms=self.p99_ms,
+        )
         return data
 
 
@@ -69,14 +74,23 @@ class Window:
     end: float
 
 
-async def run_level(url: str, server_pid: int, sentences: list[str], beam: int, clients: int,
-                    warmup: float, duration: float, timeout: float) -> Level:  # fmt: skip
+async def run_level(
+    url: str,
+    server_pid: int,
+    sentences: list[str],
+    beam: int,
+    clients: int,
+    warmup: float,
+    duration: float,
+    timeout: float,
+) -> Level:
     """``clients`` concurrent clients for ``warmup + duration`` seconds; the measurement of the
     last ``duration`` seconds (requests still in flight at its end are awaited, not counted)."""
     level = Level(beam, clients, duration)
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=timeout,
-                                 trust_env=False) as client:  # fmt: skip
+    async with httpx.AsyncClient(
+        base_url=url, limits=limits, timeout=timeout, trust_env=False
+    ) as client:
         now = time.perf_counter()
         window = Window(now + warmup, now + warmup + duration)
         offsets = [i * len(sentences) // clients for i in range(clients)]
@@ -86,8 +100,9 @@ async def run_level(url: str, server_pid: int, sentences: list[str], beam: int, 
     return level
 
 
-async def client_loop(client: httpx.AsyncClient, sentences: list[str], offset: int,
-                      window: Window, level: Level) -> None:  # fmt: skip
+async def client_loop(
+    client: httpx.AsyncClient, sentences: list[str], offset: int, window: Window, level: Level
+) -> None:
     """One client: the next sentence, POST /translate, wait for the answer, again."""
     index = offset
     while time.perf_counter() < window.end:
@@ -113,8 +128,7 @@ async def translate(client: httpx.AsyncClient, text: str) -> str | None:
     """One LibreTranslate request; None if it was answered 200 with a translation, else what
     went wrong."""
     try:
-        response = await client.post("/translate", json={"q": text, "source": "en",
-                                                         "target": "zh"})  # fmt: skip
+        response = await client.post("/translate", json={"q": text, "source": "en", "target": "zh"})
     except httpx.HTTPError as error:
         return f"{type(error).__name__}: {error}"
     if response.status_code != 200:

@@ -7,9 +7,11 @@ from __future__ import annotations
 def print_report(out: dict, examples: int) -> None:
     """The measures table, the counts below it, the per-term table, examples and failures."""
     rate, plain_rate, s = out["term_rate"], out["term_rate_plain"], out["scores"]
-    print(f"\n## Terminology: {out['glossary_terms']} terms, {out['items']:,} test sentences "
-          f"({out['term_sentences']} with terms), beam {out['beam_size']}, "
-          f"best of {out['rounds']} round(s)\n")  # fmt: skip
+    print(
+        f"\n## Terminology: {out['glossary_terms']} terms, {out['items']:,} test sentences "
+        f"({out['term_sentences']} with terms), beam {out['beam_size']}, "
+        f"best of {out['rounds']} round(s)\n"
+    )
     print("| measure | plain beam | glossary |")
     print("|---|---:|---:|")
     print(
@@ -17,24 +19,32 @@ def print_report(out: dict, examples: int) -> None:
         f"{plain_rate['sentences']} ({plain_rate['sentence_rate']:.1%}) | "
         f"{rate['sentences_all_met']}/{rate['sentences']} ({rate['sentence_rate']:.1%}) |"
     )
-    print(f"| (sentence, term) pairs met | {plain_rate['pairs_met']}/{plain_rate['pairs']} "
-          f"({plain_rate['pair_rate']:.1%}) | {rate['pairs_met']}/{rate['pairs']} "
-          f"({rate['pair_rate']:.1%}) |")  # fmt: skip
+    print(
+        f"| (sentence, term) pairs met | {plain_rate['pairs_met']}/{plain_rate['pairs']} "
+        f"({plain_rate['pair_rate']:.1%}) | {rate['pairs_met']}/{rate['pairs']} "
+        f"({rate['pair_rate']:.1%}) |"
+    )
     rows, pairs = out["per_term"], rate["pairs"]
     kept = [sum(r[f"{run}_usual"] for r in rows) for run in ("plain", "glossary")]
-    print(f"| pairs whose output holds a usual word of the term (the forced term added beside "
-          f"it, in the glossary column) | {kept[0]}/{pairs} | {kept[1]}/{pairs} |")  # fmt: skip
+    print(
+        f"| pairs whose output holds a usual word of the term (the forced term added beside "
+        f"it, in the glossary column) | {kept[0]}/{pairs} | {kept[1]}/{pairs} |"
+    )
     for refs in ("forced", "original"):
         a, b = s[f"plain_vs_{refs}_refs"], s[f"glossary_vs_{refs}_refs"]
-        print(f"| BLEU / chrF, term sentences, {refs} references | {a['bleu']:.2f} / "
-              f"{a['chrf']:.2f} | {b['bleu']:.2f} / {b['chrf']:.2f} |")  # fmt: skip
+        print(
+            f"| BLEU / chrF, term sentences, {refs} references | {a['bleu']:.2f} / "
+            f"{a['chrf']:.2f} | {b['bleu']:.2f} / {b['chrf']:.2f} |"
+        )
     sec = out["seconds"]
     print(
         f"| seconds, term sentences only | {sec['terms_plain']:.2f} | "
         f"{sec['terms_glossary']:.2f} ({out['ratio_terms']:.2f}x) |"
     )
-    print(f"| seconds, whole split | {sec['whole_plain']:.2f} | {sec['whole_glossary']:.2f} "
-          f"({out['ratio_whole']:.2f}x) |")  # fmt: skip
+    print(
+        f"| seconds, whole split | {sec['whole_plain']:.2f} | {sec['whole_glossary']:.2f} "
+        f"({out['ratio_whole']:.2f}x) |"
+    )
     print(
         f"\nsentences without terms byte-identical with and without the glossary: "
         f"{out['identical_other']}/{out['other_sentences']}"
@@ -55,10 +65,12 @@ def print_report(out: dict, examples: int) -> None:
         f"{out['glossary_setup_s']:.2f} s, not in the times above"
     )
     o = out["reference_outcomes"]
-    print(f"forced references, per (reference, term): {o['substituted']} substituted (usual "
-          f"word replaced by the forced term), {o['already']} already held it, {o['none']} "
-          f"held no usual word and were kept as they are; {out['references_changed']} of "
-          f"{out['term_sentences']} term sentences' references changed")  # fmt: skip
+    print(
+        f"forced references, per (reference, term): {o['substituted']} substituted (usual "
+        f"word replaced by the forced term), {o['already']} already held it, {o['none']} "
+        f"held no usual word and were kept as they are; {out['references_changed']} of "
+        f"{out['term_sentences']} term sentences' references changed"
+    )
     print_terms(out["per_term"])
     print_examples(out["term_outputs"], examples)
 
@@ -73,11 +85,13 @@ def print_terms(rows: list[dict]) -> None:
     print("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         flag = " **(model uses it)**" if r["plain_forced"] else ""
-        print(f"| {r['en']} | {r['zh']} | {r['pieces']} | {','.join(r['usual'])} | "
-              f"{r['sentences']} | "
-              f"{r['plain_forced']}{flag} | {r['plain_usual']} | {r['glossary_forced']} | "
-              f"{r['glossary_usual']} | "
-              f"{r['refs_substituted']} / {r['refs_already']} / {r['refs_none']} |")  # fmt: skip
+        print(
+            f"| {r['en']} | {r['zh']} | {r['pieces']} | {','.join(r['usual'])} | "
+            f"{r['sentences']} | "
+            f"{r['plain_forced']}{flag} | {r['plain_usual']} | {r['glossary_forced']} | "
+            f"{r['glossary_usual']} | "
+            f"{r['refs_substituted']} / {r['refs_already']} / {r['refs_none']} |"
+        )
 
 
 def print_examples(examples: list[dict], count: int) -> None:

@@ -80,52 +80,86 @@ def version_line() -> str:
         except PackageNotFoundError:
             return "not installed"
 
-    return (f"seq2seq {installed('seq2seq')} (torch {installed('torch')}, lightning "
-            f"{installed('lightning')}, Python {platform.python_version()})")
+    return (
+        f"seq2seq {installed('seq2seq')} (torch {installed('torch')}, lightning "
+        f"{installed('lightning')}, Python {platform.python_version()})"
+    )
 
 
 def _add_search_options(p: argparse.ArgumentParser) -> None:
     """What translate and evaluate share: the checkpoint, the search and the runtime."""
     p.add_argument("--checkpoint", required=True, help="a .ckpt written by 'seq2seq fit'")
-    p.add_argument("--beam-size", type=int, default=5,
-                   help="beam width; 1 = greedy (default %(default)s)")
-    p.add_argument("--max-tokens", type=int, default=MAX_TOKENS,
-                   help="decoding batch: source tokens x beam size (default %(default)s)")
-    p.add_argument("--length-penalty", type=float, default=None,
-                   help="GNMT length penalty alpha (default: the checkpoint's, 0.6)")
-    p.add_argument("--max-len-a", type=float, default=None,
-                   help="output limit a*source_len+b: a (default: the checkpoint's)")
-    p.add_argument("--max-len-b", type=int, default=None,
-                   help="output limit a*source_len+b: b (default: the checkpoint's)")
+    p.add_argument(
+        "--beam-size", type=int, default=5, help="beam width; 1 = greedy (default %(default)s)"
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=MAX_TOKENS,
+        help="decoding batch: source tokens x beam size (default %(default)s)",
+    )
+    p.add_argument(
+        "--length-penalty",
+        type=float,
+        default=None,
+        help="GNMT length penalty alpha (default: the checkpoint's, 0.6)",
+    )
+    p.add_argument(
+        "--max-len-a",
+        type=float,
+        default=None,
+        help="output limit a*source_len+b: a (default: the checkpoint's)",
+    )
+    p.add_argument(
+        "--max-len-b",
+        type=int,
+        default=None,
+        help="output limit a*source_len+b: b (default: the checkpoint's)",
+    )
     _add_device(p)
-    p.add_argument("--engine", choices=ENGINES, default="torch",
-                   help="ctranslate2: --checkpoint is a 'seq2seq export --format ctranslate2' "
-                   "directory")
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="torch",
+        help="ctranslate2: --checkpoint is a 'seq2seq export --format ctranslate2' directory",
+    )
     _add_quantize(p)
 
 
 def _add_device(p: argparse.ArgumentParser, default: str = "cpu") -> None:
-    p.add_argument("--device", default=default,
-                   help="torch device, e.g. cuda (default %(default)s)")
+    p.add_argument(
+        "--device", default=default, help="torch device, e.g. cuda (default %(default)s)"
+    )
 
 
 def _add_quantize(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--quantize", choices=QUANTIZE_CHOICES, default=None,
-                   help="int8: linear layers and output projection in int8 on the CPU, "
-                   "quantized at load (default: float32)")
+    p.add_argument(
+        "--quantize",
+        choices=QUANTIZE_CHOICES,
+        default=None,
+        help="int8: linear layers and output projection in int8 on the CPU, "
+        "quantized at load (default: float32)",
+    )
 
 
 def _add_split(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--no-split", dest="split_sentences", action="store_false",
-                   help="take each line as one sentence; by default lines are split into "
-                   "sentences, translated, and joined again")
+    p.add_argument(
+        "--no-split",
+        dest="split_sentences",
+        action="store_false",
+        help="take each line as one sentence; by default lines are split into "
+        "sentences, translated, and joined again",
+    )
 
 
 def _add_glossary(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--glossary", metavar="FILE",
-                   help="terms to honour: a TSV file of 'English<TAB>Chinese' lines (CSV if "
-                   "it ends in .csv); a sentence holding an English term (whole words, any "
-                   "case) gets its Chinese term, placed by constrained beam search (beam >= 5)")
+    p.add_argument(
+        "--glossary",
+        metavar="FILE",
+        help="terms to honour: a TSV file of 'English<TAB>Chinese' lines (CSV if "
+        "it ends in .csv); a sentence holding an English term (whole words, any "
+        "case) gets its Chinese term, placed by constrained beam search (beam >= 5)",
+    )
 
 
 def _add_translate(p: argparse.ArgumentParser) -> None:
@@ -134,28 +168,49 @@ def _add_translate(p: argparse.ArgumentParser) -> None:
     _add_search_options(p)
     p.add_argument("--input", help="file of English text (default: stdin)")
     p.add_argument("--output", help="file for the translations (default: stdout)")
-    p.add_argument("--format", choices=FORMATS, default=None,
-                   help="text: one output line per input line; html, markdown, srt: the "
-                   "markup is kept (default: from --input's extension, else text)")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="text: one output line per input line; html, markdown, srt: the "
+        "markup is kept (default: from --input's extension, else text)",
+    )
     _add_split(p)
-    p.add_argument("--n-best", type=int, default=None, metavar="N",
-                   help="write the N best translations of every line, as 'LINE ||| TEXT ||| "
-                   "F0= LOG_PROB ||| SCORE' (LINE counts from 0, best first; beam widened to N "
-                   "if smaller); text format only")
-    p.add_argument("--window", type=int, default=DEFAULT_WINDOW, metavar="LINES",
-                   help="lines sorted and batched together before their translations are "
-                   "written, in input order (default %(default)s; 1 at a terminal)")
+    p.add_argument(
+        "--n-best",
+        type=int,
+        default=None,
+        metavar="N",
+        help="write the N best translations of every line, as 'LINE ||| TEXT ||| "
+        "F0= LOG_PROB ||| SCORE' (LINE counts from 0, best first; beam widened to N "
+        "if smaller); text format only",
+    )
+    p.add_argument(
+        "--window",
+        type=int,
+        default=DEFAULT_WINDOW,
+        metavar="LINES",
+        help="lines sorted and batched together before their translations are "
+        "written, in input order (default %(default)s; 1 at a terminal)",
+    )
     _add_glossary(p)
     p.set_defaults(run=commands.run_translate)
 
 
 def _add_evaluate(p: argparse.ArgumentParser) -> None:
     _add_search_options(p)
-    p.add_argument("--split", choices=("test", "dev"), default=None,
-                   help="score the held-out split the checkpoint was trained with (default test)")
-    p.add_argument("--data-from", metavar="CKPT",
-                   help="--split of the data this other checkpoint was trained on (e.g. to score "
-                        "an imported model on your test set)")
+    p.add_argument(
+        "--split",
+        choices=("test", "dev"),
+        default=None,
+        help="score the held-out split the checkpoint was trained with (default test)",
+    )
+    p.add_argument(
+        "--data-from",
+        metavar="CKPT",
+        help="--split of the data this other checkpoint was trained on (e.g. to score "
+        "an imported model on your test set)",
+    )
     p.add_argument("--src", help="English source file (instead of --split)")
     p.add_argument("--ref", action="append", help="Chinese reference file; repeat for more")
     p.add_argument("--hyps", help="where to write the hypotheses (default: next to the ckpt)")
@@ -170,22 +225,41 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompt", help="text to continue; streamed to stdout (default: stdin lines)")
     p.add_argument("--input", help="file of prompts, one per line (instead of stdin)")
     p.add_argument("--output", help="file for the outputs, one line per prompt (default: stdout)")
-    p.add_argument("--max-new-tokens", type=int, default=64,
-                   help="tokens to add (default %(default)s)")
-    p.add_argument("--temperature", type=float, default=1.0,
-                   help="sampling temperature; 0 = greedy (%(default)s)")
-    p.add_argument("--top-k", type=int, default=0,
-                   help="sample among the k likeliest (%(default)s = all)")
-    p.add_argument("--top-p", type=float, default=1.0,
-                   help="nucleus: smallest set with mass p (%(default)s = all)")
-    p.add_argument("--seed", type=int, default=None,
-                   help="seed for a reproducible sample: prompt line i gets the same text "
-                   "whatever the other lines are")
+    p.add_argument(
+        "--max-new-tokens", type=int, default=64, help="tokens to add (default %(default)s)"
+    )
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=1.0,
+        help="sampling temperature; 0 = greedy (%(default)s)",
+    )
+    p.add_argument(
+        "--top-k", type=int, default=0, help="sample among the k likeliest (%(default)s = all)"
+    )
+    p.add_argument(
+        "--top-p",
+        type=float,
+        default=1.0,
+        help="nucleus: smallest set with mass p (%(default)s = all)",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed for a reproducible sample: prompt line i gets the same text "
+        "whatever the other lines are",
+    )
     p.add_argument("--greedy", action="store_true", help="always take the likeliest token")
-    p.add_argument("--beam-size", type=int, default=1,
-                   help="beam search when > 1 (no sampling, no stream)")
-    p.add_argument("--max-tokens", type=int, default=MAX_TOKENS,
-                   help="prompt + new tokens per batch (%(default)s)")
+    p.add_argument(
+        "--beam-size", type=int, default=1, help="beam search when > 1 (no sampling, no stream)"
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=MAX_TOKENS,
+        help="prompt + new tokens per batch (%(default)s)",
+    )
     _add_device(p)
     _add_quantize(p)
     p.set_defaults(run=commands.run_generate)
@@ -193,27 +267,42 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
 
 def _add_export(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", required=True, help="an encoder-decoder .ckpt")
-    p.add_argument("--format", choices=("hf", "ctranslate2"), default="hf",
-                   help="what to write (%(default)s)")
+    p.add_argument(
+        "--format", choices=("hf", "ctranslate2"), default="hf", help="what to write (%(default)s)"
+    )
     p.add_argument("--output", required=True, help="directory to write")
-    p.add_argument("--eval-json",
-                   help="'seq2seq evaluate --json' output: its BLEU goes into the model card")
-    p.add_argument("--quantization", default=None,
-                   help="ctranslate2 only: weight type, e.g. int8 (default: float32)")
+    p.add_argument(
+        "--eval-json", help="'seq2seq evaluate --json' output: its BLEU goes into the model card"
+    )
+    p.add_argument(
+        "--quantization",
+        default=None,
+        help="ctranslate2 only: weight type, e.g. int8 (default: float32)",
+    )
     p.set_defaults(run=commands.run_export)
 
 
 def _add_import(p: argparse.ArgumentParser) -> None:
-    p.description = ("Turn a MarianMTModel (e.g. OPUS-MT's Helsinki-NLP/opus-mt-en-zh) into a "
-                     "checkpoint that translate, evaluate, serve, attention, export and fit "
-                     "(--model.init_from) take like any other.")
-    p.add_argument("--hf", required=True, metavar="DIR_OR_NAME",
-                   help="a save_pretrained directory, or a hub name (downloads it)")
+    p.description = (
+        "Turn a MarianMTModel (e.g. OPUS-MT's Helsinki-NLP/opus-mt-en-zh) into a "
+        "checkpoint that translate, evaluate, serve, attention, export and fit "
+        "(--model.init_from) take like any other."
+    )
+    p.add_argument(
+        "--hf",
+        required=True,
+        metavar="DIR_OR_NAME",
+        help="a save_pretrained directory, or a hub name (downloads it)",
+    )
     p.add_argument("--output", required=True, help="the .ckpt to write")
-    p.add_argument("--target-token", default=None, metavar="TOKEN",
-                   help="target-language token prefixed to every source, for models with "
-                        "several target languages, e.g. '>>cmn_Hans<<' (stored in the "
-                        "checkpoint)")
+    p.add_argument(
+        "--target-token",
+        default=None,
+        metavar="TOKEN",
+        help="target-language token prefixed to every source, for models with "
+        "several target languages, e.g. '>>cmn_Hans<<' (stored in the "
+        "checkpoint)",
+    )
     p.set_defaults(run=commands.run_import)
 
 
@@ -224,15 +313,20 @@ def _add_attention(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layer", type=int, default=None, help="only this layer (default: all)")
     p.add_argument("--head", type=int, default=None, help="only this head (default: mean)")
     p.add_argument("--beam-size", type=int, default=5, help="search for the output (%(default)s)")
-    p.add_argument("--max-new-tokens", type=int, default=20,
-                   help="LM only: tokens to continue with (%(default)s)")
+    p.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=20,
+        help="LM only: tokens to continue with (%(default)s)",
+    )
     p.add_argument("--font", default=None, help="a CJK font file (default: found, see README)")
     p.set_defaults(run=commands.run_attention)
 
 
 def _add_plot(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--run", dest="run_dir", required=True,
-                   help="runs/NAME (newest version) or a version dir")
+    p.add_argument(
+        "--run", dest="run_dir", required=True, help="runs/NAME (newest version) or a version dir"
+    )
     p.add_argument("--output", default="curves.png", help="PNG to write (%(default)s)")
     p.set_defaults(run=commands.run_plot)
 
@@ -245,19 +339,29 @@ def _add_average(p: argparse.ArgumentParser) -> None:
 
 def _add_serve(p: argparse.ArgumentParser) -> None:
     """Where the model comes from and where it listens: defaults from ``ServeOptions``."""
-    p.add_argument("--checkpoint", required=True,
-                   help="a .ckpt from 'seq2seq fit' (translator or decoder-only LM), or a "
-                   "CTranslate2 export directory with --engine ctranslate2")
-    p.add_argument("--host", default=ServeOptions.host,
-                   help="address to listen on (%(default)s)")
-    p.add_argument("--port", type=int, default=ServeOptions.port,
-                   help="port; 0 = any free one (%(default)s)")
-    p.add_argument("--engine", choices=ENGINES, default=ServeOptions.engine,
-                   help="decoding runtime (%(default)s)")
+    p.add_argument(
+        "--checkpoint",
+        required=True,
+        help="a .ckpt from 'seq2seq fit' (translator or decoder-only LM), or a "
+        "CTranslate2 export directory with --engine ctranslate2",
+    )
+    p.add_argument("--host", default=ServeOptions.host, help="address to listen on (%(default)s)")
+    p.add_argument(
+        "--port", type=int, default=ServeOptions.port, help="port; 0 = any free one (%(default)s)"
+    )
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default=ServeOptions.engine,
+        help="decoding runtime (%(default)s)",
+    )
     _add_device(p, ServeOptions.device)
     _add_quantize(p)
-    p.add_argument("--model-name", default=ServeOptions.model_name,
-                   help="name in /v1/models and the logs (default: the run's name)")
+    p.add_argument(
+        "--model-name",
+        default=ServeOptions.model_name,
+        help="name in /v1/models and the logs (default: the run's name)",
+    )
     _add_server_settings(p)
     p.set_defaults(run=commands.run_serve)
 
@@ -265,30 +369,68 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
 def _add_server_settings(p: argparse.ArgumentParser) -> None:
     """What the routes read: defaults from ``ServerSettings`` and its ``Limits``."""
     settings = ServerSettings
-    p.add_argument("--beam-size", type=int, default=settings.beam_size,
-                   help="beam width; 1 = greedy (%(default)s)")
-    p.add_argument("--max-batch-tokens", type=int, default=settings.max_batch_tokens,
-                   help="a shared batch holds at most this many source tokens x beam "
-                   "(%(default)s)")
-    p.add_argument("--max-wait-ms", type=float, default=settings.max_wait_ms,
-                   help="how long a request waits for others to share its batch (%(default)g)")
-    p.add_argument("--max-queue", type=int, default=settings.max_queue,
-                   help="sentences waiting beyond which requests get 429 at once (%(default)s)")
-    p.add_argument("--char-limit", type=int, default=Limits.char_limit,
-                   help="characters per request, summed over q (%(default)s)")
-    p.add_argument("--batch-limit", type=int, default=Limits.batch_limit,
-                   help="strings per request when q is an array (%(default)s)")
-    p.add_argument("--api-keys", default=None,
-                   help="file of accepted keys, one per line: others get 403 (default: open)")
-    p.add_argument("--file-limit", type=int, default=settings.file_limit,
-                   help="characters of a file to /translate_file (%(default)s)")
-    p.add_argument("--no-continuous", dest="continuous", action="store_false",
-                   help="decode every request in whole batches, instead of letting sentences "
-                   "join and leave the batch between decoder steps")
-    p.add_argument("--glossary-dir", metavar="DIR", default=None,
-                   help="keep the glossaries made through DeepL's API (/v2/glossaries) in this "
-                   "directory, one JSON file each, so they survive a restart (default: in "
-                   "memory only)")
+    p.add_argument(
+        "--beam-size",
+        type=int,
+        default=settings.beam_size,
+        help="beam width; 1 = greedy (%(default)s)",
+    )
+    p.add_argument(
+        "--max-batch-tokens",
+        type=int,
+        default=settings.max_batch_tokens,
+        help="a shared batch holds at most this many source tokens x beam (%(default)s)",
+    )
+    p.add_argument(
+        "--max-wait-ms",
+        type=float,
+        default=settings.max_wait_ms,
+        help="how long a request waits for others to share its batch (%(default)g)",
+    )
+    p.add_argument(
+        "--max-queue",
+        type=int,
+        default=settings.max_queue,
+        help="sentences waiting beyond which requests get 429 at once (%(default)s)",
+    )
+    p.add_argument(
+        "--char-limit",
+        type=int,
+        default=Limits.char_limit,
+        help="characters per request, summed over q (%(default)s)",
+    )
+    p.add_argument(
+        "--batch-limit",
+        type=int,
+        default=Limits.batch_limit,
+        help="strings per request when q is an array (%(default)s)",
+    )
+    p.add_argument(
+        "--api-keys",
+        default=None,
+        help="file of accepted keys, one per line: others get 403 (default: open)",
+    )
+    p.add_argument(
+        "--file-limit",
+        type=int,
+        default=settings.file_limit,
+        help="characters of a file to /translate_file (%(default)s)",
+    )
+    p.add_argument(
+        "--no-continuous",
+        dest="continuous",
+        action="store_false",
+        help="decode every request in whole batches, instead of letting sentences "
+        "join and leave the batch between decoder steps",
+    )
+    p.add_argument(
+        "--glossary-dir",
+        metavar="DIR",
+        default=None,
+        help="keep the glossaries made through DeepL's API (/v2/glossaries) in this "
+        "directory, one JSON file each, so they survive a restart (default: in "
+        "memory only)",
+    )
 
 
 # Every command but Lightning's, in the order ``seq2seq --help`` lists them.

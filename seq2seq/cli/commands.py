@@ -22,8 +22,9 @@ def _read_glossary(args: argparse.Namespace):  # noqa: ANN202 (Glossary | None)
     from seq2seq.inference.glossary import Glossary
 
     if args.engine == "ctranslate2":
-        raise ValueError("--glossary needs --engine torch (CTranslate2 has no constrained "
-                         "beam search)")
+        raise ValueError(
+            "--glossary needs --engine torch (CTranslate2 has no constrained beam search)"
+        )
     return Glossary.read(args.glossary)
 
 
@@ -55,12 +56,20 @@ def run_translate(args: argparse.Namespace) -> int:
     try:
         with progress_bar(None, "sentences", show=args.input is not None) as bar:
             [output] = translator.translate_documents(
-                [document], args.beam_size, args.max_tokens, args.split_sentences, bar.advance,
-                bar.set_total, glossary=glossary,
+                [document],
+                args.beam_size,
+                args.max_tokens,
+                args.split_sentences,
+                bar.advance,
+                bar.set_total,
+                glossary=glossary,
             )
     except KeyboardInterrupt as interrupt:
-        print(f"seq2seq translate: interrupted; nothing written (a {text_format} document is "
-              "written whole)", file=sys.stderr)
+        print(
+            f"seq2seq translate: interrupted; nothing written (a {text_format} document is "
+            "written whole)",
+            file=sys.stderr,
+        )
         return interrupt_status(interrupt)
     write_text(output, args.output)
     return 0
@@ -77,8 +86,10 @@ def _translate_lines(translator, args: argparse.Namespace, glossary=None) -> int
     # A pipe (--input <(zcat ...)) can be read once only: no count, no total.
     total = count_lines(args.input) if args.input and Path(args.input).is_file() else None
     destination = args.output or "stdout"
-    with LineWriter(args.output) as out, \
-            progress_bar(total, "lines", show=args.input is not None) as bar:
+    with (
+        LineWriter(args.output) as out,
+        progress_bar(total, "lines", show=args.input is not None) as bar,
+    ):
         lines = LineProgress(bar)
         try:
             for chunk in line_windows(stream_lines(args.input), window):
@@ -89,8 +100,11 @@ def _translate_lines(translator, args: argparse.Namespace, glossary=None) -> int
                     lines.finish()
         except KeyboardInterrupt as interrupt:
             bar.stop()
-            print(f"seq2seq translate: interrupted; the translations of the first "
-                  f"{lines.done_lines:,} input line(s) are in {destination}", file=sys.stderr)
+            print(
+                f"seq2seq translate: interrupted; the translations of the first "
+                f"{lines.done_lines:,} input line(s) are in {destination}",
+                file=sys.stderr,
+            )
             return interrupt_status(interrupt)
         except BrokenPipeError:  # the reader went away (| head): stop quietly, as cat does
             sys.stdout = None  # nothing more to flush at exit
@@ -98,30 +112,56 @@ def _translate_lines(translator, args: argparse.Namespace, glossary=None) -> int
     return 0
 
 
-def _translate_chunk(translator, chunk: list[str], args, progress: LineProgress,
-                     glossary=None) -> list[str]:
+def _translate_chunk(
+    translator, chunk: list[str], args, progress: LineProgress, glossary=None
+) -> list[str]:
     """A window's output lines: translations, or with ``--n-best`` N lines per input line."""
     if args.n_best is None:
-        return translator.translate(chunk, args.beam_size, args.max_tokens, progress.advance,
-                                    args.split_sentences, progress.set_total,
-                                    first_line=progress.done_lines + 1, glossary=glossary)
+        return translator.translate(
+            chunk,
+            args.beam_size,
+            args.max_tokens,
+            progress.advance,
+            args.split_sentences,
+            progress.set_total,
+            first_line=progress.done_lines + 1,
+            glossary=glossary,
+        )
     beam = max(args.beam_size, args.n_best)
-    found = translator.translate_n_best(chunk, args.n_best, beam, args.max_tokens,
-                                        args.split_sentences, progress.advance,
-                                        progress.set_total, glossary, progress.done_lines + 1)
+    found = translator.translate_n_best(
+        chunk,
+        args.n_best,
+        beam,
+        args.max_tokens,
+        args.split_sentences,
+        progress.advance,
+        progress.set_total,
+        glossary,
+        progress.done_lines + 1,
+    )
     first = progress.done_lines
-    return [f"{first + number} ||| {h.text} ||| F0= {h.log_prob:.4f} ||| {h.score:.4f}"
-            for number, hyps in enumerate(found) for h in hyps]
+    return [
+        f"{first + number} ||| {h.text} ||| F0= {h.log_prob:.4f} ||| {h.score:.4f}"
+        for number, hyps in enumerate(found)
+        for h in hyps
+    ]
 
 
-def _translate_with_progress(translator, lines: list[str], args, show: bool,
-                             glossary=None) -> list[str]:
+def _translate_with_progress(
+    translator, lines: list[str], args, show: bool, glossary=None
+) -> list[str]:
     with progress_bar(len(lines), "lines", show) as bar:
         progress = LineProgress(bar)
         progress.start(len(lines))
-        outputs = translator.translate(lines, args.beam_size, args.max_tokens,
-                                       progress.advance, args.split_sentences,
-                                       progress.set_total, glossary=glossary)
+        outputs = translator.translate(
+            lines,
+            args.beam_size,
+            args.max_tokens,
+            progress.advance,
+            args.split_sentences,
+            progress.set_total,
+            glossary=glossary,
+        )
         progress.finish()
         return outputs
 
@@ -137,8 +177,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
     glossary = _read_glossary(args)
     translator = _load_translator(args)
-    sources, references, name = load_eval_set(args.data_from or args.checkpoint, args.split,
-                                              args.src, args.ref, args.engine)
+    sources, references, name = load_eval_set(
+        args.data_from or args.checkpoint, args.split, args.src, args.ref, args.engine
+    )
     if not sources:
         raise ValueError(f"{args.src or name}: no sentences to score")
     data_from = None if args.src else args.data_from  # whose split was scored, if not its own
@@ -147,8 +188,13 @@ def run_evaluate(args: argparse.Namespace) -> int:
     hypotheses = _translate_with_progress(translator, sources, args, True, glossary)
     result = score_translations(hypotheses, references)
     write_lines(hypotheses, hyps_path)
-    result.update({"beam_size": args.beam_size, "hypotheses": str(hyps_path),
-                   "eval_set": eval_set_label(name, args.src, data_from)})
+    result.update(
+        {
+            "beam_size": args.beam_size,
+            "hypotheses": str(hyps_path),
+            "eval_set": eval_set_label(name, args.src, data_from),
+        }
+    )
     if glossary is not None:
         result["glossary"] = args.glossary
     _print_scores(result, args.json)
@@ -180,8 +226,12 @@ def run_generate(args: argparse.Namespace) -> int:
         raise ValueError("give --prompt or --input, not both")
     prompts = [args.prompt] if args.prompt is not None else read_lines(args.input)
     generator = Generator.from_checkpoint(args.checkpoint, args.device, args.quantize)
-    options = dict(max_new_tokens=args.max_new_tokens, sampling=sampling,
-                   beam_size=args.beam_size, max_tokens=args.max_tokens)
+    options = dict(
+        max_new_tokens=args.max_new_tokens,
+        sampling=sampling,
+        beam_size=args.beam_size,
+        max_tokens=args.max_tokens,
+    )
     if args.prompt is not None and args.output is None and args.beam_size == 1:
         return _stream_one(generator, args.prompt, options)
     show = len(prompts) > 1 and (args.input is not None or args.output is not None)
@@ -216,8 +266,9 @@ def run_export(args: argparse.Namespace) -> int:
     if args.format == "hf":
         out = export.export_hf(args.checkpoint, args.output, args.eval_json)
     else:
-        out = export.export_ctranslate2(args.checkpoint, args.output, args.eval_json,
-                                        args.quantization)
+        out = export.export_ctranslate2(
+            args.checkpoint, args.output, args.eval_json, args.quantization
+        )
     print(f"exported {args.checkpoint} as {args.format} to {out}")
     return 0
 
@@ -228,18 +279,27 @@ def run_import(args: argparse.Namespace) -> int:
 
     out = import_marian(args.hf, args.output, args.target_token)
     config = load_model(out).model.config
-    print(f"imported {args.hf} to {out}: d_model {config.d_model}, {config.n_encoder_layers}+"
-          f"{config.n_decoder_layers} layers, vocabulary {config.vocab_size}, "
-          f"activation {config.activation}")
+    print(
+        f"imported {args.hf} to {out}: d_model {config.d_model}, {config.n_encoder_layers}+"
+        f"{config.n_decoder_layers} layers, vocabulary {config.vocab_size}, "
+        f"activation {config.activation}"
+    )
     return 0
 
 
 def run_attention(args: argparse.Namespace) -> int:
     from seq2seq.tools.pictures import attention_picture
 
-    out = attention_picture(args.checkpoint, args.text, args.output, layer=args.layer,
-                            head=args.head, beam_size=args.beam_size,
-                            max_new_tokens=args.max_new_tokens, font=args.font)
+    out = attention_picture(
+        args.checkpoint,
+        args.text,
+        args.output,
+        layer=args.layer,
+        head=args.head,
+        beam_size=args.beam_size,
+        max_new_tokens=args.max_new_tokens,
+        font=args.font,
+    )
     print(f"wrote {out}")
     return 0
 
@@ -267,10 +327,18 @@ def run_serve(args: argparse.Namespace) -> int:
         raise ValueError(f"serving needs its extra: pip install -e '.[serve]' ({error})") from None
     from seq2seq.serve.server import ServeOptions, serve
 
-    return serve(ServeOptions(checkpoint=args.checkpoint, host=args.host, port=args.port,
-                              engine=args.engine, device=args.device,
-                              model_name=args.model_name, quantize=args.quantize,
-                              settings=_server_settings(args)))
+    return serve(
+        ServeOptions(
+            checkpoint=args.checkpoint,
+            host=args.host,
+            port=args.port,
+            engine=args.engine,
+            device=args.device,
+            model_name=args.model_name,
+            quantize=args.quantize,
+            settings=_server_settings(args),
+        )
+    )
 
 
 def _server_settings(args: argparse.Namespace):  # noqa: ANN202 (ServerSettings)

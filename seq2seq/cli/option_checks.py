@@ -14,8 +14,12 @@ from seq2seq import checks
 AT_LEAST_ONE = ("beam_size", "max_tokens", "n_best", "window", "max_new_tokens")
 AT_LEAST_ZERO = ("max_len_a", "top_k", "temperature", "top_p", "layer", "head")
 FINITE = ("length_penalty", "max_len_a", "temperature", "top_p")
-READABLE = {"input": "input file", "src": "source file", "eval_json": "evaluation JSON",
-            "font": "font file"}
+READABLE = {
+    "input": "input file",
+    "src": "source file",
+    "eval_json": "evaluation JSON",
+    "font": "font file",
+}
 OUTPUT_DIRECTORIES = {"export"}  # commands whose --output is a directory
 MAKES_PARENTS = {"import", "average"}  # commands that create --output's directories
 

@@ -41,8 +41,12 @@ def progress_bar(total: int | None, unit: str, show: bool) -> Iterator[Bar]:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    columns = (*Progress.get_default_columns()[:1], BarColumn(), MofNCompleteColumn(),
-               TimeRemainingColumn())
+    columns = (
+        *Progress.get_default_columns()[:1],
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=Console(stderr=True), transient=False) as progress:
         yield Bar(progress, progress.add_task(unit, total=total))
 

@@ -79,9 +79,15 @@ def _read_and_clean(settings: PrepareSettings, work: Path) -> Any:
     )
     raw = tables.write_table(batches, work / "raw.arrow", _document_features()[0], "reading")
     log.info(f"cleaning {len(raw):,} documents")
-    cleaned = tables.parallel_map(raw, _clean_documents, work / "clean.arrow", "cleaning",
-                                  settings.num_proc, _document_features()[1],
-                                  {"lang": settings.lm_side})  # fmt: skip
+    cleaned = tables.parallel_map(
+        raw,
+        _clean_documents,
+        work / "clean.arrow",
+        "cleaning",
+        settings.num_proc,
+        _document_features()[1],
+        {"lang": settings.lm_side},
+    )
     del raw
     (work / "raw.arrow").unlink()
     return cleaned
@@ -101,8 +107,12 @@ def _deduplicate_and_split(
     first = first_occurrences(dense_ids(key_hi, key_lo))
     kept, codes = candidates[first], bucket_codes(bucket_of_keys(key_hi[first]))
     rows = {name: kept[codes == code] for code, name in enumerate(SPLITS)}
-    clean_report = {"total": len(empty), "empty": int(empty.sum()),
-                    "duplicates": len(candidates) - len(kept), "kept": len(kept)}  # fmt: skip
+    clean_report = {
+        "total": len(empty),
+        "empty": int(empty.sum()),
+        "duplicates": len(candidates) - len(kept),
+        "kept": len(kept),
+    }
     return rows, clean_report
 
 
@@ -118,13 +128,24 @@ def _pack_split(
     number of blocks and of (non-pad) tokens in them."""
     log.info(f"tokenizing and packing {name}: {len(split_rows):,} documents")
     documents = cleaned.select(split_rows)
-    encoded = tables.parallel_map(documents, _EncodeDocuments(tokenizer.to_bytes()),
-                                  out / "tables" / f"{name}.ids.arrow", f"tokenizing {name}",
-                                  settings.num_proc, _document_features()[2],
-                                  input_columns=["text"])  # fmt: skip
+    encoded = tables.parallel_map(
+        documents,
+        _EncodeDocuments(tokenizer.to_bytes()),
+        out / "tables" / f"{name}.ids.arrow",
+        f"tokenizing {name}",
+        settings.num_proc,
+        _document_features()[2],
+        input_columns=["text"],
+    )
     ids = tables.flat_values(encoded, "ids")
-    blocks = pack_flat(ids, tables.list_lengths(encoded, "ids"), settings.block_size,
-                       tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id)  # fmt: skip
+    blocks = pack_flat(
+        ids,
+        tables.list_lengths(encoded, "ids"),
+        settings.block_size,
+        tokenizer.bos_id,
+        tokenizer.eos_id,
+        tokenizer.pad_id,
+    )
     (out / name).mkdir()
     np.save(out / name / "blocks.npy", blocks)
     return len(blocks), TokenBlocks(blocks).n_tokens(tokenizer.pad_id)

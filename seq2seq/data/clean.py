@@ -152,8 +152,10 @@ def clean_batch(
     and 128-bit keys of each side (``en_key_hi``, ``en_key_lo``, ``zh_key_hi``, ``zh_key_lo``,
     :func:`text_key`) from which de-duplication and the split run on arrays.
     """
-    out: dict[str, list] = {name: [] for name in (
-        "en", "zh", "drop", "en_key_hi", "en_key_lo", "zh_key_hi", "zh_key_lo")}  # fmt: skip
+    out: dict[str, list] = {
+        name: []
+        for name in ("en", "zh", "drop", "en_key_hi", "en_key_lo", "zh_key_hi", "zh_key_lo")
+    }
     for raw_en, raw_zh in zip(en, zh, strict=True):
         pair = normalize_en(raw_en), normalize_zh(raw_zh)
         out["en"].append(pair[0])
@@ -164,8 +166,10 @@ def clean_batch(
             out[f"{side}_key_hi"].append(hi)
             out[f"{side}_key_lo"].append(lo)
     # As arrays: Arrow would read Python ints of 2**63 and more as overflowing int64s.
-    return {name: np.asarray(values, dtype=np.uint64) if "key" in name else values
-            for name, values in out.items()}  # fmt: skip
+    return {
+        name: np.asarray(values, dtype=np.uint64) if "key" in name else values
+        for name, values in out.items()
+    }
 
 
 def text_key(text: str) -> tuple[int, int]:

@@ -141,10 +141,18 @@ class TranslationDataModule(LightningDataModule):
         super().__init__()
         self.save_hyperparameters()
         self.spec = CorpusSpec(
-            kind=corpus, path=path, tgt_path=tgt_path, hf_name=hf_name, hf_config=hf_config,
-            hf_split=hf_split, hf_streaming=hf_streaming, src_lang=src_lang, tgt_lang=tgt_lang,
-            src_field=src_field, tgt_field=tgt_field,
-        )  # fmt: skip
+            kind=corpus,
+            path=path,
+            tgt_path=tgt_path,
+            hf_name=hf_name,
+            hf_config=hf_config,
+            hf_split=hf_split,
+            hf_streaming=hf_streaming,
+            src_lang=src_lang,
+            tgt_lang=tgt_lang,
+            src_field=src_field,
+            tgt_field=tgt_field,
+        )
         self.task, self.decoder_only = task, decoder_only
         self.lm_side, self.text_field, self.block_size = lm_side, text_field, block_size
         self.layout = choose_layout(task, decoder_only)  # the one place task/decoder_only decide
@@ -201,11 +209,19 @@ class TranslationDataModule(LightningDataModule):
     def _settings(self) -> PrepareSettings:
         # Built on demand from the attributes, so the cache always follows them.
         return PrepareSettings(
-            spec=self.spec, vocab_size=self.vocab_size, spm_model_type=self.spm_model_type,
-            seed=self.seed, max_len_chars=self.max_len_chars, max_ratio=self.max_ratio,
-            max_len=self.max_len, lm_side=self.lm_side, text_field=self.text_field,
-            block_size=self.block_size, num_proc=self.num_proc, **self._given_tokenizer_settings(),
-        )  # fmt: skip
+            spec=self.spec,
+            vocab_size=self.vocab_size,
+            spm_model_type=self.spm_model_type,
+            seed=self.seed,
+            max_len_chars=self.max_len_chars,
+            max_ratio=self.max_ratio,
+            max_len=self.max_len,
+            lm_side=self.lm_side,
+            text_field=self.text_field,
+            block_size=self.block_size,
+            num_proc=self.num_proc,
+            **self._given_tokenizer_settings(),
+        )
 
     def _given_tokenizer_settings(self) -> dict[str, Any]:
         """The ``tokenizer_from`` checkpoint's tokenizer (read once) and whether it ends sources
@@ -214,8 +230,10 @@ class TranslationDataModule(LightningDataModule):
             return {}
         if self._given_tokenizer is None:
             self._given_tokenizer = checkpoint_tokenizer(self.tokenizer_from)
-        return {"tokenizer": self._given_tokenizer.to_bytes(),
-                "tokenizer_source_eos": self._given_tokenizer.source_ends_with_eos}  # fmt: skip
+        return {
+            "tokenizer": self._given_tokenizer.to_bytes(),
+            "tokenizer_source_eos": self._given_tokenizer.source_ends_with_eos,
+        }
 
     # ----------------------------------------------------------------------------- cache
     @property
@@ -273,8 +291,11 @@ class TranslationDataModule(LightningDataModule):
         # directory training ran in. Paths only: the corpus itself stays out of checkpoints.
         cache = self.cache_path.resolve()
         files = {field: _absolute(getattr(self.spec, field)) for field in CORPUS_FILES}
-        self.hparams[DATA_LOCATION] = {"cache_dir": str(cache.parent), "cache_name": cache.name,
-                                       **files}  # fmt: skip
+        self.hparams[DATA_LOCATION] = {
+            "cache_dir": str(cache.parent),
+            "cache_name": cache.name,
+            **files,
+        }
 
     @rank_zero_only
     def _log_report_once(self) -> None:
@@ -282,8 +303,12 @@ class TranslationDataModule(LightningDataModule):
             return
         self._reported = True
         train = self.dataset("train")
-        sampler = TokenBatchSampler(self.layout.lengths(train), self.max_tokens, seed=self.seed,
-                                    order=self.layout.order(train))  # fmt: skip
+        sampler = TokenBatchSampler(
+            self.layout.lengths(train),
+            self.max_tokens,
+            seed=self.seed,
+            order=self.layout.order(train),
+        )
         rank_zero_info(
             f"{self.layout.summary(self.report, self._settings())}; "
             f"vocab {self.tokenizer.vocab_size}; {len(sampler)} train batches of "
@@ -385,8 +410,10 @@ def _corpus_files(
         if hit is not None:
             found[field] = hit
         else:
-            missing += [path if Path(path).is_absolute() else f"{path} in {Path.cwd()}"
-                        for path in candidates]  # fmt: skip
+            missing += [
+                path if Path(path).is_absolute() else f"{path} in {Path.cwd()}"
+                for path in candidates
+            ]
     if missing:
         raise _data_not_found(checkpoint, location, missing)
     return found

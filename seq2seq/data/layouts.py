@@ -133,8 +133,9 @@ class PairLayout(Layout):
         return data.stored_order
 
     def collate(self, tokenizer: Tokenizer) -> Collate | None:
-        return partial(collate, pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id,
-                       eos_id=tokenizer.eos_id)  # fmt: skip
+        return partial(
+            collate, pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id
+        )
 
     def summary(self, report: dict[str, Any], settings: PrepareSettings) -> str:
         return (

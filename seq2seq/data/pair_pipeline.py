@@ -96,8 +96,9 @@ def prepare_pairs(
     row_split = split_of_row(rows, len(cleaned))
     write_split_texts(cleaned, row_split, {lang: lang for lang in LANGS}, out)
     encoded = _encode(cleaned, tokenizer, settings, work)
-    report["too_long"] = _save_splits(encoded, row_split, out, settings.max_len, tokenizer,
-                                      pair_lengths)  # fmt: skip
+    report["too_long"] = _save_splits(
+        encoded, row_split, out, settings.max_len, tokenizer, pair_lengths
+    )
     if report["too_long"]["train"] == len(rows["train"]):
         problem = f"every training pair is over max_len={settings.max_len} tokens"
         raise DataError.at(spec.name, None, problem)
@@ -116,8 +117,15 @@ def _read_and_clean(settings: PrepareSettings, work: Path) -> Any:
         raise DataError.at(spec.name, None, "corpus is empty (no sentence pairs)")
     log.info(f"cleaning {len(raw):,} pairs")
     limits = {"max_len_chars": settings.max_len_chars, "max_ratio": settings.max_ratio}
-    cleaned = tables.parallel_map(raw, _clean_columns, work / "clean.arrow", "cleaning",
-                                  settings.num_proc, _features()[1], limits)  # fmt: skip
+    cleaned = tables.parallel_map(
+        raw,
+        _clean_columns,
+        work / "clean.arrow",
+        "cleaning",
+        settings.num_proc,
+        _features()[1],
+        limits,
+    )
     del raw
     (work / "raw.arrow").unlink()
     return cleaned
@@ -129,9 +137,15 @@ def _encode(
     """Every cleaned pair as ``src``/``tgt`` token ids, a table in ``work/ids.arrow``."""
     log.info(f"tokenizing {len(cleaned):,} pairs")
     encode = _EncodePairs(tokenizer.to_bytes(), tokenizer.source_ends_with_eos)
-    return tables.parallel_map(cleaned, encode, work / "ids.arrow", "tokenizing",
-                               settings.num_proc, _features()[2],
-                               input_columns=list(LANGS))  # fmt: skip
+    return tables.parallel_map(
+        cleaned,
+        encode,
+        work / "ids.arrow",
+        "tokenizing",
+        settings.num_proc,
+        _features()[2],
+        input_columns=list(LANGS),
+    )
 
 
 def _column_batches(spec: CorpusSpec) -> Iterator[dict[str, list[str]]]:

@@ -145,8 +145,11 @@ def write_split_texts(
 ) -> None:
     """Each split's rows of the text ``columns``, one per line, into ``out/<split>.<suffix>``
     (lines as :func:`seq2seq.textio.write_lines` writes them), in one streamed pass."""
-    paths = {(name, column): out / f"{name}.{suffix}"
-             for name in SPLITS for column, suffix in suffixes.items()}  # fmt: skip
+    paths = {
+        (name, column): out / f"{name}.{suffix}"
+        for name in SPLITS
+        for column, suffix in suffixes.items()
+    }
     files = {key: path.open("w", encoding="utf-8", newline="\n") for key, path in paths.items()}
     try:
         start = 0

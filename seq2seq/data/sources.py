@@ -255,8 +255,14 @@ def load_hf(
     Raises:
         DataError: If the split or the ``translation`` column or a language key is missing.
     """
-    spec = CorpusSpec(kind="hf", hf_name=name, hf_config=config, hf_split=split,
-                      src_lang=src_lang, tgt_lang=tgt_lang)  # fmt: skip
+    spec = CorpusSpec(
+        kind="hf",
+        hf_name=name,
+        hf_config=config,
+        hf_split=split,
+        src_lang=src_lang,
+        tgt_lang=tgt_lang,
+    )
     batches = _hf_pair_batches(spec, BATCH_PAIRS)
     return [pair for batch in batches for pair in zip(*batch, strict=True)]
 

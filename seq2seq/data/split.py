@@ -66,8 +66,10 @@ def split_pairs(pairs: Iterable[Pair]) -> dict[str, list[Pair]]:
     zh_ids = _ids_of([zh for _, zh in pairs])
     buckets = np.fromiter((bucket(zh) for _, zh in pairs), dtype=np.int64, count=len(pairs))
     codes = split_codes(en_ids, zh_ids, buckets)
-    return {name: [pair for pair, code in zip(pairs, codes, strict=True) if code == i]
-            for i, name in enumerate(SPLITS)}  # fmt: skip
+    return {
+        name: [pair for pair, code in zip(pairs, codes, strict=True) if code == i]
+        for i, name in enumerate(SPLITS)
+    }
 
 
 def _ids_of(texts: list[str]) -> np.ndarray:

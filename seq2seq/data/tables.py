@@ -133,8 +133,9 @@ def list_lengths(dataset: Any, name: str) -> np.ndarray:
     """(N,) int64 length of each row's list in column ``name`` (see :func:`record_batches`)."""
     import pyarrow.compute as pc
 
-    parts = [_owned(pc.list_value_length(batch.column(0)))
-             for batch in record_batches(dataset, [name])]  # fmt: skip
+    parts = [
+        _owned(pc.list_value_length(batch.column(0))) for batch in record_batches(dataset, [name])
+    ]
     return np.concatenate(parts).astype(np.int64)
 
 
@@ -172,8 +173,11 @@ class NpyWriter:
     def __init__(self, path: Path, dtype: Any, length: int) -> None:
         self.path, self.dtype, self.length, self.written = path, np.dtype(dtype), length, 0
         self._file = open(path, "wb")  # noqa: SIM115 (closed in __exit__)
-        header = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False,
-                  "shape": (length,)}  # fmt: skip
+        header = {
+            "descr": np.lib.format.dtype_to_descr(self.dtype),
+            "fortran_order": False,
+            "shape": (length,),
+        }
         np.lib.format.write_array_header_2_0(self._file, header)
 
     def write(self, values: np.ndarray) -> None:

@@ -102,22 +102,33 @@ def constrained_beam_search(
 class ConstraintBanks:
     """Dynamic beam allocation for the sentences with constraints (``BeamSteer``)."""
 
-    def __init__(self, constraints: Sequence[Constraints | None], k: int,
-                 specials: SpecialTokens, config: SearchConfig,
-                 device: torch.device | str = "cpu", n_best: int = 1) -> None:  # fmt: skip
+    def __init__(
+        self,
+        constraints: Sequence[Constraints | None],
+        k: int,
+        specials: SpecialTokens,
+        config: SearchConfig,
+        device: torch.device | str = "cpu",
+        n_best: int = 1,
+    ) -> None:
         self.constraints = [c if c is not None and c.count else None for c in constraints]
         self.k, self.specials, self.config, self.n_best = k, specials, config, n_best
         self.states: list[list[State] | None] = [
             None if c is None else [c.start()] * k for c in self.constraints
         ]
-        self.steered = torch.tensor([c is not None for c in self.constraints], dtype=torch.bool,
-                                    device=device)  # fmt: skip
+        self.steered = torch.tensor(
+            [c is not None for c in self.constraints], dtype=torch.bool, device=device
+        )
 
     def restrict_(self, log_probs: Tensor, step: int, max_lens: Tensor) -> None:
         """A beam with constraints unmet may not end, except at its length limit."""
-        rows = [(b, j) for b, c in enumerate(self.constraints)
-                if c is not None and step < int(max_lens[b]) - 1
-                for j, state in enumerate(self._beams(b)[1]) if c.unmet(state)]  # fmt: skip
+        rows = [
+            (b, j)
+            for b, c in enumerate(self.constraints)
+            if c is not None and step < int(max_lens[b]) - 1
+            for j, state in enumerate(self._beams(b)[1])
+            if c.unmet(state)
+        ]
         if rows:
             sentences, beams = zip(*rows, strict=True)
             log_probs[list(sentences), list(beams), self.specials.eos] = NEG_INF
@@ -145,8 +156,13 @@ class ConstraintBanks:
             constraints, states = self._beams(b)
             for j, state in enumerate(states):
                 forced += [(b, j, t) for t in constraints.next_tokens(state)]
-        forced_scores = (log_probs[[f[0] for f in forced], [f[1] for f in forced],
-                                   [f[2] for f in forced]].tolist() if forced else [])  # fmt: skip
+        forced_scores = (
+            log_probs[
+                [f[0] for f in forced], [f[1] for f in forced], [f[2] for f in forced]
+            ].tolist()
+            if forced
+            else []
+        )
         by_sentence: dict[int, dict[tuple[int, int], float]] = {b: {} for b in steered}
         for (b, j, t), score in zip(forced, forced_scores, strict=True):
             by_sentence[b][(j, t)] = score
@@ -164,27 +180,34 @@ class ConstraintBanks:
             values = [[beam[field] for beam in rows] for rows in beams]
             tensor[steered] = torch.tensor(values, dtype=tensor.dtype, device=tensor.device)
 
-    def _select_sentence(self, b: int, found: dict[tuple[int, int], float],
-                         finished: list[Hypothesis], history: Tensor,
-                         step: int) -> list[tuple[float, int, int]]:  # fmt: skip
+    def _select_sentence(
+        self,
+        b: int,
+        found: dict[tuple[int, int], float],
+        finished: list[Hypothesis],
+        history: Tensor,
+        step: int,
+    ) -> list[tuple[float, int, int]]:
         """Sentence b's finished hypotheses (added to ``finished``) and its k open beams,
         best first, (score, source beam, token) each, from its candidates ``found``
         ({(beam, token): score})."""
         (constraints, states), eos = self._beams(b), self.specials.eos
         scored = [(score, j, t) for (j, t), score in found.items() if score != NEG_INF]
-        after = [states[j] if t == eos else constraints.advance(states[j], t)
-                 for _, j, t in scored]  # fmt: skip
+        after = [states[j] if t == eos else constraints.advance(states[j], t) for _, j, t in scored]
         bank = [constraints.progress(state) for state in after]
         for index in allocate(bank, [s for s, _, _ in scored], self.k):
             score, j, t = scored[index]
             if t == eos:
                 tokens = history[b, j, :step].tolist()
                 norm = self.config.length_norm(step + 1)  # the eos counts towards |Y|
-                finished.append(Hypothesis(tokens, score / norm, score,
-                                           unmet=constraints.unmet(after[index])))  # fmt: skip
+                finished.append(
+                    Hypothesis(tokens, score / norm, score, unmet=constraints.unmet(after[index]))
+                )
         open_ = [i for i, (_, _, t) in enumerate(scored) if t != eos]
-        picked = [open_[i] for i in allocate([bank[i] for i in open_],
-                                             [scored[i][0] for i in open_], self.k)]  # fmt: skip
+        picked = [
+            open_[i]
+            for i in allocate([bank[i] for i in open_], [scored[i][0] for i in open_], self.k)
+        ]
         picked.sort(key=lambda i: -scored[i][0])
         dead = self.k - len(picked)  # too few candidates: beams that go nowhere
         self.states[b] = [after[index] for index in picked] + [constraints.start()] * dead
@@ -196,8 +219,9 @@ class ConstraintBanks:
         assert constraints is not None and states is not None, f"sentence {b} is not steered"
         return constraints, states
 
-    def done(self, finished: list[list[Hypothesis]], open_scores: Tensor, step: int,
-             max_lens: Tensor) -> Tensor:  # fmt: skip
+    def done(
+        self, finished: list[list[Hypothesis]], open_scores: Tensor, step: int, max_lens: Tensor
+    ) -> Tensor:
         """A sentence with constraints stops once its ``n_best`` best hypotheses meet them all
         and no open beam can beat them: it need not collect k such hypotheses, as a plain
         beam does. Its beams are spread over the banks, so k complete ones take long to come,
@@ -208,8 +232,9 @@ class ConstraintBanks:
         done = torch.zeros(len(self.constraints), dtype=torch.bool, device=open_scores.device)
         if rows:
             complete = [[h for h in finished[b] if not h.unmet] for b in rows]
-            done[rows] = sentences_done(complete, open_scores[rows], step, max_lens[rows],
-                                        self.n_best, self.config)  # fmt: skip
+            done[rows] = sentences_done(
+                complete, open_scores[rows], step, max_lens[rows], self.n_best, self.config
+            )
         return done
 
     def keep(self, sentences: list[int]) -> None:
@@ -263,8 +288,12 @@ class TermConstraints:
             (``first``) or after other text; [] where it cannot be written.
     """
 
-    def __init__(self, phrases: Sequence[str], surfaces: Sequence[bytes],
-                 spell: Callable[[str, bool], list[int]]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        phrases: Sequence[str],
+        surfaces: Sequence[bytes],
+        spell: Callable[[str, bool], list[int]],
+    ) -> None:
         self.phrases = [p for p in dict.fromkeys(phrases) if spell(p, False) and spell(p, True)]
         self.count = len(self.phrases)
         self.surfaces = surfaces
@@ -282,8 +311,9 @@ class TermConstraints:
             rests = _rest_spellings(phrase, surfaces, spell)
             whole = len(rests[0])
             self._next.append([rest[0] if rest else None for rest in rests])
-            self._written.append([min(whole - 1, max(0, whole - len(rest))) if rest else 0
-                                  for rest in rests])  # fmt: skip
+            self._written.append(
+                [min(whole - 1, max(0, whole - len(rest))) if rest else 0 for rest in rests]
+            )
             self._entries.append(_tokens_ending_in(phrase, surfaces))
             self._first.append(spell(phrase, True)[:1])
             self._length.append(whole)
@@ -327,8 +357,7 @@ class TermConstraints:
                 if met >> c & 1:
                     progress += self._length[c]
                     continue
-                r = next((r for r in range(len(phrase) - 1, 0, -1)
-                          if tail.endswith(phrase[:r])), 0)  # fmt: skip
+                r = next((r for r in range(len(phrase) - 1, 0, -1) if tail.endswith(phrase[:r])), 0)
                 progress += self._written[c][r]
                 tokens += [self._next[c][r], *(() if r else self._entries[c])]
                 tokens += [] if r or started else self._first[c]
@@ -337,8 +366,9 @@ class TermConstraints:
         return found
 
 
-def _rest_spellings(phrase: str, surfaces: Sequence[bytes],
-                    spell: Callable[[str, bool], list[int]]) -> list[list[int]]:  # fmt: skip
+def _rest_spellings(
+    phrase: str, surfaces: Sequence[bytes], spell: Callable[[str, bool], list[int]]
+) -> list[list[int]]:
     """For each count r of the phrase's bytes written, tokens writing the other bytes: at a
     character boundary ``spell``'s; inside a character, byte pieces to finish it first."""
     byte_token = _vocabulary_index(surfaces)[1]

@@ -174,8 +174,9 @@ class ContinuousBatch:
         pad, width = self.specials.pad, max(map(len, sources))
         src = torch.tensor([[*s, *[pad] * (width - len(s))] for s in sources], device=self.device)
         source_mask = padding_mask(src, pad)  # (n, S)
-        limits = self.search.max_lengths(source_mask.sum(dim=1),
-                                         cap=self.model.config.max_positions)  # fmt: skip
+        limits = self.search.max_lengths(
+            source_mask.sum(dim=1), cap=self.model.config.max_positions
+        )
         memory = self.model.encode(src)
         rows = len(sources) * self.rows
         cache = self.model.init_cache(rows, 0, memory, source_mask, copies=self.rows)
@@ -223,8 +224,9 @@ class ContinuousBeam(ContinuousBatch):
     """Beam search (``search.beam_search``'s choices) over a changing batch, ``beam_size``
     rows a sentence; each finished sentence's result is its ``n_best`` hypotheses."""
 
-    def __init__(self, model: Transformer, search: SearchConfig, beam_size: int,
-                 n_best: int = 1) -> None:  # fmt: skip
+    def __init__(
+        self, model: Transformer, search: SearchConfig, beam_size: int, n_best: int = 1
+    ) -> None:
         check_n_best(n_best, beam_size)
         self.rows, self.n_best = beam_size, n_best
         super().__init__(model, search)
@@ -258,10 +260,12 @@ class ContinuousBeam(ContinuousBatch):
     def _choose(self, logits: Tensor, steps: Tensor) -> list[tuple[int, object]]:
         """One step of ``search.beam_search`` with each sentence at its own step."""
         k, n = self.rows, len(self.keys)
-        top = best_continuations(logits.view(n, k, -1), self.scores, steps, self.limits,
-                                  self.specials)  # fmt: skip
-        collect_finished(self.found, self.done, self.history, steps, top, k, self.specials.eos,
-                          self.search)  # fmt: skip
+        top = best_continuations(
+            logits.view(n, k, -1), self.scores, steps, self.limits, self.specials
+        )
+        collect_finished(
+            self.found, self.done, self.history, steps, top, k, self.specials.eos, self.search
+        )
         self.scores, chosen_beam, chosen_token = select_open(*top, k, self.specials.eos)
         was_done = self.done.clone()
         self.done |= sentences_done(self.found, self.scores, steps, self.limits, k, self.search)
@@ -276,5 +280,8 @@ class ContinuousBeam(ContinuousBatch):
         assert self.cache is not None  # step() decodes only with a cache
         self.cache.reorder(rows.reshape(-1).to(self.device), cross=False)
         ended = (self.done & ~was_done).nonzero()[:, 0].tolist()
-        return [(i, sorted(self.found[i], key=lambda h: -h.score)[: self.n_best])
-                for i in ended if self.keys[i] is not None]  # fmt: skip
+        return [
+            (i, sorted(self.found[i], key=lambda h: -h.score)[: self.n_best])
+            for i in ended
+            if self.keys[i] is not None
+        ]

@@ -31,8 +31,7 @@ from seq2seq.model import Transformer
 
 def special_tokens(config: ModelConfig) -> SpecialTokens:
     """The special ids a search needs, from the model's config (their one source)."""
-    return SpecialTokens(pad=config.pad_id, unk=config.unk_id, bos=config.bos_id,
-                         eos=config.eos_id)  # fmt: skip
+    return SpecialTokens(pad=config.pad_id, unk=config.unk_id, bos=config.bos_id, eos=config.eos_id)
 
 
 ENCODE_GROUP = 32  # sources per encoder call in a batch of unequal lengths
@@ -151,8 +150,9 @@ def translate_ids(
         max_lens = config.max_lengths(src_lengths, cap=model.config.max_positions)
         scorer = TransformerScorer(model, src_ids, beam_size, int(max_lens.max()))
     if constraints is not None and any(c is not None and c.count for c in constraints):
-        return constrained_beam_search(scorer, max_lens, beam_size, specials, constraints,
-                                       config, n_best)  # fmt: skip
+        return constrained_beam_search(
+            scorer, max_lens, beam_size, specials, constraints, config, n_best
+        )
     if beam_size == 1:
         return [[hyp] for hyp in greedy_search(scorer, max_lens, specials)]
     return beam_search(scorer, max_lens, beam_size, specials, config, n_best)

@@ -309,8 +309,9 @@ class BeamSteer(Protocol):
         in place. ``candidates``: the 2k best continuations of ``top_continuations``."""
         ...
 
-    def done(self, finished: list[list[Hypothesis]], open_scores: Tensor, step: int,
-             max_lens: Tensor) -> Tensor:  # fmt: skip
+    def done(
+        self, finished: list[list[Hypothesis]], open_scores: Tensor, step: int, max_lens: Tensor
+    ) -> Tensor:
         """(n,) bool: steered sentences that may stop now, by rules of its own."""
         ...
 
@@ -330,8 +331,9 @@ def best_continuations(
         logits: (n, k, V) next-token scores of the k beams of n sentences.
         scores: (n, k) log-probabilities of the beams so far.
     """
-    return top_continuations(continuation_scores(logits, scores, step, max_lens, specials),
-                             logits.shape[1])  # fmt: skip
+    return top_continuations(
+        continuation_scores(logits, scores, step, max_lens, specials), logits.shape[1]
+    )
 
 
 def continuation_scores(

@@ -16,9 +16,16 @@ from pathlib import Path
 from seq2seq.formats.inline import Document, Segment, rebuild, render, segments
 
 FORMATS = ("text", "html", "markdown", "srt")
-EXTENSIONS = {".txt": "text", ".text": "text", ".html": "html", ".htm": "html",
-              ".xhtml": "html", ".md": "markdown", ".markdown": "markdown",
-              ".srt": "srt"}  # fmt: skip
+EXTENSIONS = {
+    ".txt": "text",
+    ".text": "text",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".srt": "srt",
+}
 
 
 def format_of(path: str | Path | None, default: str = "text") -> str:
@@ -65,5 +72,14 @@ def parse_text(text: str) -> Document:
     return parts
 
 
-__all__ = ["FORMATS", "Document", "Segment", "format_of", "parse", "parse_text", "rebuild",
-           "render", "segments"]  # fmt: skip
+__all__ = [
+    "FORMATS",
+    "Document",
+    "Segment",
+    "format_of",
+    "parse",
+    "parse_text",
+    "rebuild",
+    "render",
+    "segments",
+]

@@ -87,8 +87,11 @@ class _Events(HTMLParser):
         left = self.rawdata[self._position() :] if self.rawdata else ""
         if re.match(r"<[A-Za-z/!?]", left):
             line = self.document.count("\n", 0, len(self.document) - len(left)) + 1
-            raise DataError.at(self.source, line, f"HTML does not parse: unterminated "
-                               f"{left.split()[0][:20]!r} at the end")  # fmt: skip
+            raise DataError.at(
+                self.source,
+                line,
+                f"HTML does not parse: unterminated {left.split()[0][:20]!r} at the end",
+            )
         self.close()
         for event, following in zip(self.events, self.events[1:], strict=False):
             event.end = following.start
@@ -120,8 +123,11 @@ def parse_html(document: str, source: str = "<html>") -> Document:
 
 def _untouched(event: _Event) -> bool:
     classes = (event.attrs.get("class") or "").split()
-    return (event.tag in UNTOUCHED or (event.attrs.get("translate") or "").lower() == "no"
-            or "notranslate" in classes)  # fmt: skip
+    return (
+        event.tag in UNTOUCHED
+        or (event.attrs.get("translate") or "").lower() == "no"
+        or "notranslate" in classes
+    )
 
 
 class _Builder:
@@ -261,11 +267,13 @@ class _RunReader:
         closed = len(events) > 1 and last.kind == "end" and last.tag == first.tag
         inner = events[1:-1] if closed else events[1:]
         start = self.length
-        self._add_text("".join(html.unescape(raw(e)) for e in inner
-                               if e.kind in ("data", "entity")))  # fmt: skip
+        self._add_text(
+            "".join(html.unescape(raw(e)) for e in inner if e.kind in ("data", "entity"))
+        )
         literal = self.builder.document[first.end : last.start if closed else last.end]
-        self._attach(Markup(start, self.length, raw(first), raw(last) if closed else "",
-                            literal=literal))  # fmt: skip
+        self._attach(
+            Markup(start, self.length, raw(first), raw(last) if closed else "", literal=literal)
+        )
 
     def _close(self, event: _Event, raw: str) -> None:
         tags = [m.open[1:].split(None, 1)[0].rstrip(">/").lower() for m in self.stack]

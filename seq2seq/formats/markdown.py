@@ -17,8 +17,12 @@ from functools import lru_cache
 from seq2seq.formats.inline import Document, Markup, Segment, has_text
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<])")
-_PAIRED = {"em_open": "em_close", "strong_open": "strong_close", "s_open": "s_close",
-           "link_open": "link_close"}  # fmt: skip
+_PAIRED = {
+    "em_open": "em_close",
+    "strong_open": "strong_close",
+    "s_open": "s_close",
+    "link_open": "link_close",
+}
 
 
 @lru_cache(maxsize=1)

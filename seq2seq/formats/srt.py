@@ -43,8 +43,11 @@ def _cue(lines: list[str], index: int, parts: Document, source: str) -> int:
         index += 1
     if index >= len(lines) or not _TIMING.fullmatch(lines[index].rstrip("\r\n")):
         shown = lines[index].rstrip("\r\n")[:40] if index < len(lines) else "end of file"
-        raise DataError.at(source, index + 1, f"malformed SRT timing {shown!r} (expected "
-                           "'HH:MM:SS,mmm --> HH:MM:SS,mmm')")  # fmt: skip
+        raise DataError.at(
+            source,
+            index + 1,
+            f"malformed SRT timing {shown!r} (expected 'HH:MM:SS,mmm --> HH:MM:SS,mmm')",
+        )
     index += 1
     parts.append("".join(lines[start:index]))
     text_lines = []

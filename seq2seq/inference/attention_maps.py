@@ -20,8 +20,9 @@ def cross_attention_maps(model: Transformer, src_ids: Tensor, tgt_in: Tensor) ->
     if model.config.decoder_only:
         raise ValueError("a decoder-only model has no cross-attention; use self_attention_maps")
     modules = [layer.cross_attn for layer in model.decoder.layers]
-    return _capture(modules, lambda m, args, kwargs: m.weights(*args, **kwargs),
-                    lambda: model(src_ids, tgt_in))  # fmt: skip
+    return _capture(
+        modules, lambda m, args, kwargs: m.weights(*args, **kwargs), lambda: model(src_ids, tgt_in)
+    )
 
 
 @torch.no_grad()

@@ -111,7 +111,8 @@ def read_settings(settings: dict[str, Any], tokenizer) -> tuple[SearchConfig, Mo
     if "model_config" in settings:
         return search, ModelConfig.from_dict(settings["model_config"])
     # Written by an older version: the positions apart, the special ids with the search.
-    ids = {k: v for k, v in settings["search"].items() if k in ("pad_id", "unk_id", "bos_id",
-                                                                 "eos_id")}  # fmt: skip
+    ids = {
+        k: v for k, v in settings["search"].items() if k in ("pad_id", "unk_id", "bos_id", "eos_id")
+    }
     positions = int(settings["max_positions"])
     return search, ModelConfig(vocab_size=tokenizer.vocab_size, max_positions=positions, **ids)

@@ -91,8 +91,9 @@ class TextBatch:
         """Each document with its segments translated (``translations`` of ``sentences``)."""
         return [self.rebuild_one(i, translations) for i in range(len(self.documents))]
 
-    def n_best(self, document: int, translations: list[SentenceTranslation],
-               n: int) -> list[Hypothesis]:  # fmt: skip
+    def n_best(
+        self, document: int, translations: list[SentenceTranslation], n: int
+    ) -> list[Hypothesis]:
         """The ``n`` best translations of document ``document``, best first, each with its
         text (the document rebuilt with those sentence translations): the combinations of its
         sentences' hypotheses with the highest summed score (tokens joined, scores and
@@ -112,18 +113,26 @@ class TextBatch:
             picked = list(translations)
             for i, k in rank.items():
                 if k:  # rank 0 keeps its text and its alignment (markup placed by attention)
-                    picked[i] = replace(translations[i], texts=[translations[i].texts[k]],
-                                        alignment=None)  # fmt: skip
+                    picked[i] = replace(
+                        translations[i], texts=[translations[i].texts[k]], alignment=None
+                    )
             parts = [translations[i].hypotheses[rank[i]] for i in occurrences]
-            found.append(Hypothesis([t for h in parts for t in h.tokens],
-                                    sum(h.score for h in parts), sum(h.log_prob for h in parts),
-                                    self.rebuild_one(document, picked)))  # fmt: skip
+            found.append(
+                Hypothesis(
+                    [t for h in parts for t in h.tokens],
+                    sum(h.score for h in parts),
+                    sum(h.log_prob for h in parts),
+                    self.rebuild_one(document, picked),
+                )
+            )
         return found
 
     def rebuild_one(self, document: int, translations: list[SentenceTranslation]) -> str:
         """Document ``document`` with its segments translated."""
-        rendered = [_render(segment, found, [translations[i] for i in ids])
-                    for segment, found, ids in self._layout[document]]  # fmt: skip
+        rendered = [
+            _render(segment, found, [translations[i] for i in ids])
+            for segment, found, ids in self._layout[document]
+        ]
         return rebuild(self.documents[document], rendered)
 
 
@@ -139,8 +148,9 @@ def _lines(text: str) -> list[Sentence]:
     return found
 
 
-def _render(segment: Segment, found: list[Sentence],
-            translations: list[SentenceTranslation]) -> str:  # fmt: skip
+def _render(
+    segment: Segment, found: list[Sentence], translations: list[SentenceTranslation]
+) -> str:
     """A segment's translation: its sentences' best translations joined, markup placed."""
     texts = [t.texts[0] if t.texts else "" for t in translations]
     joined = join_translations(texts, found, segment.text)
@@ -154,16 +164,20 @@ def _render(segment: Segment, found: list[Sentence],
         own = translation.alignment
         if own is None or len(own) != len(texts[index]):  # an alternative: no attention read
             own = monotonic_alignment(sentence.end - sentence.start, len(texts[index]))
-        alignment += [None if span is None else (span[0] + sentence.start, span[1] + sentence.start)
-                      for span in own]  # fmt: skip
+        alignment += [
+            None if span is None else (span[0] + sentence.start, span[1] + sentence.start)
+            for span in own
+        ]
     return render(segment, joined, alignment)
 
 
 def windowed_lines(batch: TextBatch, translations: list[SentenceTranslation]) -> list[int]:
     """1-based numbers of the documents with a sentence that could not be translated whole."""
-    return [number for number in range(1, len(batch.documents) + 1)
-            if any(translations[i].windowed
-                   for ids in batch.segment_sentences(number - 1) for i in ids)]  # fmt: skip
+    return [
+        number
+        for number in range(1, len(batch.documents) + 1)
+        if any(translations[i].windowed for ids in batch.segment_sentences(number - 1) for i in ids)
+    ]
 
 
 def best_combinations(scores: list[list[float]], n: int) -> list[tuple[int, ...]]:
@@ -196,8 +210,11 @@ def combine_hypotheses(pieces: list[list[Hypothesis]], n_best: int) -> list[Hypo
     combined = []
     for k in range(min(n_best, max(len(found) for found in pieces))):
         chosen = [found[min(k, len(found) - 1)] for found in pieces]
-        combined.append(Hypothesis([t for h in chosen for t in h.tokens],
-                                   sum(h.score for h in chosen),
-                                   sum(h.log_prob for h in chosen)))  # fmt: skip
+        combined.append(
+            Hypothesis(
+                [t for h in chosen for t in h.tokens],
+                sum(h.score for h in chosen),
+                sum(h.log_prob for h in chosen),
+            )
+        )
     return combined
-

@@ -72,8 +72,9 @@ class TorchEngine:
         n_best: int = 1,
         constraints: Sequence[Constraints | None] | None = None,
     ) -> list[list[Hypothesis]]:
-        return translate_ids(self.model, self._pad(sources), beam_size, self.search, n_best,
-                             constraints)  # fmt: skip
+        return translate_ids(
+            self.model, self._pad(sources), beam_size, self.search, n_best, constraints
+        )
 
     def source_limit(self) -> int:
         """The model's positions; a decoder-only model holds source and translation in one

@@ -82,12 +82,14 @@ def read_eval_json(path: str | Path) -> dict[str, Any]:
     try:
         result = json.loads(Path(path).read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise DataError.at(path, None, f"not JSON ({error}); give 'seq2seq evaluate --json' "
-                           "output") from None  # fmt: skip
+        raise DataError.at(
+            path, None, f"not JSON ({error}); give 'seq2seq evaluate --json' output"
+        ) from None
     missing = [k for k in EVAL_JSON_FIELDS if not isinstance(result, dict) or k not in result]
     if missing:
-        raise DataError.at(path, None, f"not 'seq2seq evaluate --json' output (no "
-                           f"{', '.join(missing)})")  # fmt: skip
+        raise DataError.at(
+            path, None, f"not 'seq2seq evaluate --json' output (no {', '.join(missing)})"
+        )
     return result
 
 

@@ -91,10 +91,20 @@ class Generator:
             on_batch: called with the number of prompts finished after each batch (progress).
         """
         check_sampling(sampling, beam_size, max_new_tokens)
-        found = self._continue(prompts, max_new_tokens, sampling, beam_size, max_tokens,
-                               range(len(prompts)), on_text, on_batch)  # fmt: skip
-        return [one_line(prompt + self._continuation(ids, new))
-                for prompt, (ids, new) in zip(prompts, found, strict=True)]  # fmt: skip
+        found = self._continue(
+            prompts,
+            max_new_tokens,
+            sampling,
+            beam_size,
+            max_tokens,
+            range(len(prompts)),
+            on_text,
+            on_batch,
+        )
+        return [
+            one_line(prompt + self._continuation(ids, new))
+            for prompt, (ids, new) in zip(prompts, found, strict=True)
+        ]
 
     def complete(
         self,
@@ -141,8 +151,9 @@ class Generator:
         found: list[tuple[list[int], list[int]]] = [([], [])] * len(prompts)
         streaming = on_text is not None and len(prompts) == 1 and beam_size == 1
         for batch in token_batches(encoded, max_tokens, extra=max_new_tokens):
-            stream = _TextStream(self.tokenizer, encoded[batch[0]], self.model.config.eos_id,
-                                 on_text)  # fmt: skip
+            stream = _TextStream(
+                self.tokenizer, encoded[batch[0]], self.model.config.eos_id, on_text
+            )
             new = generate_ids(
                 self.model,
                 [encoded[i] for i in batch],

@@ -123,8 +123,12 @@ class Glossary:
         if text.startswith("\ufeff"):
             text = text[1:]
         rows = _csv_rows(text, source) if format == "csv" else _tsv_rows(text)
-        return cls(_unique([(number, _entry(fields, format, source, number))
-                            for number, fields in rows], source))  # fmt: skip
+        return cls(
+            _unique(
+                [(number, _entry(fields, format, source, number)) for number, fields in rows],
+                source,
+            )
+        )
 
     @classmethod
     def from_dict(cls, entries: dict, source: str = "<glossary>") -> Glossary:
@@ -198,20 +202,22 @@ def _entry(fields: list[str], format: str, source: str, number: int) -> Term:
     allowed = (2, 4) if format == "csv" else (2,)
     if len(fields) not in allowed:
         separator = "tab" if format == "tsv" else "comma"
-        raise DataError.at(source, number, f"expected 2 {separator}-separated fields (source, "
-                                           f"target), found {len(fields)}")  # fmt: skip
+        raise DataError.at(
+            source,
+            number,
+            f"expected 2 {separator}-separated fields (source, target), found {len(fields)}",
+        )
     for side, value in zip(("source", "target"), fields[:2], strict=True):
         if not value.strip():
             raise DataError.at(source, number, f"empty {side} term")
         if value != value.strip():
-            raise DataError.at(source, number, f"{side} term {value!r} has leading or trailing "
-                                               "white space")  # fmt: skip
+            raise DataError.at(
+                source, number, f"{side} term {value!r} has leading or trailing white space"
+            )
         if _BREAK.search(value):
-            raise DataError.at(source, number, f"{side} term {value!r} holds a tab or a line "
-                                               "break")  # fmt: skip
+            raise DataError.at(source, number, f"{side} term {value!r} holds a tab or a line break")
         if _CONTROL.search(value):
-            raise DataError.at(source, number, f"{side} term {value!r} holds a control "
-                                               "character")  # fmt: skip
+            raise DataError.at(source, number, f"{side} term {value!r} holds a control character")
     return Term(unicodedata.normalize("NFC", fields[0]), unicodedata.normalize("NFC", fields[1]))
 
 
@@ -228,8 +234,11 @@ def missing_terms(terms: Sequence[Term], translation: str) -> list[Term]:
 def term_constraints(tokenizer, terms: Sequence[Term]) -> TermConstraints:
     """The beam-search constraints of one sentence: its terms' Chinese sides, each spelled
     in ``tokenizer``'s pieces from any point of the term on (``TermConstraints``)."""
-    return TermConstraints([term.target for term in terms], _surfaces(tokenizer),
-                           lambda text, first: _spell(tokenizer, text, first))  # fmt: skip
+    return TermConstraints(
+        [term.target for term in terms],
+        _surfaces(tokenizer),
+        lambda text, first: _spell(tokenizer, text, first),
+    )
 
 
 def piece_terms(
@@ -264,15 +273,19 @@ def warn_missing_terms(batch: TextBatch, found: list[SentenceTranslation], first
     (document i of ``batch`` is input line ``first_line + i``)."""
     lines, terms = [], {}
     for number in range(len(batch.documents)):
-        missing = [t for ids in batch.segment_sentences(number) for i in ids
-                   for t in found[i].missing]  # fmt: skip
+        missing = [
+            t for ids in batch.segment_sentences(number) for i in ids for t in found[i].missing
+        ]
         if missing:
             lines.append(first_line + number)
             terms.update((t.source, None) for t in missing)
     if lines:
         shown = ", ".join(list(terms)[:10]) + (", ..." if len(terms) > 10 else "")
-        warn_lines(f"{len(lines)} input(s) lack glossary term(s) the search could not place "
-                   f"within the length limit ({shown})", lines)  # fmt: skip
+        warn_lines(
+            f"{len(lines)} input(s) lack glossary term(s) the search could not place "
+            f"within the length limit ({shown})",
+            lines,
+        )
 
 
 @lru_cache(maxsize=4)
@@ -317,6 +330,9 @@ def _pieces_of(tokenizer, text: str) -> list[int]:
     ids = []
     for char in text:
         token = tokenizer.piece_to_id(char)
-        ids += [token] if token != unknown else [
-            tokenizer.piece_to_id(f"<0x{byte:02X}>") for byte in char.encode("utf-8")]  # fmt: skip
+        ids += (
+            [token]
+            if token != unknown
+            else [tokenizer.piece_to_id(f"<0x{byte:02X}>") for byte in char.encode("utf-8")]
+        )
     return ids

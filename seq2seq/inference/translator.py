@@ -144,8 +144,9 @@ class Translator:
                 a term that could not be placed is named in a warning.
         """
         documents = [parse_text(line.replace("\n", " ")) for line in lines]
-        outputs = self.translate_documents(documents, beam_size, max_tokens, split, on_batch,
-                                           on_total, first_line, glossary)  # fmt: skip
+        outputs = self.translate_documents(
+            documents, beam_size, max_tokens, split, on_batch, on_total, first_line, glossary
+        )
         return [one_line(text) for text in outputs]
 
     def translate_stream(
@@ -174,8 +175,16 @@ class Translator:
         for chunk in line_windows(lines, window):
             if on_window is not None:
                 on_window(len(chunk))
-            yield self.translate(chunk, beam_size, max_tokens, on_batch, split, on_total,
-                                 first_line=done + 1, glossary=glossary)  # fmt: skip
+            yield self.translate(
+                chunk,
+                beam_size,
+                max_tokens,
+                on_batch,
+                split,
+                on_total,
+                first_line=done + 1,
+                glossary=glossary,
+            )
             done += len(chunk)
 
     def translate_n_best(
@@ -197,18 +206,31 @@ class Translator:
         line is left without an answer."""
         documents = [parse_text(line.replace("\n", " ")) for line in lines]
         batch = TextBatch(documents, split)
-        found = self.translate_sentences(batch.sentences, beam_size, max_tokens, n_best,
-                                         on_batch=on_batch, on_total=on_total,
-                                         glossary=glossary)  # fmt: skip
+        found = self.translate_sentences(
+            batch.sentences,
+            beam_size,
+            max_tokens,
+            n_best,
+            on_batch=on_batch,
+            on_total=on_total,
+            glossary=glossary,
+        )
         warn_missing_terms(batch, found, first_line)
-        return [[replace(h, text=one_line(h.text)) for h in batch.n_best(i, found, n_best)]
-                for i in range(len(lines))]  # fmt: skip
+        return [
+            [replace(h, text=one_line(h.text)) for h in batch.n_best(i, found, n_best)]
+            for i in range(len(lines))
+        ]
 
     def translate_text(
-        self, texts: Sequence[str], format: str = "text", beam_size: int = 5,
-        max_tokens: int = MAX_TOKENS, split: bool = True, source: str = "<input>",
+        self,
+        texts: Sequence[str],
+        format: str = "text",
+        beam_size: int = 5,
+        max_tokens: int = MAX_TOKENS,
+        split: bool = True,
+        source: str = "<input>",
         glossary: Glossary | None = None,
-    ) -> list[str]:  # fmt: skip
+    ) -> list[str]:
         """Translate whole texts in ``format`` (text, html, markdown, srt), keeping their
         markup and line breaks; one output text per input text.
 
@@ -216,8 +238,7 @@ class Translator:
             DataError: HTML or SRT that does not parse (naming ``source`` and the line).
         """
         documents = [parse(text, format, source) for text in texts]
-        return self.translate_documents(documents, beam_size, max_tokens, split,
-                                        glossary=glossary)  # fmt: skip
+        return self.translate_documents(documents, beam_size, max_tokens, split, glossary=glossary)
 
     def translate_documents(
         self,
@@ -234,15 +255,19 @@ class Translator:
         of them decoded in one token-batched pass, then each document rebuilt. A warning
         names document i as line ``first_line + i``."""
         batch = TextBatch(documents, split)
-        found = self.translate_sentences(batch.sentences, beam_size, max_tokens, 1,
-                                         batch.aligned, on_batch, on_total, glossary)  # fmt: skip
+        found = self.translate_sentences(
+            batch.sentences, beam_size, max_tokens, 1, batch.aligned, on_batch, on_total, glossary
+        )
         warn_missing_terms(batch, found, first_line)
         windowed = [first_line - 1 + number for number in windowed_lines(batch, found)]
         if windowed:
             limit = self.engine.source_limit()
-            warn_lines(f"{len(windowed)} input(s) held a sentence longer than the model's "
-                       f"{limit} tokens with no clause punctuation to cut it at; it was "
-                       "translated in windows, not as a whole", windowed)  # fmt: skip
+            warn_lines(
+                f"{len(windowed)} input(s) held a sentence longer than the model's "
+                f"{limit} tokens with no clause punctuation to cut it at; it was "
+                "translated in windows, not as a whole",
+                windowed,
+            )
         return batch.rebuild(found)
 
     def translate_sentences(
@@ -264,8 +289,9 @@ class Translator:
         if on_total is not None:
             on_total(sum(1 for ids in encoded if ids))
         terms = self.piece_terms(sentences, plans, glossary)
-        found = self.decode_encoded(encoded, beam_size, max_tokens, n_best, on_batch,
-                                    self.constraints(terms))  # fmt: skip
+        found = self.decode_encoded(
+            encoded, beam_size, max_tokens, n_best, on_batch, self.constraints(terms)
+        )
         return self.finish(sentences, plans, found, n_best, aligned, terms)
 
     def piece_terms(
@@ -279,8 +305,9 @@ class Translator:
         if not any(terms):
             return None
         if not getattr(self.engine, "constrains", False):
-            raise ValueError("glossaries need the torch engine (CTranslate2 has no constrained "
-                             "beam search)")  # fmt: skip
+            raise ValueError(
+                "glossaries need the torch engine (CTranslate2 has no constrained beam search)"
+            )
         return [term_constraints(self.tokenizer, found) if found else None for found in terms]
 
     def plan(self, sentences: Sequence[str]) -> list[list[Piece]]:
@@ -307,20 +334,30 @@ class Translator:
             hyps = found[start : start + len(plan)]
             result = self._sentence(sentence, plan, hyps, n_best, bool(aligned and aligned[index]))
             if terms is not None:
-                own = list(dict.fromkeys(t for piece in terms[start : start + len(plan)]
-                                         for t in piece))  # fmt: skip
+                own = list(
+                    dict.fromkeys(t for piece in terms[start : start + len(plan)] for t in piece)
+                )
                 result.missing = missing_terms(own, result.texts[0] if result.texts else "")
             start += len(plan)
             results.append(result)
         return results
 
-    def _sentence(self, sentence: str, plan: list[Piece], hyps: list[list[Hypothesis]],
-                  n_best: int, align: bool) -> SentenceTranslation:  # fmt: skip
+    def _sentence(
+        self,
+        sentence: str,
+        plan: list[Piece],
+        hyps: list[list[Hypothesis]],
+        n_best: int,
+        align: bool,
+    ) -> SentenceTranslation:
         combined = combine_hypotheses(hyps, n_best)
-        texts = ["".join(self.text(found[min(k, len(found) - 1)].tokens) for found in hyps
-                         if found) for k in range(len(combined))]  # fmt: skip
-        result = SentenceTranslation(combined, texts, pieces=len(plan),
-                                     windowed=any(p.windowed for p in plan))  # fmt: skip
+        texts = [
+            "".join(self.text(found[min(k, len(found) - 1)].tokens) for found in hyps if found)
+            for k in range(len(combined))
+        ]
+        result = SentenceTranslation(
+            combined, texts, pieces=len(plan), windowed=any(p.windowed for p in plan)
+        )
         if align and combined:
             words = [m.span() for m in re.finditer(r"\S+", sentence)]
             attention = getattr(self.engine, "attention", None)  # CTranslate2 has none
@@ -351,10 +388,17 @@ class Translator:
         """The ``n_best`` hypotheses (ids and scores) of each line, taken whole as one
         sentence (a line over the model's limit in pieces, their k-th hypotheses joined);
         [] for an empty line. ``translate_sentences`` gives their texts too."""
-        found = self.translate_sentences([line.replace("\n", " ") for line in lines], beam_size,
-                                         max_tokens, n_best, on_batch=on_batch)  # fmt: skip
-        return [[replace(h, text=text) for h, text in zip(s.hypotheses, s.texts, strict=True)]
-                for s in found]  # fmt: skip
+        found = self.translate_sentences(
+            [line.replace("\n", " ") for line in lines],
+            beam_size,
+            max_tokens,
+            n_best,
+            on_batch=on_batch,
+        )
+        return [
+            [replace(h, text=text) for h, text in zip(s.hypotheses, s.texts, strict=True)]
+            for s in found
+        ]
 
     def decode_encoded(
         self,
@@ -435,8 +479,9 @@ class Translator:
         if torch.cuda.is_available():
             torch.cuda.empty_cache()  # hand the failed attempt's blocks back before retrying
         half = len(sources) // 2
-        first, second = (None, None) if constraints is None else (constraints[:half],
-                                                                 constraints[half:])  # fmt: skip
+        first, second = (
+            (None, None) if constraints is None else (constraints[:half], constraints[half:])
+        )
         return self._hypotheses(sources[:half], beam_size, n_best, first) + self._hypotheses(
             sources[half:], beam_size, n_best, second
         )

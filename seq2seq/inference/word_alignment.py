@@ -34,8 +34,10 @@ def piece_alignment(
     text = one_line(tokenizer.decode(best.tokens))
     if attention is None or not piece.ids:
         low, high = own[0][0], own[-1][1]
-        return [None if span is None else (low + span[0], low + span[1])
-                for span in monotonic_alignment(high - low, len(text))]  # fmt: skip
+        return [
+            None if span is None else (low + span[0], low + span[1])
+            for span in monotonic_alignment(high - low, len(text))
+        ]
     weights = attention(piece.ids, list(best.tokens))  # (T + 1, S)
     token_span = _source_spans(piece.ids, tokenizer, own)
     spans: Alignment = []

@@ -63,8 +63,9 @@ def create_app(served: ServedModel, settings: ServerSettings = ServerSettings())
         # uvicorn has stopped accepting and finished in-flight requests: stop the thread.
         await asyncio.to_thread(worker.close, 30.0)
 
-    app = FastAPI(title="seq2seq", summary=f"English→Chinese translation: {served.name}",
-                  lifespan=lifespan)  # fmt: skip
+    app = FastAPI(
+        title="seq2seq", summary=f"English→Chinese translation: {served.name}", lifespan=lifespan
+    )
     app.state.served, app.state.settings, app.state.worker = served, settings, worker
     app.state.glossaries = store
     app.add_middleware(RequestLog)
@@ -91,8 +92,9 @@ def _run(served: ServedModel, settings: ServerSettings, jobs: list[Job]) -> list
 
 def _error_response(request: Request, error: ApiError) -> JSONResponse:
     if request.url.path.startswith(OPENAI_PATHS):
-        return JSONResponse(openai_error(error.status, error.message, error.param),
-                            status_code=error.status)  # fmt: skip
+        return JSONResponse(
+            openai_error(error.status, error.message, error.param), status_code=error.status
+        )
     if request.url.path.startswith(DEEPL_PATHS):
         return JSONResponse({"message": error.message}, status_code=error.status)
     return JSONResponse({"error": error.message}, status_code=error.status)
@@ -128,8 +130,9 @@ def _add_error_handlers(app: FastAPI) -> None:
 # -- health, settings and the page ----------------------------------------------------------
 
 
-def _add_page_routes(app: FastAPI, served: ServedModel, settings: ServerSettings,
-                     worker: BatchingWorker) -> None:  # fmt: skip
+def _add_page_routes(
+    app: FastAPI, served: ServedModel, settings: ServerSettings, worker: BatchingWorker
+) -> None:
     page = resources.files("seq2seq.serve").joinpath("static/index.html").read_text("utf-8")
 
     @app.get("/health")
@@ -143,10 +146,14 @@ def _add_page_routes(app: FastAPI, served: ServedModel, settings: ServerSettings
     @app.get("/v1/stats")
     async def stats() -> dict:
         """The worker's counters: how well requests are being batched, and the queue."""
-        return {"batches": worker.batches, "steps": worker.steps, "jobs": worker.jobs,
-                "cancelled": worker.cancelled,
-                "waiting_sentences": worker.waiting,
-                "decoding_sentences": worker.decoding}  # fmt: skip
+        return {
+            "batches": worker.batches,
+            "steps": worker.steps,
+            "jobs": worker.jobs,
+            "cancelled": worker.cancelled,
+            "waiting_sentences": worker.waiting,
+            "decoding_sentences": worker.decoding,
+        }
 
     @app.get("/frontend/settings")
     async def frontend_settings() -> dict:
@@ -164,9 +171,11 @@ def _add_page_routes(app: FastAPI, served: ServedModel, settings: ServerSettings
             "filesTranslation": served.translates,
             "supportedFilesFormat": list(SUPPORTED) if served.translates else [],
             "fileLimit": settings.file_limit,
-            "language": {"source": {"code": "en", "name": "English"},
-                         "target": {"code": "zh", "name": "Chinese"}},
-        }  # fmt: skip
+            "language": {
+                "source": {"code": "en", "name": "English"},
+                "target": {"code": "zh", "name": "Chinese"},
+            },
+        }
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def index() -> HTMLResponse:
@@ -195,5 +204,11 @@ class RequestLog:
         finally:
             sentences = scope.get("state", {}).get("sentences", 0)
             ms = 1000.0 * (time.perf_counter() - start)
-            log.info("%s %s %d %d sentences %.1f ms", scope["method"], scope["path"],
-                     status[0], sentences, ms)  # fmt: skip
+            log.info(
+                "%s %s %d %d sentences %.1f ms",
+                scope["method"],
+                scope["path"],
+                status[0],
+                sentences,
+                ms,
+            )

@@ -36,8 +36,9 @@ class CompletionRequest(BaseModel):
     echo: bool = False
 
 
-def add_completion_routes(app: FastAPI, served: ServedModel, settings: ServerSettings,
-                           worker: BatchingWorker) -> None:  # fmt: skip
+def add_completion_routes(
+    app: FastAPI, served: ServedModel, settings: ServerSettings, worker: BatchingWorker
+) -> None:
     @app.get("/v1/models")
     async def models() -> dict:
         return {
@@ -50,15 +51,22 @@ def add_completion_routes(app: FastAPI, served: ServedModel, settings: ServerSet
         """OpenAI's completions for a decoder-only language model (streamed with stream)."""
         authorize(settings, None, request)
         if body.model not in (None, "", served.name):
-            raise ApiError(404, f"The model `{body.model}` does not exist (this server has "
-                                f"`{served.name}`)", "model")  # fmt: skip
+            raise ApiError(
+                404,
+                f"The model `{body.model}` does not exist (this server has `{served.name}`)",
+                "model",
+            )
         if served.generator is None:
-            raise ApiError(400, f"{served.name} is a translation model: use POST /translate or "
-                                "/v1/translate", "model")  # fmt: skip
+            raise ApiError(
+                400,
+                f"{served.name} is a translation model: use POST /translate or /v1/translate",
+                "model",
+            )
         prompts = body.prompt if isinstance(body.prompt, list) else [body.prompt]
         if not prompts or not all(isinstance(p, str) for p in prompts):
-            raise ApiError(400, "Invalid request: prompt must be a string or an array of "
-                                "strings", "prompt")  # fmt: skip
+            raise ApiError(
+                400, "Invalid request: prompt must be a string or an array of strings", "prompt"
+            )
         settings.limits.check(prompts)
         prompts = [valid_text(prompt) for prompt in prompts]
         stops = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
@@ -70,9 +78,15 @@ def add_completion_routes(app: FastAPI, served: ServedModel, settings: ServerSet
         created, ident = int(time.time()), f"cmpl-{uuid.uuid4().hex[:24]}"
 
         def chunk(index: int, text: str, reason: str | None) -> dict:
-            return {"id": ident, "object": "text_completion", "created": created,
-                    "model": served.name, "choices": [{"index": index, "text": text,
-                    "logprobs": None, "finish_reason": reason}]}  # fmt: skip
+            return {
+                "id": ident,
+                "object": "text_completion",
+                "created": created,
+                "model": served.name,
+                "choices": [
+                    {"index": index, "text": text, "logprobs": None, "finish_reason": reason}
+                ],
+            }
 
         if body.stream:
             return _stream(worker, job, work, stops, chunk)
@@ -91,20 +105,28 @@ def add_completion_routes(app: FastAPI, served: ServedModel, settings: ServerSet
             if index % body.n == 0:
                 prompt_tokens += completion.prompt_tokens
             completion_tokens += completion.completion_tokens
-        return {"id": ident, "object": "text_completion", "created": created,
-                "model": served.name, "choices": choices,
-                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                          "total_tokens": prompt_tokens + completion_tokens}}  # fmt: skip
+        return {
+            "id": ident,
+            "object": "text_completion",
+            "created": created,
+            "model": served.name,
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
 
 
-def _stream(worker: BatchingWorker, job: Job, work: CompletionWork, stops: list[str],
-            chunk) -> StreamingResponse:  # fmt: skip
+def _stream(
+    worker: BatchingWorker, job: Job, work: CompletionWork, stops: list[str], chunk
+) -> StreamingResponse:
     """Server-sent events: one chunk per new piece of text, a last chunk per choice with its
     finish_reason, then ``data: [DONE]``. A client that goes away stops the generation."""
     loop = asyncio.get_running_loop()
     events: asyncio.Queue = asyncio.Queue()
-    work.on_text = lambda index, piece: loop.call_soon_threadsafe(events.put_nowait,
-                                                                  (index, piece))  # fmt: skip
+    work.on_text = lambda index, piece: loop.call_soon_threadsafe(events.put_nowait, (index, piece))
     future = submit(worker, job)  # a full queue is a 429 before the stream starts
     future.add_done_callback(lambda _: loop.call_soon_threadsafe(events.put_nowait, None))
     scanners: dict[int, StopScanner] = {}
@@ -136,8 +158,9 @@ def _stream(worker: BatchingWorker, job: Job, work: CompletionWork, stops: list[
             work.cancelled.set()
             future.cancel()
 
-    return StreamingResponse(lines(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache"})  # fmt: skip
+    return StreamingResponse(
+        lines(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
+    )
 
 
 def _sse(data: dict) -> str:
@@ -173,5 +196,7 @@ class StopScanner:
 
     def _held(self, text: str) -> int:
         """Length of the longest end of ``text`` that is a proper start of a stop string."""
-        return max((n for stop in self.stops for n in range(1, len(stop))
-                    if text.endswith(stop[:n])), default=0)  # fmt: skip
+        return max(
+            (n for stop in self.stops for n in range(1, len(stop)) if text.endswith(stop[:n])),
+            default=0,
+        )

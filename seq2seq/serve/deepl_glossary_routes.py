@@ -31,23 +31,28 @@ def add_glossary_routes(app: FastAPI, store: GlossaryStore, arguments: Arguments
     app.add_api_route("/v2/glossaries", v2.create_glossary, methods=["POST"], status_code=201)
     app.add_api_route("/v2/glossaries", v2.list_glossaries, methods=["GET"])
     app.add_api_route("/v2/glossaries/{glossary_id}", v2.get_glossary, methods=["GET"])
-    app.add_api_route("/v2/glossaries/{glossary_id}/entries", v2.glossary_entries,
-                      methods=["GET"])
-    app.add_api_route("/v2/glossaries/{glossary_id}", v2.delete_glossary, methods=["DELETE"],
-                      status_code=204)
+    app.add_api_route("/v2/glossaries/{glossary_id}/entries", v2.glossary_entries, methods=["GET"])
+    app.add_api_route(
+        "/v2/glossaries/{glossary_id}", v2.delete_glossary, methods=["DELETE"], status_code=204
+    )
     v3 = V3GlossaryRoutes(store, arguments)
     app.add_api_route("/v3/glossaries", v3.create_glossary, methods=["POST"], status_code=201)
     app.add_api_route("/v3/glossaries", v3.list_glossaries, methods=["GET"])
     app.add_api_route("/v3/glossaries/{glossary_id}", v3.get_glossary, methods=["GET"])
-    app.add_api_route("/v3/glossaries/{glossary_id}/entries", v3.glossary_entries,
-                      methods=["GET"])
+    app.add_api_route("/v3/glossaries/{glossary_id}/entries", v3.glossary_entries, methods=["GET"])
     app.add_api_route("/v3/glossaries/{glossary_id}", v3.update_glossary, methods=["PATCH"])
-    app.add_api_route("/v3/glossaries/{glossary_id}/dictionaries", v3.replace_dictionary,
-                      methods=["PUT"])
-    app.add_api_route("/v3/glossaries/{glossary_id}/dictionaries", v3.delete_dictionary,
-                      methods=["DELETE"], status_code=204)
-    app.add_api_route("/v3/glossaries/{glossary_id}", v3.delete_glossary, methods=["DELETE"],
-                      status_code=204)
+    app.add_api_route(
+        "/v3/glossaries/{glossary_id}/dictionaries", v3.replace_dictionary, methods=["PUT"]
+    )
+    app.add_api_route(
+        "/v3/glossaries/{glossary_id}/dictionaries",
+        v3.delete_dictionary,
+        methods=["DELETE"],
+        status_code=204,
+    )
+    app.add_api_route(
+        "/v3/glossaries/{glossary_id}", v3.delete_glossary, methods=["DELETE"], status_code=204
+    )
 
 
 class _GlossaryRoutes:
@@ -93,10 +98,15 @@ class V2GlossaryRoutes(_GlossaryRoutes):
 
 
 def _v2_info(stored: StoredGlossary) -> dict[str, Any]:
-    return {"glossary_id": stored.glossary_id, "name": stored.name, "ready": True,
-            "source_lang": stored.source_lang, "target_lang": stored.target_lang,
-            "creation_time": stored.creation_time,
-            "entry_count": len(stored.glossary)}
+    return {
+        "glossary_id": stored.glossary_id,
+        "name": stored.name,
+        "ready": True,
+        "source_lang": stored.source_lang,
+        "target_lang": stored.target_lang,
+        "creation_time": stored.creation_time,
+        "entry_count": len(stored.glossary),
+    }
 
 
 # -- glossaries, v3 (a list of dictionaries; here at most the one EN->ZH) -----------------
@@ -110,8 +120,11 @@ class V3GlossaryRoutes(_GlossaryRoutes):
         name = _name(args.get("name"))
         dictionaries = args.get("dictionaries")
         if not isinstance(dictionaries, list) or len(dictionaries) != 1:
-            raise ApiError(400, "Invalid request: 'dictionaries' must hold one dictionary, EN "
-                                "to ZH (this server's only glossary language pair)")
+            raise ApiError(
+                400,
+                "Invalid request: 'dictionaries' must hold one dictionary, EN "
+                "to ZH (this server's only glossary language pair)",
+            )
         glossary = _dictionary(dictionaries[0])
         return JSONResponse(_v3_info(_create(self.store, name, glossary)), status_code=201)
 
@@ -126,16 +139,24 @@ class V3GlossaryRoutes(_GlossaryRoutes):
     async def glossary_entries(self, glossary_id: str, request: Request) -> dict:
         args = await self.arguments(request)
         stored = found_glossary(self.store, glossary_id)
-        if not stored.glossary or not _is_our_pair(args.get("source_lang") or "en",
-                                                   args.get("target_lang") or "zh"):
+        if not stored.glossary or not _is_our_pair(
+            args.get("source_lang") or "en", args.get("target_lang") or "zh"
+        ):
             raise ApiError(
                 404,
                 f"Glossary dictionary not found: {glossary_id} has "
                 f"{'an EN to ZH dictionary' if stored.glossary else 'none'}",
             )
-        return {"dictionaries": [{"source_lang": "en", "target_lang": "zh",
-                                  "entries": stored.glossary.to_tsv(),
-                                  "entries_format": "tsv"}]}
+        return {
+            "dictionaries": [
+                {
+                    "source_lang": "en",
+                    "target_lang": "zh",
+                    "entries": stored.glossary.to_tsv(),
+                    "entries_format": "tsv",
+                }
+            ]
+        }
 
     async def update_glossary(self, glossary_id: str, request: Request) -> dict:
         """A new name, and/or entries merged into the dictionary (a new term replaces the
@@ -145,8 +166,7 @@ class V3GlossaryRoutes(_GlossaryRoutes):
         name = _name(args["name"]) if "name" in args else None
         dictionaries = args.get("dictionaries") or []
         if not isinstance(dictionaries, list) or len(dictionaries) > 1:
-            raise ApiError(400, "Invalid request: 'dictionaries' may hold one dictionary, EN "
-                                "to ZH")
+            raise ApiError(400, "Invalid request: 'dictionaries' may hold one dictionary, EN to ZH")
         glossary = None
         if dictionaries:
             glossary = merged(stored.glossary, _dictionary(dictionaries[0]))
@@ -162,25 +182,34 @@ class V3GlossaryRoutes(_GlossaryRoutes):
     async def delete_dictionary(self, glossary_id: str, request: Request) -> Response:
         args = await self.arguments(request)
         stored = found_glossary(self.store, glossary_id)
-        if not stored.glossary or not _is_our_pair(args.get("source_lang"),
-                                                   args.get("target_lang")):
+        if not stored.glossary or not _is_our_pair(
+            args.get("source_lang"), args.get("target_lang")
+        ):
             raise ApiError(404, f"Glossary dictionary not found in {glossary_id}")
         _updated(self.store, glossary_id, None, Glossary([]))
         return Response(status_code=204)
 
 
 def _v3_info(stored: StoredGlossary) -> dict[str, Any]:
-    return {"glossary_id": stored.glossary_id, "name": stored.name,
-            "dictionaries": _v3_dictionaries(stored),
-            "creation_time": stored.creation_time}
+    return {
+        "glossary_id": stored.glossary_id,
+        "name": stored.name,
+        "dictionaries": _v3_dictionaries(stored),
+        "creation_time": stored.creation_time,
+    }
 
 
 def _v3_dictionaries(stored: StoredGlossary) -> list[dict[str, Any]]:
     """The glossary's dictionary, or none once it has been deleted."""
     if not stored.glossary:
         return []
-    return [{"source_lang": stored.source_lang, "target_lang": stored.target_lang,
-             "entry_count": len(stored.glossary)}]
+    return [
+        {
+            "source_lang": stored.source_lang,
+            "target_lang": stored.target_lang,
+            "entry_count": len(stored.glossary),
+        }
+    ]
 
 
 def _dictionary(value: Any) -> Glossary:
@@ -209,8 +238,9 @@ def _create(store: GlossaryStore, name: str, glossary: Glossary) -> StoredGlossa
         raise ApiError(456, f"Quota exceeded: {error}") from None
 
 
-def _updated(store: GlossaryStore, glossary_id: str, name: str | None,
-             glossary: Glossary | None) -> StoredGlossary:
+def _updated(
+    store: GlossaryStore, glossary_id: str, name: str | None, glossary: Glossary | None
+) -> StoredGlossary:
     stored = store.update(glossary_id, name, glossary)
     if stored is None:  # deleted meanwhile
         raise _not_found(glossary_id)
@@ -240,11 +270,13 @@ def _is_our_pair(source: Any, target: Any) -> bool:
 
 def _glossary_pair(source: Any, target: Any) -> None:
     if not source or not target:
-        raise ApiError(400, "Invalid request: the glossary needs 'source_lang' and "
-                            "'target_lang'")
+        raise ApiError(400, "Invalid request: the glossary needs 'source_lang' and 'target_lang'")
     if not _is_our_pair(source, target):
-        raise ApiError(400, f"Unsupported glossary language pair: {source} to {target} (this "
-                            "server's glossaries are EN to ZH)")
+        raise ApiError(
+            400,
+            f"Unsupported glossary language pair: {source} to {target} (this "
+            "server's glossaries are EN to ZH)",
+        )
 
 
 def _entries(entries: Any, entries_format: Any) -> Glossary:
@@ -255,8 +287,9 @@ def _entries(entries: Any, entries_format: Any) -> Glossary:
     """
     entries_format = str(entries_format or "tsv").lower()
     if entries_format not in ("tsv", "csv"):
-        raise ApiError(400, f"Value for 'entries_format' not supported: {entries_format} (tsv "
-                            "or csv)")
+        raise ApiError(
+            400, f"Value for 'entries_format' not supported: {entries_format} (tsv or csv)"
+        )
     if not isinstance(entries, str):
         raise ApiError(400, "Invalid request: the glossary needs 'entries' (a string)")
     if len(entries.encode("utf-8")) > MAX_ENTRIES_BYTES:
@@ -270,13 +303,15 @@ def _entries(entries: Any, entries_format: Any) -> Glossary:
     for term in glossary:
         for side in (term.source, term.target):
             if len(side.encode("utf-8")) > MAX_NAME_BYTES:
-                raise ApiError(400, f"entries: term {side[:40]!r}... exceeds {MAX_NAME_BYTES} "
-                                    "bytes")
+                raise ApiError(
+                    400, f"entries: term {side[:40]!r}... exceeds {MAX_NAME_BYTES} bytes"
+                )
     _check_size(glossary)
     return glossary
 
 
 def _check_size(glossary: Glossary) -> None:
     if len(glossary) > MAX_ENTRIES:
-        raise ApiError(413, f"Glossary has {len(glossary)} entries, over this server's limit of "
-                            f"{MAX_ENTRIES}")
+        raise ApiError(
+            413, f"Glossary has {len(glossary)} entries, over this server's limit of {MAX_ENTRIES}"
+        )

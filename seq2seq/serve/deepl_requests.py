@@ -86,7 +86,6 @@ def authorize_deepl(settings: ServerSettings, key: str | None) -> None:
     if settings.api_keys is None:
         return
     if key is None:
-        raise ApiError(403, "Missing auth key: send the header 'Authorization: DeepL-Auth-Key "
-                            "KEY'")
+        raise ApiError(403, "Missing auth key: send the header 'Authorization: DeepL-Auth-Key KEY'")
     if key not in settings.api_keys:
         raise ApiError(403, "Invalid auth key")

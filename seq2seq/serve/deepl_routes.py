@@ -37,8 +37,13 @@ from seq2seq.serve.served_model import ServedModel
 CHARACTER_LIMIT = 10**15  # /v2/usage's limit: none here, and clients read "limit reached"
 
 
-def add_deepl_routes(app: FastAPI, served: ServedModel, settings: ServerSettings,
-                     translate_texts: TranslateTexts, store: GlossaryStore) -> None:
+def add_deepl_routes(
+    app: FastAPI,
+    served: ServedModel,
+    settings: ServerSettings,
+    translate_texts: TranslateTexts,
+    store: GlossaryStore,
+) -> None:
     """DeepL's routes: ``/v2/translate``, what the server offers, and the glossaries."""
     arguments = KeyedArguments(settings)
     usage = Usage()
@@ -46,8 +51,9 @@ def add_deepl_routes(app: FastAPI, served: ServedModel, settings: ServerSettings
     app.add_api_route("/v2/translate", translate.translate, methods=["POST"])
     info = DeeplInfoRoutes(served, arguments, usage)
     app.add_api_route("/v2/languages", info.languages, methods=["GET", "POST"])
-    app.add_api_route("/v2/glossary-language-pairs", info.glossary_language_pairs,
-                      methods=["GET", "POST"])
+    app.add_api_route(
+        "/v2/glossary-language-pairs", info.glossary_language_pairs, methods=["GET", "POST"]
+    )
     app.add_api_route("/v2/usage", info.get_usage, methods=["GET", "POST"])
     add_glossary_routes(app, store, arguments)
 
@@ -70,8 +76,10 @@ class DeeplInfoRoutes:
             return []
         if kind == "source":
             return [{"language": "EN", "name": "English"}]
-        return [{"language": code, "name": name, "supports_formality": False}
-                for code, name in TARGETS.items()]
+        return [
+            {"language": code, "name": name, "supports_formality": False}
+            for code, name in TARGETS.items()
+        ]
 
     async def glossary_language_pairs(self, request: Request) -> dict:
         await self.arguments(request)

@@ -23,10 +23,12 @@ from seq2seq.serve.text_translation import TextResult
 
 TARGETS = {"ZH": "Chinese (simplified)", "ZH-HANS": "Chinese (simplified)"}
 # Parameters with a meaning we cannot honour: refused, never silently dropped.
-REFUSED = {"ignore_tags": "translating all text (ignore_tags)",
-           "style_id": "style rules (style_id)",
-           "translation_memory_id": "translation memories (translation_memory_id)",
-           "custom_instructions": "custom instructions"}
+REFUSED = {
+    "ignore_tags": "translating all text (ignore_tags)",
+    "style_id": "style rules (style_id)",
+    "translation_memory_id": "translation memories (translation_memory_id)",
+    "custom_instructions": "custom instructions",
+}
 # Accepted and ignored, as having no meaning for this model: context (no context-conditioned
 # decoding), preserve_formatting (the output's formatting is never corrected), model_type (one
 # model), formality default/prefer_more/prefer_less (Chinese has no formality setting, as at
@@ -59,8 +61,15 @@ class DeeplTranslate:
     """The ``/v2/translate`` handler, with the texts' translator, the glossaries and the
     characters counted for ``/v2/usage``."""
 
-    def __init__(self, served: ServedModel, settings: ServerSettings, arguments: Arguments,
-                 translate_texts: TranslateTexts, store: GlossaryStore, usage: Usage) -> None:
+    def __init__(
+        self,
+        served: ServedModel,
+        settings: ServerSettings,
+        arguments: Arguments,
+        translate_texts: TranslateTexts,
+        store: GlossaryStore,
+        usage: Usage,
+    ) -> None:
         self.served = served
         self.settings = settings
         self.arguments = arguments
@@ -72,15 +81,26 @@ class DeeplTranslate:
         """DeepL's text translation, EN to ZH."""
         args = await self.arguments(request)
         if not self.served.translates:
-            raise ApiError(400, f"{self.served.name} is a language model, not a translator: "
-                                "use POST /v1/completions")
+            raise ApiError(
+                400,
+                f"{self.served.name} is a language model, not a translator: "
+                "use POST /v1/completions",
+            )
         checked = self._checked(args)
-        results = await self.translate_texts(request, checked.sent, checked.text_format,
-                                             checked.split, self.settings.beam_size, 1,
-                                             glossary=checked.glossary)
+        results = await self.translate_texts(
+            request,
+            checked.sent,
+            checked.text_format,
+            checked.split,
+            self.settings.beam_size,
+            1,
+            glossary=checked.glossary,
+        )
         self.usage.characters += sum(map(len, checked.texts))
-        out = [_translation(text, result, checked.billed)
-               for text, result in zip(checked.texts, results, strict=True)]
+        out = [
+            _translation(text, result, checked.billed)
+            for text, result in zip(checked.texts, results, strict=True)
+        ]
         return JSONResponse({"translations": out})
 
     def _checked(self, args: dict[str, Any]) -> _Checked:
@@ -127,12 +147,16 @@ def _languages(args: dict[str, Any]) -> None:
     if not target:
         raise ApiError(400, "Parameter 'target_lang' not specified.")
     if str(target).upper() not in TARGETS:
-        raise ApiError(400, f"Value for 'target_lang' not supported: {target} (this server "
-                            f"translates into {', '.join(TARGETS)})")
+        raise ApiError(
+            400,
+            f"Value for 'target_lang' not supported: {target} (this server "
+            f"translates into {', '.join(TARGETS)})",
+        )
     source = args.get("source_lang")
     if source and str(source).upper() != "EN":
-        raise ApiError(400, f"Value for 'source_lang' not supported: {source} (this server "
-                            "translates from EN)")
+        raise ApiError(
+            400, f"Value for 'source_lang' not supported: {source} (this server translates from EN)"
+        )
 
 
 def _tag_handling(value: Any) -> str:
@@ -142,8 +166,11 @@ def _tag_handling(value: Any) -> str:
     if str(value).lower() == "html":
         return "html"
     if str(value).lower() == "xml":
-        raise ApiError(400, "tag_handling 'xml' is not supported by this server: send HTML "
-                            "with tag_handling 'html', or plain text")
+        raise ApiError(
+            400,
+            "tag_handling 'xml' is not supported by this server: send HTML "
+            "with tag_handling 'html', or plain text",
+        )
     raise ApiError(400, f"Value for 'tag_handling' not supported: {value} (html)")
 
 
@@ -152,8 +179,9 @@ def _split_sentences(value: Any) -> tuple[bool, bool]:
     default) splits on punctuation and newlines, "nonewlines" on punctuation only."""
     value = "1" if value in (None, "") else str(value).lower()
     if value not in ("0", "1", "nonewlines"):
-        raise ApiError(400, f"Value for 'split_sentences' not supported: {value} (0, 1 or "
-                            "nonewlines)")
+        raise ApiError(
+            400, f"Value for 'split_sentences' not supported: {value} (0, 1 or nonewlines)"
+        )
     return value != "0", value == "nonewlines"
 
 
@@ -163,8 +191,10 @@ def _refuse_unsupported(args: dict[str, Any]) -> None:
             raise ApiError(400, f"This server does not support {what}")
     formality = str(args.get("formality") or "default").lower()
     if formality in FORMALITY_REFUSED:
-        raise ApiError(400, "'formality' is not supported for given 'target_lang' (use "
-                            "prefer_more or prefer_less)")
+        raise ApiError(
+            400,
+            "'formality' is not supported for given 'target_lang' (use prefer_more or prefer_less)",
+        )
 
 
 def _glossary(args: dict[str, Any], store: GlossaryStore) -> Glossary | None:
@@ -178,8 +208,9 @@ def _glossary(args: dict[str, Any], store: GlossaryStore) -> Glossary | None:
     if not ids:
         return None
     if not args.get("source_lang"):
-        raise ApiError(400, "Use of a glossary requires the 'source_lang' parameter to be "
-                            "specified")
+        raise ApiError(
+            400, "Use of a glossary requires the 'source_lang' parameter to be specified"
+        )
     if len(ids) > 1 or not isinstance(ids[0], str):
         raise ApiError(400, "This server applies one glossary per request")
     stored = found_glossary(store, ids[0])

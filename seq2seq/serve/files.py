@@ -22,15 +22,20 @@ from seq2seq.serve.protocol import ApiError, translate_args
 
 SUPPORTED = (".txt", ".html", ".htm", ".md", ".markdown", ".srt")
 KEPT_FILES = 100
-MEDIA_TYPES = {"text": "text/plain", "html": "text/html", "markdown": "text/markdown",
-               "srt": "application/x-subrip"}  # fmt: skip
+MEDIA_TYPES = {
+    "text": "text/plain",
+    "html": "text/html",
+    "markdown": "text/markdown",
+    "srt": "application/x-subrip",
+}
 
 # (request, texts, format, split, beam size, n-best) -> results with a .text each
 TranslateTexts = Callable[..., Awaitable[list]]
 
 
-def add_file_routes(app: FastAPI, settings: ServerSettings, translate_texts: TranslateTexts,
-                    translates: bool) -> None:  # fmt: skip
+def add_file_routes(
+    app: FastAPI, settings: ServerSettings, translate_texts: TranslateTexts, translates: bool
+) -> None:
     kept: OrderedDict[str, tuple[str, bytes, str]] = OrderedDict()
 
     @app.post("/translate_file")
@@ -46,35 +51,50 @@ def add_file_routes(app: FastAPI, settings: ServerSettings, translate_texts: Tra
             raise ApiError(400, "Invalid request: empty file", "file")
         extension = PurePath(name).suffix.lower()
         if extension not in SUPPORTED:
-            raise ApiError(400, f"Invalid request: file format not supported ({extension or name}; "
-                                f"supported: {', '.join(SUPPORTED)})", "file")  # fmt: skip
+            raise ApiError(
+                400,
+                f"Invalid request: file format not supported ({extension or name}; "
+                f"supported: {', '.join(SUPPORTED)})",
+                "file",
+            )
         if upload.size is not None and upload.size > 4 * settings.file_limit:  # UTF-8: <= 4 B/char
-            raise ApiError(400, f"Invalid request: file ({upload.size} bytes) exceeds file limit "
-                                f"({settings.file_limit} characters)", "file")  # fmt: skip
+            raise ApiError(
+                400,
+                f"Invalid request: file ({upload.size} bytes) exceeds file limit "
+                f"({settings.file_limit} characters)",
+                "file",
+            )
         text = _text(await upload.read(), name, settings.file_limit)
-        translate_args({"q": "", "source": form.get("source"), "target": form.get("target")},
-                       settings.limits)  # the languages, checked as /translate checks them
+        translate_args(
+            {"q": "", "source": form.get("source"), "target": form.get("target")}, settings.limits
+        )  # the languages, checked as /translate checks them
         if not translates:
             raise ApiError(400, "this model is a language model, not a translator")
         text_format = EXTENSIONS[extension]
-        [result] = await translate_texts(request, [text], text_format, True,
-                                         settings.beam_size, 1)  # fmt: skip
+        [result] = await translate_texts(request, [text], text_format, True, settings.beam_size, 1)
         key = f"{uuid.uuid4().hex}.{name}"
         kept[key] = (name, result.text.encode("utf-8"), text_format)
         while len(kept) > KEPT_FILES:
             kept.popitem(last=False)
-        return {"translatedFileUrl": f"{str(request.base_url).rstrip('/')}/download_file/"
-                                     f"{quote(key)}"}  # fmt: skip
+        return {
+            "translatedFileUrl": f"{str(request.base_url).rstrip('/')}/download_file/{quote(key)}"
+        }
 
     @app.get("/download_file/{key}")
     async def download_file(key: str) -> Response:
         if key not in kept:
-            raise ApiError(404, "Invalid filename: no such translated file (files are kept for "
-                                f"the newest {KEPT_FILES} translations)")  # fmt: skip
+            raise ApiError(
+                404,
+                "Invalid filename: no such translated file (files are kept for "
+                f"the newest {KEPT_FILES} translations)",
+            )
         name, body, text_format = kept[key]
         disposition = f"attachment; filename*=UTF-8''{quote(name)}"
-        return Response(body, media_type=f"{MEDIA_TYPES[text_format]}; charset=utf-8",
-                        headers={"Content-Disposition": disposition})  # fmt: skip
+        return Response(
+            body,
+            media_type=f"{MEDIA_TYPES[text_format]}; charset=utf-8",
+            headers={"Content-Disposition": disposition},
+        )
 
 
 async def _form(request: Request):
@@ -89,14 +109,19 @@ async def _form(request: Request):
 def _text(data: bytes, name: str, limit: int) -> str:
     """The file as text: UTF-8 (a byte-order mark dropped), within ``limit`` characters."""
     if b"\x00" in data:
-        raise ApiError(400, f"Invalid request: {name} is not a text file (it holds NUL bytes)",
-                       "file")
+        raise ApiError(
+            400, f"Invalid request: {name} is not a text file (it holds NUL bytes)", "file"
+        )
     try:
         text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as error:
-        raise ApiError(400, f"Invalid request: {name} is not UTF-8 text (byte {error.start})",
-                       "file") from None
+        raise ApiError(
+            400, f"Invalid request: {name} is not UTF-8 text (byte {error.start})", "file"
+        ) from None
     if len(text) > limit:
-        raise ApiError(400, f"Invalid request: file ({len(text)} characters) exceeds file limit "
-                            f"({limit})", "file")  # fmt: skip
+        raise ApiError(
+            400,
+            f"Invalid request: file ({len(text)} characters) exceeds file limit ({limit})",
+            "file",
+        )
     return text

@@ -51,9 +51,14 @@ class StoredGlossary:
         return self.created.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
     def to_json(self) -> dict:
-        return {"id": self.glossary_id, "name": self.name, "source_lang": self.source_lang,
-                "target_lang": self.target_lang, "creation_time": self.creation_time,
-                "entries": self.glossary.to_tsv()}  # fmt: skip
+        return {
+            "id": self.glossary_id,
+            "name": self.name,
+            "source_lang": self.source_lang,
+            "target_lang": self.target_lang,
+            "creation_time": self.creation_time,
+            "entries": self.glossary.to_tsv(),
+        }
 
     @classmethod
     def from_json(cls, data: dict, source: str) -> StoredGlossary:
@@ -62,16 +67,18 @@ class StoredGlossary:
         """
         fields = ("id", "name", "source_lang", "target_lang", "creation_time", "entries")
         if not isinstance(data, dict) or not all(isinstance(data.get(f), str) for f in fields):
-            raise DataError.at(source, None, f"expected an object with the string fields "
-                                             f"{', '.join(fields)}")  # fmt: skip
+            raise DataError.at(
+                source, None, f"expected an object with the string fields {', '.join(fields)}"
+            )
         try:
             glossary_id = str(uuid.UUID(data["id"]))
             created = datetime.fromisoformat(data["creation_time"].replace("Z", "+00:00"))
         except ValueError as error:
             raise DataError.at(source, None, f"bad id or creation_time ({error})") from None
         glossary = Glossary.parse(data["entries"], source, "tsv")
-        return cls(glossary_id, data["name"], created, glossary, data["source_lang"],
-                   data["target_lang"])  # fmt: skip
+        return cls(
+            glossary_id, data["name"], created, glossary, data["source_lang"], data["target_lang"]
+        )
 
 
 class GlossaryStore:
@@ -89,27 +96,32 @@ class GlossaryStore:
             try:
                 self.directory.mkdir(parents=True, exist_ok=True)
             except OSError as error:
-                raise ConfigError(f"glossary directory {self.directory}: cannot create it "
-                                  f"({error.strerror or error})") from None  # fmt: skip
+                raise ConfigError(
+                    f"glossary directory {self.directory}: cannot create it "
+                    f"({error.strerror or error})"
+                ) from None
             for stored in _load(self.directory):
                 self._glossaries[stored.glossary_id] = stored
 
     def __len__(self) -> int:
         return len(self._glossaries)
 
-    def create(self, name: str, glossary: Glossary, source_lang: str = "en",
-               target_lang: str = "zh") -> StoredGlossary:  # fmt: skip
+    def create(
+        self, name: str, glossary: Glossary, source_lang: str = "en", target_lang: str = "zh"
+    ) -> StoredGlossary:
         """A new glossary with a fresh id (a UUID, as DeepL's), saved before it is listed.
 
         Raises:
             StoreFull: ``MAX_GLOSSARIES`` are stored already.
         """
-        stored = StoredGlossary(str(uuid.uuid4()), name, datetime.now(timezone.utc), glossary,
-                                source_lang, target_lang)  # fmt: skip
+        stored = StoredGlossary(
+            str(uuid.uuid4()), name, datetime.now(timezone.utc), glossary, source_lang, target_lang
+        )
         with self._lock:
             if len(self._glossaries) >= MAX_GLOSSARIES:
-                raise StoreFull(f"the server holds {MAX_GLOSSARIES} glossaries, its limit: "
-                                "delete one first")  # fmt: skip
+                raise StoreFull(
+                    f"the server holds {MAX_GLOSSARIES} glossaries, its limit: delete one first"
+                )
             self._save(stored)
             self._glossaries[stored.glossary_id] = stored
         return stored
@@ -123,8 +135,9 @@ class GlossaryStore:
         with self._lock:
             return sorted(self._glossaries.values(), key=lambda g: g.created)
 
-    def update(self, glossary_id: str, name: str | None = None,
-               glossary: Glossary | None = None) -> StoredGlossary | None:  # fmt: skip
+    def update(
+        self, glossary_id: str, name: str | None = None, glossary: Glossary | None = None
+    ) -> StoredGlossary | None:
         """The glossary renamed or its terms replaced (saved first); None if there is none."""
         with self._lock:
             stored = self._glossaries.get(glossary_id)
@@ -176,8 +189,9 @@ def _load(directory: Path) -> list[StoredGlossary]:
             data = json.loads(path.read_text(encoding="utf-8"))
             stored = StoredGlossary.from_json(data, str(path))
             if stored.glossary_id != path.stem:
-                raise DataError.at(path, None, f"holds glossary {stored.glossary_id}, not "
-                                               f"{path.stem}")  # fmt: skip
+                raise DataError.at(
+                    path, None, f"holds glossary {stored.glossary_id}, not {path.stem}"
+                )
         except (OSError, UnicodeDecodeError, ValueError, DataError) as error:
             log.warning("skipping glossary file %s: %s", path, error)
             continue

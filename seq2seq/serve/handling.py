@@ -38,19 +38,23 @@ class ServerSettings:
         names the option of ``seq2seq serve`` that sets the field."""
         if self.glossary_dir is not None:
             writable_directory(self.glossary_dir, "--glossary-dir")
-        for option, value in (("--beam-size", self.beam_size),
-                              ("--max-batch-tokens", self.max_batch_tokens),
-                              ("--max-queue", self.max_queue),
-                              ("--char-limit", self.limits.char_limit),
-                              ("--batch-limit", self.limits.batch_limit),
-                              ("--file-limit", self.file_limit)):  # fmt: skip
+        for option, value in (
+            ("--beam-size", self.beam_size),
+            ("--max-batch-tokens", self.max_batch_tokens),
+            ("--max-queue", self.max_queue),
+            ("--char-limit", self.limits.char_limit),
+            ("--batch-limit", self.limits.batch_limit),
+            ("--file-limit", self.file_limit),
+        ):
             at_least(value, 1, option)
         finite(self.max_wait_ms, "--max-wait-ms")  # inf would stop the worker at its first job
         at_least(self.max_wait_ms, 0, "--max-wait-ms")
         if self.limits.batch_limit > self.max_queue:
-            raise ValueError(f"--batch-limit ({self.limits.batch_limit}) must not exceed "
-                             f"--max-queue ({self.max_queue}): such a request could never be "
-                             "queued")  # fmt: skip
+            raise ValueError(
+                f"--batch-limit ({self.limits.batch_limit}) must not exceed "
+                f"--max-queue ({self.max_queue}): such a request could never be "
+                "queued"
+            )
 
 
 def authorize(settings: ServerSettings, key: Any, request: Request) -> None:

@@ -15,8 +15,16 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 SOURCE_LANGUAGES = {"en": "English"}
-TARGET_ALIASES = {"zh": "zh", "zh-hans": "zh", "zh-cn": "zh", "zh_cn": "zh", "zh-sg": "zh",
-                  "zh_hans": "zh", "cmn": "zh", "cmn-hans": "zh"}  # fmt: skip
+TARGET_ALIASES = {
+    "zh": "zh",
+    "zh-hans": "zh",
+    "zh-cn": "zh",
+    "zh_cn": "zh",
+    "zh-sg": "zh",
+    "zh_hans": "zh",
+    "cmn": "zh",
+    "cmn-hans": "zh",
+}
 MAX_ALTERNATIVES = 10
 SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_BEAM = 32
@@ -41,12 +49,18 @@ class Limits:
 
     def check(self, texts: list[str]) -> None:
         if len(texts) > self.batch_limit:
-            raise ApiError(400, f"Invalid request: request ({len(texts)} texts) exceeds batch "
-                                f"limit ({self.batch_limit})")  # fmt: skip
+            raise ApiError(
+                400,
+                f"Invalid request: request ({len(texts)} texts) exceeds batch "
+                f"limit ({self.batch_limit})",
+            )
         chars = sum(len(text) for text in texts)
         if chars > self.char_limit:
-            raise ApiError(400, f"Invalid request: request ({chars} characters) exceeds text "
-                                f"limit ({self.char_limit})")  # fmt: skip
+            raise ApiError(
+                400,
+                f"Invalid request: request ({chars} characters) exceeds text "
+                f"limit ({self.char_limit})",
+            )
 
 
 def parse_body(body: bytes, content_type: str, query: dict[str, str]) -> dict[str, Any]:
@@ -98,15 +112,23 @@ def translate_args(args: dict[str, Any], limits: Limits) -> TranslateArgs:
         raise ApiError(400, "Invalid request: q must be a string or an array of strings", "q")
     source, target = str(args["source"]).strip().lower(), str(args["target"]).strip().lower()
     if source != "auto" and source not in SOURCE_LANGUAGES:
-        raise ApiError(400, f"{args['source']} is not supported (source languages: auto, "
-                            f"{', '.join(SOURCE_LANGUAGES)})", "source")  # fmt: skip
+        raise ApiError(
+            400,
+            f"{args['source']} is not supported (source languages: auto, "
+            f"{', '.join(SOURCE_LANGUAGES)})",
+            "source",
+        )
     if target not in TARGET_ALIASES:
-        raise ApiError(400, f"{args['target']} is not supported (target languages: zh, "
-                            "zh-Hans, zh-CN)", "target")  # fmt: skip
+        raise ApiError(
+            400,
+            f"{args['target']} is not supported (target languages: zh, zh-Hans, zh-CN)",
+            "target",
+        )
     text_format = str(args.get("format") or "text").lower()
     if text_format not in ("text", "html"):
-        raise ApiError(400, f"format {text_format} is not supported (formats: text, html)",
-                       "format")  # fmt: skip
+        raise ApiError(
+            400, f"format {text_format} is not supported (formats: text, html)", "format"
+        )
     given = args.get("alternatives")
     alternatives = 0 if given in (None, "") else integer(given, "alternatives", 0, MAX_ALTERNATIVES)
     limits.check(texts)
@@ -141,8 +163,10 @@ def detect_languages(text: str) -> list[dict[str, Any]]:
     letters = [char for char in text if char.isalpha()]
     found = Counter(script for script in map(_script, letters) if script is not None)
     ranked = sorted(found.items(), key=lambda item: (-item[1], item[0]))
-    return [{"confidence": round(100.0 * count / len(letters), 1), "language": language}
-            for language, count in ranked] or [{"confidence": 0.0, "language": "en"}]  # fmt: skip
+    return [
+        {"confidence": round(100.0 * count / len(letters), 1), "language": language}
+        for language, count in ranked
+    ] or [{"confidence": 0.0, "language": "en"}]
 
 
 def detected_language(text: str) -> dict[str, Any]:
@@ -160,9 +184,9 @@ def _script(letter: str) -> str | None:
 
 
 def languages() -> list[dict[str, Any]]:
-    return [{"code": code, "name": name, "targets": ["zh"]}
-            for code, name in SOURCE_LANGUAGES.items()] + [
-            {"code": "zh", "name": "Chinese", "targets": []}]  # fmt: skip
+    return [
+        {"code": code, "name": name, "targets": ["zh"]} for code, name in SOURCE_LANGUAGES.items()
+    ] + [{"code": "zh", "name": "Chinese", "targets": []}]
 
 
 def openai_error(status: int, message: str, param: str | None = None) -> dict[str, Any]:

@@ -59,9 +59,14 @@ class ServedModel:
     """What ``seq2seq serve`` serves: a ``Translator`` (encoder-decoder, decoder-only translator,
     or a CTranslate2 export), or a ``Generator`` (a decoder-only language model)."""
 
-    def __init__(self, name: str, translator: Translator | None = None,
-                 generator: Generator | None = None, engine: str = "torch",
-                 quantize: str | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        translator: Translator | None = None,
+        generator: Generator | None = None,
+        engine: str = "torch",
+        quantize: str | None = None,
+    ) -> None:
         if (translator is None) == (generator is None):
             raise ValueError("a ServedModel holds a translator or a generator")
         self.name = name
@@ -71,8 +76,14 @@ class ServedModel:
         self.quantize = quantize
 
     @classmethod
-    def load(cls, path: str | Path, engine: str = "torch", device: str = "cpu",
-             name: str | None = None, quantize: str | None = None) -> ServedModel:  # fmt: skip
+    def load(
+        cls,
+        path: str | Path,
+        engine: str = "torch",
+        device: str = "cpu",
+        name: str | None = None,
+        quantize: str | None = None,
+    ) -> ServedModel:
         """Load once, deciding from the checkpoint whether it translates or continues text;
         ``quantize="int8"``: decode in int8 on the CPU (``prepare_for_inference``)."""
         name = name or model_name(path)
@@ -150,17 +161,20 @@ class ServedModel:
                 for job in jobs
                 for c in job.payload.constraints or [None] * len(job.payload.encoded)
             ]
-        found = self.translator.decode_encoded(every, beam_size, max_tokens, n_best,
-                                               constraints=constraints)  # fmt: skip
+        found = self.translator.decode_encoded(
+            every, beam_size, max_tokens, n_best, constraints=constraints
+        )
         results, start = [], 0
         for job in jobs:
             work: TranslationWork = job.payload
             mine = found[start : start + len(work.encoded)]
             start += len(work.encoded)
-            results.append([
-                TranslatedSentence(hyps, self._attention(ids, hyps) if work.attention else None)
-                for ids, hyps in zip(work.encoded, mine, strict=True)
-            ])  # fmt: skip
+            results.append(
+                [
+                    TranslatedSentence(hyps, self._attention(ids, hyps) if work.attention else None)
+                    for ids, hyps in zip(work.encoded, mine, strict=True)
+                ]
+            )
         return results
 
     def complete_job(self, work: CompletionWork) -> list[Completion]:
@@ -179,9 +193,9 @@ class ServedModel:
                 work.on_text(index, piece)  # type: ignore[misc]
 
             try:
-                completions += self.generator.complete([prompt], work.max_new_tokens,
-                                                       work.sampling, indices=[index],
-                                                       on_text=on_text)  # fmt: skip
+                completions += self.generator.complete(
+                    [prompt], work.max_new_tokens, work.sampling, indices=[index], on_text=on_text
+                )
             except Cancelled:  # the client went away: nobody reads the rest
                 return completions
         return completions

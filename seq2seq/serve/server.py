@@ -27,8 +27,9 @@ def read_api_keys(path: str | Path) -> frozenset[str]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as error:
         raise ConfigError(f"--api-keys {path}: not UTF-8 text (byte {error.start})") from None
-    keys = frozenset(line.strip() for line in lines
-                     if line.strip() and not line.strip().startswith("#"))  # fmt: skip
+    keys = frozenset(
+        line.strip() for line in lines if line.strip() and not line.strip().startswith("#")
+    )
     if not keys:
         raise ConfigError(f"--api-keys {path}: no keys in the file")
     return keys
@@ -64,8 +65,9 @@ def serve(options: ServeOptions) -> int:
     try:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
         start = time.perf_counter()
-        served = ServedModel.load(options.checkpoint, options.engine, options.device,
-                                  options.model_name, options.quantize)
+        served = ServedModel.load(
+            options.checkpoint, options.engine, options.device, options.model_name, options.quantize
+        )
         warm_up(served)
         app = create_app(served, options.settings)
         _listen(listener, options.host, options.port)  # the port opens once the model is ready
@@ -73,10 +75,18 @@ def serve(options: ServeOptions) -> int:
         listener.close()
         raise
     address = f"http://{_url_host(options.host)}:{listener.getsockname()[1]}"
-    log.info("serving %s (%s, %s engine on %s, %s, beam %d) from %s at %s; loaded in %.1f s",
-             served.name, served.kind, options.engine, options.device, served.precision,
-             options.settings.beam_size, options.checkpoint, address,
-             time.perf_counter() - start)
+    log.info(
+        "serving %s (%s, %s engine on %s, %s, beam %d) from %s at %s; loaded in %.1f s",
+        served.name,
+        served.kind,
+        options.engine,
+        options.device,
+        served.precision,
+        options.settings.beam_size,
+        options.checkpoint,
+        address,
+        time.perf_counter() - start,
+    )
     config = uvicorn.Config(app, log_config=None, access_log=False, timeout_graceful_shutdown=60)
     # uvicorn drains on SIGINT/SIGTERM, then raises the signal again for the handlers it found:
     # no-op ones make a drained shutdown exit 0, as process managers expect.
@@ -106,8 +116,9 @@ def bind(host: str, port: int) -> socket.socket:
         raise ValueError(f"--port must be between 0 and 65535, got {port}")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
-        address = socket.getaddrinfo(host or None, port, family, socket.SOCK_STREAM, 0,
-                                     socket.AI_PASSIVE)[0][4]  # fmt: skip
+        address = socket.getaddrinfo(
+            host or None, port, family, socket.SOCK_STREAM, 0, socket.AI_PASSIVE
+        )[0][4]
     except socket.gaierror as error:
         raise ValueError(f"--host {host}: cannot resolve it ({error.strerror})") from None
     listener = socket.socket(family, socket.SOCK_STREAM)

@@ -56,27 +56,45 @@ class TextTranslator:
     def translator(self) -> Translator:
         """The translator; a language model serves no translation routes (a 400 says so)."""
         if self.served.translator is None:
-            raise ApiError(400, f"{self.served.name} is a language model, not a translator: "
-                                "use POST /v1/completions")
+            raise ApiError(
+                400,
+                f"{self.served.name} is a language model, not a translator: "
+                "use POST /v1/completions",
+            )
         return self.served.translator
 
     def source_limit(self) -> int:
         """The longest source, in tokens, the model translates whole."""
         return self.translator.engine.source_limit()
 
-    async def translate_lines(self, request: Request, lines: list[str], beam_size: int,
-                              n_best: int, attention: bool = False) -> list[TranslatedSentence]:
+    async def translate_lines(
+        self,
+        request: Request,
+        lines: list[str],
+        beam_size: int,
+        n_best: int,
+        attention: bool = False,
+    ) -> list[TranslatedSentence]:
         """Each line decoded whole as one sentence (attention maps)."""
         translator = self.translator
         limit = translator.engine.source_limit()
         # attention is drawn for the model's window (a Marian source keeps its eos)
-        encoded = [cut_source(translator.encode_sentence(line), limit, translator.tokenizer)
-                   for line in lines]
+        encoded = [
+            cut_source(translator.encode_sentence(line), limit, translator.tokenizer)
+            for line in lines
+        ]
         return await self._decode(request, encoded, beam_size, n_best, attention)
 
-    async def translate_texts(self, request: Request, texts: list[str], text_format: str,
-                              split: bool, beam_size: int, n_best: int,
-                              glossary: Glossary | None = None) -> list[TextResult]:
+    async def translate_texts(
+        self,
+        request: Request,
+        texts: list[str],
+        text_format: str,
+        split: bool,
+        beam_size: int,
+        n_best: int,
+        glossary: Glossary | None = None,
+    ) -> list[TextResult]:
         """Texts in a format: split into sentences, each distinct one decoded once (pieces
         for the over-long), markup placed by alignment (in the worker thread), rebuilt;
         ``glossary``: terms forced where their English side occurs."""
@@ -84,19 +102,27 @@ class TextTranslator:
         # Parsing, splitting and rebuilding a large file take a second: off the event loop.
         prepared = await asyncio.to_thread(self._prepare, texts, text_format, split, glossary)
         encoded = [piece.ids for plan in prepared.plans for piece in plan]
-        decoded = await self._decode(request, encoded, beam_size, n_best,
-                                     constraints=prepared.constraints)
+        decoded = await self._decode(
+            request, encoded, beam_size, n_best, constraints=prepared.constraints
+        )
         found = [sentence.hypotheses for sentence in decoded]
         if any(prepared.batch.aligned):
             finished = await self._finish_in_worker(request, prepared, found, n_best)
         else:
-            finished = await asyncio.to_thread(translator.finish, prepared.batch.sentences,
-                                               prepared.plans, found, n_best, None,
-                                               prepared.terms)
+            finished = await asyncio.to_thread(
+                translator.finish,
+                prepared.batch.sentences,
+                prepared.plans,
+                found,
+                n_best,
+                None,
+                prepared.terms,
+            )
         return await asyncio.to_thread(_results, prepared.batch, finished, n_best)
 
-    def _prepare(self, texts: list[str], text_format: str, split: bool,
-                 glossary: Glossary | None) -> _Prepared:
+    def _prepare(
+        self, texts: list[str], text_format: str, split: bool, glossary: Glossary | None
+    ) -> _Prepared:
         translator = self.translator
         try:
             documents = [parse(valid_text(text), text_format, "q") for text in texts]
@@ -110,31 +136,52 @@ class TextTranslator:
         except ValueError as error:  # a CTranslate2 engine
             raise ApiError(400, f"Invalid request: {error}", "glossary") from None
 
-    async def _finish_in_worker(self, request: Request, prepared: _Prepared, found: list,
-                                n_best: int) -> list[SentenceTranslation]:
+    async def _finish_in_worker(
+        self, request: Request, prepared: _Prepared, found: list, n_best: int
+    ) -> list[SentenceTranslation]:
         """Markup placed by alignment, which needs the model: in the worker thread."""
-        job = Job(key=("finish",), size=len(prepared.batch.sentences), cost=1,
-                  payload=(prepared.batch.sentences, prepared.plans, found, n_best,
-                           prepared.batch.aligned, prepared.terms))
+        job = Job(
+            key=("finish",),
+            size=len(prepared.batch.sentences),
+            cost=1,
+            payload=(
+                prepared.batch.sentences,
+                prepared.plans,
+                found,
+                n_best,
+                prepared.batch.aligned,
+                prepared.terms,
+            ),
+        )
         return await wait_for(request, submit(self.worker, job))
 
-    async def _decode(self, request: Request, encoded: list[list[int]], beam_size: int,
-                      n_best: int, attention: bool = False,
-                      constraints: list | None = None) -> list[TranslatedSentence]:
+    async def _decode(
+        self,
+        request: Request,
+        encoded: list[list[int]],
+        beam_size: int,
+        n_best: int,
+        attention: bool = False,
+        constraints: list | None = None,
+    ) -> list[TranslatedSentence]:
         sentences = sum(map(bool, encoded))
         request.state.sentences = getattr(request.state, "sentences", 0) + sentences
         if not any(encoded):
             return [TranslatedSentence([]) for _ in encoded]
         # Constrained requests decode in whole batches of their own (never the continuous one).
         kind = "translate" if constraints is None else "constrained"
-        job = Job(key=(kind, beam_size, n_best, attention), size=sentences,
-                  cost=sum(map(len, encoded)) * beam_size,
-                  payload=TranslationWork(encoded, attention, constraints))
+        job = Job(
+            key=(kind, beam_size, n_best, attention),
+            size=sentences,
+            cost=sum(map(len, encoded)) * beam_size,
+            payload=TranslationWork(encoded, attention, constraints),
+        )
         return await wait_for(request, submit(self.worker, job))
 
 
-def _results(batch: TextBatch, finished: list[SentenceTranslation],
-             n_best: int) -> list[TextResult]:
+def _results(
+    batch: TextBatch, finished: list[SentenceTranslation], n_best: int
+) -> list[TextResult]:
     """Each text's best translation, its n-best hypotheses (the best combinations of its
     sentences' hypotheses, ``TextBatch.n_best``) and their texts as alternatives."""
     results = []
@@ -142,6 +189,13 @@ def _results(batch: TextBatch, finished: list[SentenceTranslation],
         ids = [i for segment in batch.segment_sentences(index) for i in segment]
         hypotheses = batch.n_best(index, finished, n_best) if ids else []
         missing = list(dict.fromkeys(t for i in ids for t in finished[i].missing))
-        results.append(TextResult(text, [h.text for h in hypotheses[1:]], hypotheses,
-                                  any(finished[i].windowed for i in ids), missing))
+        results.append(
+            TextResult(
+                text,
+                [h.text for h in hypotheses[1:]],
+                hypotheses,
+                any(finished[i].windowed for i in ids),
+                missing,
+            )
+        )
     return results

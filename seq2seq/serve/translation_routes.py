@@ -46,8 +46,10 @@ class NativeTranslateRequest(BaseModel):
 
 def not_whole_warning(indices: list[int], limit: int, batch: bool = True) -> str:
     shown = ", ".join(f"q[{i}]" for i in indices[:20]) if batch else "q"
-    return (f"{shown}: a sentence longer than the model's {limit} tokens with no clause "
-            "punctuation was translated in windows, not as a whole")
+    return (
+        f"{shown}: a sentence longer than the model's {limit} tokens with no clause "
+        "punctuation was translated in windows, not as a whole"
+    )
 
 
 def missing_terms_warning(results: list[TextResult], batch: bool = True) -> str | None:
@@ -57,7 +59,7 @@ def missing_terms_warning(results: list[TextResult], batch: bool = True) -> str 
         return None
     shown = ", ".join(f"q[{i}]" for i, _ in lacking[:20]) if batch else "q"
     terms = ", ".join(dict.fromkeys(t.source for _, missing in lacking for t in missing))
-    return (f"{shown}: glossary term(s) not placed within the length limit: {terms}")
+    return f"{shown}: glossary term(s) not placed within the length limit: {terms}"
 
 
 def request_glossary(value: Any, field_name: str = "glossary") -> Glossary | None:
@@ -72,22 +74,28 @@ def request_glossary(value: Any, field_name: str = "glossary") -> Glossary | Non
             return Glossary.parse(value, field_name)
     except DataError as error:
         raise ApiError(400, f"Invalid request: {error}", field_name) from None
-    raise ApiError(400, f"Invalid request: {field_name} must be an object of English: Chinese "
-                        "terms or TSV lines", field_name)
+    raise ApiError(
+        400,
+        f"Invalid request: {field_name} must be an object of English: Chinese terms or TSV lines",
+        field_name,
+    )
 
 
-def add_translation_routes(app: FastAPI, served: ServedModel, settings: ServerSettings,
-                           worker: BatchingWorker) -> TranslateTexts:
+def add_translation_routes(
+    app: FastAPI, served: ServedModel, settings: ServerSettings, worker: BatchingWorker
+) -> TranslateTexts:
     """The routes; returns ``translate_texts``, which DeepL's ``/v2/translate`` shares."""
     texts = TextTranslator(served, worker)
     add_file_routes(app, settings, texts.translate_texts, served.translates)
     routes = TranslationRoutes(served, settings, texts)
     # GET /translate and POST /languages are LibreTranslate's too, left out of the schema.
-    app.add_api_route("/translate", routes.libre_translate, methods=["GET"],
-                      include_in_schema=False)
+    app.add_api_route(
+        "/translate", routes.libre_translate, methods=["GET"], include_in_schema=False
+    )
     app.add_api_route("/translate", routes.libre_translate, methods=["POST"])
-    app.add_api_route("/languages", routes.libre_languages, methods=["POST"],
-                      include_in_schema=False)
+    app.add_api_route(
+        "/languages", routes.libre_languages, methods=["POST"], include_in_schema=False
+    )
     app.add_api_route("/languages", routes.libre_languages, methods=["GET"])
     app.add_api_route("/detect", routes.libre_detect, methods=["POST"])
     app.add_api_route("/v1/translate", routes.native_translate, methods=["POST"])
@@ -98,8 +106,9 @@ class TranslationRoutes:
     """The handlers, with what they share: the served model, the settings and the
     translator of texts."""
 
-    def __init__(self, served: ServedModel, settings: ServerSettings,
-                 texts: TextTranslator) -> None:
+    def __init__(
+        self, served: ServedModel, settings: ServerSettings, texts: TextTranslator
+    ) -> None:
         self.served = served
         self.settings = settings
         self.texts = texts
@@ -116,12 +125,14 @@ class TranslationRoutes:
         texts = checked.texts
         if checked.format == "text":  # line endings as LibreTranslate reads them
             texts = [text.replace("\r\n", "\n").replace("\r", "\n") for text in texts]
-        found = await self.texts.translate_texts(request, texts, checked.format, True, beam,
-                                                 n_best, glossary)
+        found = await self.texts.translate_texts(
+            request, texts, checked.format, True, beam, n_best, glossary
+        )
         return JSONResponse(self._libre_answer(checked, found, glossary))
 
-    def _libre_answer(self, checked: TranslateArgs, found: list[TextResult],
-                      glossary: Glossary | None) -> dict[str, Any]:
+    def _libre_answer(
+        self, checked: TranslateArgs, found: list[TextResult], glossary: Glossary | None
+    ) -> dict[str, Any]:
         def each(values: list) -> Any:  # q an array: arrays; q a string: single values
             return values if checked.batch else values[0]
 
@@ -131,14 +142,16 @@ class TranslationRoutes:
         if checked.detect:
             answer["detectedLanguage"] = each([detected_language(t) for t in checked.texts])
         if glossary is not None:
-            answer["glossaryTermsNotMet"] = each([[t.source for t in result.missing]
-                                                  for result in found])
+            answer["glossaryTermsNotMet"] = each(
+                [[t.source for t in result.missing] for result in found]
+            )
         if warnings := self._libre_warnings(found, glossary, checked.batch):
             answer["warnings"] = warnings
         return answer
 
-    def _libre_warnings(self, found: list[TextResult], glossary: Glossary | None,
-                        batch: bool) -> list[str]:
+    def _libre_warnings(
+        self, found: list[TextResult], glossary: Glossary | None, batch: bool
+    ) -> list[str]:
         """Never silent: what could not be translated whole, and glossary terms not placed."""
         warnings = []
         windowed = [i for i, result in enumerate(found) if result.windowed]
@@ -174,25 +187,35 @@ class TranslationRoutes:
         if body.return_attention:  # attention is drawn over one sentence: each text whole
             results, sentences = await self._translate_whole(request, texts, beam, body.n_best)
         else:
-            results = await self.texts.translate_texts(request, texts, body.format, body.split,
-                                                       beam, body.n_best, glossary)
+            results = await self.texts.translate_texts(
+                request, texts, body.format, body.split, beam, body.n_best, glossary
+            )
             sentences = [TranslatedSentence(r.hypotheses) for r in results]
-        out = [_native_item(body, result, sentence, glossary is not None)
-               for result, sentence in zip(results, sentences, strict=True)]
+        out = [
+            _native_item(body, result, sentence, glossary is not None)
+            for result, sentence in zip(results, sentences, strict=True)
+        ]
         if lacking := missing_terms_warning(results):
             warnings.append(lacking)
         answer = {"model": self.served.name, "beam_size": beam, "translations": out}
         return {**answer, "warnings": warnings} if warnings else answer
 
-    async def _translate_whole(self, request: Request, texts: list[str], beam: int,
-                               n_best: int) -> tuple[list[TextResult], list[TranslatedSentence]]:
+    async def _translate_whole(
+        self, request: Request, texts: list[str], beam: int, n_best: int
+    ) -> tuple[list[TextResult], list[TranslatedSentence]]:
         """Each text decoded as one sentence, with its attention."""
         lines = [" ".join(valid_text(text).split()) for text in texts]
         sentences = await self.texts.translate_lines(request, lines, beam, n_best, True)
         text = self.served.text
-        results = [TextResult(text(s.hypotheses[0]) if s.hypotheses else "",
-                              [text(h) for h in s.hypotheses[1:]], s.hypotheses, False)
-                   for s in sentences]
+        results = [
+            TextResult(
+                text(s.hypotheses[0]) if s.hypotheses else "",
+                [text(h) for h in s.hypotheses[1:]],
+                s.hypotheses,
+                False,
+            )
+            for s in sentences
+        ]
         return results, sentences
 
 
@@ -201,31 +224,41 @@ def _raised_beam_warnings(body: NativeTranslateRequest, beam: int) -> list[str]:
     asked = body.beam_size
     if asked is None or beam <= asked:
         return []
-    return [f"beam_size {asked} raised to {beam} to return n_best {body.n_best} "
-            "(a beam finds at most beam_size hypotheses)"]
+    return [
+        f"beam_size {asked} raised to {beam} to return n_best {body.n_best} "
+        "(a beam finds at most beam_size hypotheses)"
+    ]
 
 
 def _native_glossary(body: NativeTranslateRequest) -> Glossary | None:
     """The request's glossary, once the options that return_attention excludes are checked
     (attention is drawn over plain text, decoded without constraints)."""
     if body.return_attention and body.format != "text":
-        raise ApiError(400, "Invalid request: return_attention takes plain text (format: "
-                            "text)", "return_attention")
+        raise ApiError(
+            400,
+            "Invalid request: return_attention takes plain text (format: text)",
+            "return_attention",
+        )
     glossary = request_glossary(body.glossary)
     if body.return_attention and glossary is not None:
         raise ApiError(400, "Invalid request: return_attention takes no glossary", "glossary")
     return glossary
 
 
-def _native_item(body: NativeTranslateRequest, result: TextResult,
-                 sentence: TranslatedSentence, glossary: bool) -> dict[str, Any]:
+def _native_item(
+    body: NativeTranslateRequest, result: TextResult, sentence: TranslatedSentence, glossary: bool
+) -> dict[str, Any]:
     """One text's translation, with what the request asked for beside it."""
     item: dict[str, Any] = {"text": result.text}
     if body.return_scores or body.n_best > 1:
         ranked = [result.text, *result.alternatives]
         item["hypotheses"] = [
-            {"text": ranked[min(k, len(ranked) - 1)], "score": round(h.score, 4),
-             "log_prob": round(h.log_prob, 4), "tokens": len(h.tokens)}
+            {
+                "text": ranked[min(k, len(ranked) - 1)],
+                "score": round(h.score, 4),
+                "log_prob": round(h.log_prob, 4),
+                "tokens": len(h.tokens),
+            }
             for k, h in enumerate(result.hypotheses)
         ]
     if body.return_attention:

@@ -86,8 +86,14 @@ class Continuous(Protocol):
 class BatchingWorker:
     """A thread decoding batches of jobs; ``submit`` is safe from any thread."""
 
-    def __init__(self, run: RunBatch, max_batch_tokens: int, max_wait: float, max_queue: int,
-                 continuous: Continuous | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        run: RunBatch,
+        max_batch_tokens: int,
+        max_wait: float,
+        max_queue: int,
+        continuous: Continuous | None = None,
+    ) -> None:
         if max_batch_tokens < 1 or max_wait < 0 or max_queue < 1:
             raise ValueError("max_batch_tokens and max_queue must be >= 1, max_wait >= 0")
         self.run = run

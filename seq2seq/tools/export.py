@@ -59,8 +59,13 @@ def interleaved_to_halves(d_model: int) -> Tensor:
 
 def check_exportable(config: ModelConfig) -> None:
     """Marian has exactly the paper's layer: refuse what it cannot represent, by name."""
-    paper = {"decoder_only": False, "norm_first": False, "norm": "layernorm",
-             "positions": "sinusoidal", "bias": True}  # fmt: skip
+    paper = {
+        "decoder_only": False,
+        "norm_first": False,
+        "norm": "layernorm",
+        "positions": "sinusoidal",
+        "bias": True,
+    }
     for field, value in paper.items():
         if getattr(config, field) != value:
             raise ValueError(
@@ -157,8 +162,12 @@ def marian_state_dict(model: Transformer, rows: int | None = None) -> dict[str, 
     for i, layer in enumerate(model.encoder.layers):
         p = f"model.encoder.layers.{i}"
         attn = layer.self_attn
-        attention_in(f"{p}.self_attn", ("q_proj", "k_proj", "v_proj"), attn.qkv_proj.weight,
-                     attn.qkv_proj.bias)  # fmt: skip
+        attention_in(
+            f"{p}.self_attn",
+            ("q_proj", "k_proj", "v_proj"),
+            attn.qkv_proj.weight,
+            attn.qkv_proj.bias,
+        )
         attention_out(f"{p}.self_attn", attn.out_proj)
         layer_norm(f"{p}.self_attn_layer_norm", layer.norm1)
         feed_forward(p, layer.feed_forward)
@@ -166,13 +175,18 @@ def marian_state_dict(model: Transformer, rows: int | None = None) -> dict[str, 
     for i, layer in enumerate(model.decoder.layers):
         p = f"model.decoder.layers.{i}"
         attn, cross = layer.self_attn, layer.cross_attn
-        attention_in(f"{p}.self_attn", ("q_proj", "k_proj", "v_proj"), attn.qkv_proj.weight,
-                     attn.qkv_proj.bias)  # fmt: skip
+        attention_in(
+            f"{p}.self_attn",
+            ("q_proj", "k_proj", "v_proj"),
+            attn.qkv_proj.weight,
+            attn.qkv_proj.bias,
+        )
         attention_out(f"{p}.self_attn", attn.out_proj)
         layer_norm(f"{p}.self_attn_layer_norm", layer.norm1)
         attention_in(f"{p}.encoder_attn", ("q_proj",), cross.q_proj.weight, cross.q_proj.bias)
-        attention_in(f"{p}.encoder_attn", ("k_proj", "v_proj"), cross.kv_proj.weight,
-                     cross.kv_proj.bias)  # fmt: skip
+        attention_in(
+            f"{p}.encoder_attn", ("k_proj", "v_proj"), cross.kv_proj.weight, cross.kv_proj.bias
+        )
         attention_out(f"{p}.encoder_attn", cross.out_proj)
         layer_norm(f"{p}.encoder_attn_layer_norm", layer.norm2)
         feed_forward(p, layer.feed_forward)
@@ -209,11 +223,16 @@ def generation_config(config: ModelConfig, pad_id: int | None = None):  # noqa: 
     pad_id = config.pad_id if pad_id is None else pad_id
     banned = sorted({pad_id, config.unk_id, config.bos_id})
     return GenerationConfig(
-        decoder_start_token_id=config.bos_id, eos_token_id=config.eos_id,
-        pad_token_id=pad_id, bos_token_id=config.bos_id,
-        forced_eos_token_id=config.eos_id, max_length=config.max_positions, num_beams=5,
-        bad_words_ids=[[token] for token in banned], min_new_tokens=1,
-    )  # fmt: skip
+        decoder_start_token_id=config.bos_id,
+        eos_token_id=config.eos_id,
+        pad_token_id=pad_id,
+        bos_token_id=config.bos_id,
+        forced_eos_token_id=config.eos_id,
+        max_length=config.max_positions,
+        num_beams=5,
+        bad_words_ids=[[token] for token in banned],
+        min_new_tokens=1,
+    )
 
 
 def export_hf(checkpoint: str | Path, output: str | Path, eval_json: str | None = None) -> Path:
@@ -223,9 +242,12 @@ def export_hf(checkpoint: str | Path, output: str | Path, eval_json: str | None 
     loaded = load_model(checkpoint)
     out = write_hf(loaded, checkpoint, output, eval_json)
     if not loaded.tokenizer.source_ends_with_eos:
-        print(f"warning: {checkpoint} was trained on sources without </s> but MarianTokenizer "
-              "appends one: drop it from input_ids for seq2seq translate's outputs, or retrain "
-              "for an export that MarianTokenizer feeds exactly", file=sys.stderr)  # fmt: skip
+        print(
+            f"warning: {checkpoint} was trained on sources without </s> but MarianTokenizer "
+            "appends one: drop it from input_ids for seq2seq translate's outputs, or retrain "
+            "for an export that MarianTokenizer feeds exactly",
+            file=sys.stderr,
+        )
     return out
 
 
@@ -262,11 +284,19 @@ def write_marian_tokenizer(tokenizer, config: ModelConfig, out: Path) -> None:
         vocab = {tokenizer.id_to_piece(i): i for i in range(tokenizer.vocab_size)}
         (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
         pad_id = config.pad_id
-    names = {"pad_token": tokenizer.id_to_piece(pad_id),
-             "unk_token": tokenizer.id_to_piece(config.unk_id),
-             "eos_token": tokenizer.id_to_piece(config.eos_id)}  # fmt: skip
-    settings = {"tokenizer_class": "MarianTokenizer", "source_lang": "en", "target_lang": "zh",
-                "separate_vocabs": False, "model_max_length": 512, **names}  # fmt: skip
+    names = {
+        "pad_token": tokenizer.id_to_piece(pad_id),
+        "unk_token": tokenizer.id_to_piece(config.unk_id),
+        "eos_token": tokenizer.id_to_piece(config.eos_id),
+    }
+    settings = {
+        "tokenizer_class": "MarianTokenizer",
+        "source_lang": "en",
+        "target_lang": "zh",
+        "separate_vocabs": False,
+        "model_max_length": 512,
+        **names,
+    }
     (out / "tokenizer_config.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
     (out / "special_tokens_map.json").write_text(json.dumps(names, indent=2), encoding="utf-8")
 
@@ -322,8 +352,9 @@ def model_card(
 
 def _source_note(tokenizer: Any) -> list[str]:
     if isinstance(tokenizer, PairedTokenizer) and tokenizer.target_token:
-        return [f"Prefix every source with `{tokenizer.target_token} ` (the target-language "
-                "token)."]  # fmt: skip
+        return [
+            f"Prefix every source with `{tokenizer.target_token} ` (the target-language token)."
+        ]
     if tokenizer is None or tokenizer.source_ends_with_eos:
         return [
             "Sources are fed as MarianTokenizer cuts them (ending with `</s>`): greedy",
@@ -349,9 +380,11 @@ def _evaluation_lines(raw: dict, eval_json: str | None) -> list[str]:
     for state in raw.get("callbacks", {}).values():
         score = state.get("best_model_score") if isinstance(state, dict) else None
         if score is not None:
-            return [f"Best validation BLEU during training (greedy, dev share): {float(score):.2f}",
-                    "(tokenizer zh). Run `seq2seq evaluate --json` and export with",
-                    "`--eval-json` to put test-set BLEU and its signature here."]  # fmt: skip
+            return [
+                f"Best validation BLEU during training (greedy, dev share): {float(score):.2f}",
+                "(tokenizer zh). Run `seq2seq evaluate --json` and export with",
+                "`--eval-json` to put test-set BLEU and its signature here.",
+            ]
     return ["Not evaluated: export with `--eval-json` (from `seq2seq evaluate --json`)."]
 
 
@@ -421,7 +454,10 @@ def export_ctranslate2(
         convert(hf_dir, out, quantization)
         shutil.copy(hf_dir / "README.md", out / "README.md")
     loaded.tokenizer.save(out / SPM_FILE)  # the SentencePiece model, or a PairedTokenizer
-    settings = {"search": asdict(loaded.search), "model_config": loaded.model.config.to_dict(),
-                SOURCE_EOS_KEY: loaded.tokenizer.source_ends_with_eos}  # fmt: skip
+    settings = {
+        "search": asdict(loaded.search),
+        "model_config": loaded.model.config.to_dict(),
+        SOURCE_EOS_KEY: loaded.tokenizer.source_ends_with_eos,
+    }
     (out / SETTINGS_FILE).write_text(json.dumps(settings, indent=2), encoding="utf-8")
     return out

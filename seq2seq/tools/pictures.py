@@ -15,10 +15,18 @@ from pathlib import Path
 from torch import Tensor
 
 CJK_FAMILIES = (
-    "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "Noto Sans CJK JP",
-    "WenQuanYi Micro Hei", "WenQuanYi Zen Hei", "SimHei", "Microsoft YaHei", "PingFang SC",
-    "Heiti SC", "AR PL UMing CN",
-)  # fmt: skip
+    "Noto Sans CJK SC",
+    "Noto Sans SC",
+    "Source Han Sans SC",
+    "Noto Sans CJK JP",
+    "WenQuanYi Micro Hei",
+    "WenQuanYi Zen Hei",
+    "SimHei",
+    "Microsoft YaHei",
+    "PingFang SC",
+    "Heiti SC",
+    "AR PL UMing CN",
+)
 
 
 def _pyplot():  # noqa: ANN202 (matplotlib module)
@@ -99,14 +107,16 @@ def draw_attention(
     height = max(3.0, cell * len(queries) + 1.5)
     columns = min(len(layers), 4)
     rows = -(-len(layers) // columns)
-    figure, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows),
-                                squeeze=False)  # fmt: skip
+    figure, axes = plt.subplots(
+        rows, columns, figsize=(width * columns, height * rows), squeeze=False
+    )
     for axis in axes.flat[len(layers) :]:
         axis.set_visible(False)
     for axis, index in zip(axes.flat, layers, strict=False):
         grid = maps[index] if head is None else maps[index][head : head + 1]
-        image = axis.imshow(grid.mean(dim=0).float().numpy(), cmap="viridis", vmin=0.0,
-                            aspect="auto")  # fmt: skip
+        image = axis.imshow(
+            grid.mean(dim=0).float().numpy(), cmap="viridis", vmin=0.0, aspect="auto"
+        )
         axis.set_xticks(range(len(keys)), keys, rotation=90, fontproperties=props)
         axis.set_yticks(range(len(queries)), queries, fontproperties=props)
         what = "mean of heads" if head is None else f"head {head}"
@@ -156,8 +166,9 @@ def attention_picture(
     def draw_self_attention(sequence: list[int], title: str) -> Path:
         maps = self_attention_maps(model, torch.tensor([sequence]))
         labels = pieces(sequence)
-        return draw_attention([m[0] for m in maps], labels, labels, output, layer, head, title,
-                              font)  # fmt: skip
+        return draw_attention(
+            [m[0] for m in maps], labels, labels, output, layer, head, title, font
+        )
 
     if loaded.task == "lm":
         prompt = [config.bos_id, *tokenizer.encode(text)]
@@ -179,8 +190,16 @@ def attention_picture(
     tgt_in = torch.tensor([[config.bos_id, *best]])
     maps = cross_attention_maps(model, torch.tensor([source]), tgt_in)
     # Row t is the step that produced output token t (the last one produced eos).
-    return draw_attention([m[0] for m in maps], pieces([*best, config.eos_id]), pieces(source),
-                          output, layer, head, f"cross-attention: {title}", font)  # fmt: skip
+    return draw_attention(
+        [m[0] for m in maps],
+        pieces([*best, config.eos_id]),
+        pieces(source),
+        output,
+        layer,
+        head,
+        f"cross-attention: {title}",
+        font,
+    )
 
 
 def latest_metrics(run: str | Path) -> Path:

@@ -66,8 +66,9 @@ def import_marian(source: str, output: str | Path, target_token: str | None = No
     config = model_config(marian.config, ids, output_bias=ids["appended_pad"] or bool(bias.any()))
     tokenizer = _tokenizer(source, hf_tokenizer, ids, target_token, marian.config)
     weights = weights_from_marian(marian.state_dict(), config, ids["appended_pad"])
-    section = checkpoint_section(config, SearchConfig(), tokenizer.to_bytes(), "translation",
-                                 tokenizer.source_ends_with_eos)  # fmt: skip
+    section = checkpoint_section(
+        config, SearchConfig(), tokenizer.to_bytes(), "translation", tokenizer.source_ends_with_eos
+    )
     state_dict = {f"model.{name}": tensor for name, tensor in weights.items()}
     checkpoint = {"state_dict": state_dict, CHECKPOINT_KEY: section, "imported_from": source}
     atomic_save(checkpoint, output)
@@ -116,23 +117,29 @@ def check_importable(source: str, marian: Any, tokenizer: Any) -> None:
     if not getattr(c, "share_encoder_decoder_embeddings", True) or tokenizer.separate_vocabs:
         refuse("source and target have separate vocabularies (our model has one shared one)")
     if getattr(c, "decoder_vocab_size", None) not in (None, c.vocab_size):
-        refuse(f"the decoder's vocabulary ({c.decoder_vocab_size}) differs from the encoder's "
-               f"({c.vocab_size})")  # fmt: skip
+        refuse(
+            f"the decoder's vocabulary ({c.decoder_vocab_size}) differs from the encoder's "
+            f"({c.vocab_size})"
+        )
     if len(tokenizer.encoder) != c.vocab_size:
         refuse(f"vocab.json has {len(tokenizer.encoder)} entries, the model {c.vocab_size}")
     if not c.scale_embedding:
         refuse("embeddings are not scaled by sqrt(d_model) (scale_embedding false)")
     if c.activation_function not in ACTIVATIONS:
         refuse(f"activation {c.activation_function!r} (we have {', '.join(ACTIVATIONS)})")
-    if (c.encoder_attention_heads, c.encoder_ffn_dim) != (c.decoder_attention_heads,
-                                                         c.decoder_ffn_dim):  # fmt: skip
+    if (c.encoder_attention_heads, c.encoder_ffn_dim) != (
+        c.decoder_attention_heads,
+        c.decoder_ffn_dim,
+    ):
         refuse("encoder and decoder differ in heads or feed-forward width")
     if c.d_model % 2:
         refuse(f"odd d_model {c.d_model}")
     shared, inner = marian.model.shared.weight, marian.model
-    tied = {"the output projection": marian.lm_head.weight,
-            "the encoder embedding": inner.encoder.embed_tokens.weight,
-            "the decoder embedding": inner.decoder.embed_tokens.weight}  # fmt: skip
+    tied = {
+        "the output projection": marian.lm_head.weight,
+        "the encoder embedding": inner.encoder.embed_tokens.weight,
+        "the decoder embedding": inner.decoder.embed_tokens.weight,
+    }
     for name, weight in tied.items():
         if not torch.equal(weight, shared):
             refuse(f"{name} is not tied to the shared embedding")
@@ -175,9 +182,12 @@ def model_config(config: Any, ids: dict[str, Any], output_bias: bool) -> ModelCo
 
 
 def _tokenizer(
-    source: str, hf_tokenizer: Any, ids: dict[str, Any], target_token: str | None,
+    source: str,
+    hf_tokenizer: Any,
+    ids: dict[str, Any],
+    target_token: str | None,
     marian_config: Any,
-) -> Tokenizer | PairedTokenizer:  # fmt: skip
+) -> Tokenizer | PairedTokenizer:
     """The checkpoint's tokenizer: a model our own export wrote gets its SentencePiece model
     back, its sources ending with eos as the export's config records (an export written
     before it recorded that came from a model trained without); any other a
@@ -189,15 +199,18 @@ def _tokenizer(
         return ours
     specials = {name: ids[name] for name in ("pad", "unk", "bos", "eos")}
     try:
-        tokenizer = PairedTokenizer(source_model, target_model, hf_tokenizer.encoder, specials,
-                                    target_token)  # fmt: skip
+        tokenizer = PairedTokenizer(
+            source_model, target_model, hf_tokenizer.encoder, specials, target_token
+        )
     except ValueError as error:
         raise CheckpointError(f"{source}: {error}") from None
     codes = tokenizer.language_tokens()
     if codes and target_token is None:
         shown = ", ".join(codes[:8]) + (", ..." if len(codes) > 8 else "")
-        raise CheckpointError(f"{source}: this model translates into several languages: choose "
-                              f"one with --target-token (one of {shown})")  # fmt: skip
+        raise CheckpointError(
+            f"{source}: this model translates into several languages: choose "
+            f"one with --target-token (one of {shown})"
+        )
     return tokenizer
 
 
@@ -216,7 +229,11 @@ def _our_export_tokenizer(
         vocab.get(tokenizer.id_to_piece(i)) == i for i in range(tokenizer.vocab_size)
     )
     ours = (ids["pad"], ids["unk"], ids["bos"], ids["eos"]) == (
-        tokenizer.pad_id, tokenizer.unk_id, tokenizer.bos_id, tokenizer.eos_id)  # fmt: skip
+        tokenizer.pad_id,
+        tokenizer.unk_id,
+        tokenizer.bos_id,
+        tokenizer.eos_id,
+    )
     return tokenizer if same and ours else None
 
 

@@ -153,8 +153,9 @@ class TranslationModule(L.LightningModule):
         hp = self.hparams
         if hp.get("peak_lr") is None:
             return hp.lr_scale
-        return hp.peak_lr / inverse_sqrt_schedule(hp.warmup_steps, self.config.d_model,
-                                                  hp.warmup_steps, 1.0)  # fmt: skip
+        return hp.peak_lr / inverse_sqrt_schedule(
+            hp.warmup_steps, self.config.d_model, hp.warmup_steps, 1.0
+        )
 
     def training_progress(self, step: int, total_steps: int) -> float:
         """The share of the training budget used after ``step`` updates: the larger of
@@ -282,8 +283,9 @@ class TranslationModule(L.LightningModule):
         if timer.time_remaining() > 0:
             return  # stopped for another reason (max_epochs, an exception, a signal)
         hp = self.hparams
-        peak = inverse_sqrt_schedule(hp.warmup_steps, self.config.d_model, hp.warmup_steps,
-                                     self.lr_scale())  # fmt: skip
+        peak = inverse_sqrt_schedule(
+            hp.warmup_steps, self.config.d_model, hp.warmup_steps, self.lr_scale()
+        )
         cooldown = "no cooldown_steps"
         if hp.cooldown_steps > 0:
             cooldown = "the cooldown reaches 0 at max_time"
@@ -319,8 +321,13 @@ class TranslationModule(L.LightningModule):
     def validation_step(self, batch, batch_idx: int) -> None:
         loss, nll, n_tokens = self.loss(batch)
         # Sums, not means: the epoch's loss is the mean over its tokens, each counted once.
-        self._val_sums += torch.stack([loss.double() * n_tokens, nll.double() * n_tokens,
-                                       loss.new_tensor(n_tokens, dtype=torch.float64)])  # fmt: skip
+        self._val_sums += torch.stack(
+            [
+                loss.double() * n_tokens,
+                nll.double() * n_tokens,
+                loss.new_tensor(n_tokens, dtype=torch.float64),
+            ]
+        )
 
     def on_validation_epoch_end(self) -> None:
         sums = self._val_sums
@@ -358,8 +365,9 @@ class TranslationModule(L.LightningModule):
         if getattr(self, "_tokenizer_cache", None) is None:
             from seq2seq.data.tokenizer import tokenizer_from_bytes
 
-            self._tokenizer_cache = tokenizer_from_bytes(self.tokenizer_bytes,
-                                                         self.source_ends_with_eos)  # fmt: skip
+            self._tokenizer_cache = tokenizer_from_bytes(
+                self.tokenizer_bytes, self.source_ends_with_eos
+            )
         return self._tokenizer_cache
 
     _tokenizer = data_tokenizer  # its former name
@@ -374,9 +382,11 @@ class TranslationModule(L.LightningModule):
         stored = bool(section.get(SOURCE_EOS_KEY, False))  # absent: trained before the key
         if self.tokenizer_bytes is not None and "tokenizer" in section:  # resuming with data
             if stored != self.source_ends_with_eos and self.task != "lm":
-                raise ConfigError(f"the checkpoint was trained on sources that {ending(stored)}"
-                                  f" but the data's sources {ending(self.source_ends_with_eos)}:"
-                                  " resume on data cut as before")  # fmt: skip
+                raise ConfigError(
+                    f"the checkpoint was trained on sources that {ending(stored)}"
+                    f" but the data's sources {ending(self.source_ends_with_eos)}:"
+                    " resume on data cut as before"
+                )
         self.tokenizer_bytes = section.get("tokenizer", self.tokenizer_bytes)
         self.source_ends_with_eos = stored
         self.task = section.get("task", self.task)
@@ -396,8 +406,10 @@ def pretrained_model(
     from seq2seq.inference.checkpoint import load_model
 
     if not Path(path).is_file():
-        raise ConfigError(f"model.init_from: no checkpoint at {path} (give --model.init_from "
-                          "CKPT: one of ours, or one 'seq2seq import' wrote)")  # fmt: skip
+        raise ConfigError(
+            f"model.init_from: no checkpoint at {path} (give --model.init_from "
+            "CKPT: one of ours, or one 'seq2seq import' wrote)"
+        )
     loaded = load_model(path)
     config, default = loaded.model.config, ModelConfig()
     for field, value in given.to_dict().items():

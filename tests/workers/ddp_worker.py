@@ -55,15 +55,23 @@ def main() -> None:
     )
     L.seed_everything(0)
     module = TranslationModule(
-        ModelConfig(vocab_size=556, max_positions=64, **TINY), warmup_steps=10,
+        ModelConfig(vocab_size=556, max_positions=64, **TINY),
+        warmup_steps=10,
         val_bleu_sentences=0,
-    )  # fmt: skip
+    )
     recorder = Recorder()
     trainer = L.Trainer(
-        accelerator="cpu", devices=2, strategy="ddp", max_epochs=1, limit_val_batches=0,
-        logger=False, enable_checkpointing=False, enable_progress_bar=False,
-        enable_model_summary=False, callbacks=[recorder, ValidationBleu()],
-    )  # fmt: skip
+        accelerator="cpu",
+        devices=2,
+        strategy="ddp",
+        max_epochs=1,
+        limit_val_batches=0,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[recorder, ValidationBleu()],
+    )
     trainer.fit(module, datamodule=data)
 
     scored = []  # what validation BLEU is computed on
