@@ -30,7 +30,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import re
 import signal
 import subprocess
@@ -48,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.harness import finish_worker, run_worker, thread_env
 from benchmarks.serve_load import Level, run_level  # the clients and what they measure
+from benchmarks.serve_report import build_report, print_report  # the results and tables
 
 ADDRESS = re.compile(r" at (http://127\.0\.0\.1:\d+)")
 CEILING_WARMUP = 50  # sentences decoded before the ceiling is timed
@@ -329,139 +329,6 @@ def measure_ceiling(args: argparse.Namespace) -> dict[str, Any]:
         "seconds": seconds,
         "sentences_per_s": len(sentences) / seconds,
     }
-
-
-# -- the report -----------------------------------------------------------------------------
-
-
-def build_report(
-    args: argparse.Namespace, levels: list[Level], ceilings: dict[int, dict], n_sentences: int
-) -> dict[str, Any]:
-    """Everything measured, with the ratios: to 1 client at the same beam (when measured) and
-    to the one-file ceiling at the same beam."""
-    rows = []
-    for level in levels:
-        row = level.summary()
-        single = next((o for o in levels if o.beam == level.beam and o.clients == 1), None)
-        row["x_one_client"] = (
-            level.sentences_per_s / single.sentences_per_s
-            if single and single.sentences_per_s
-            else None
-        )
-        row["of_ceiling"] = level.sentences_per_s / ceilings[level.beam]["sentences_per_s"]
-        rows.append(row)
-    return {
-        "machine": machine(args.threads),
-        "checkpoint": args.checkpoint,
-        "sentences": n_sentences,
-        "settings": {
-            k: getattr(args, k)
-            for k in ("duration", "warmup", "threads", "max_wait_ms", "max_batch_tokens")
-        },
-        "levels": rows,
-        "ceilings": {str(b): c for b, c in ceilings.items()},
-    }
-
-
-def machine(threads: int) -> dict[str, Any]:
-    import torch
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            cpu = next(
-                line.split(":", 1)[1].strip() for line in info if line.startswith("model name")
-            )
-    except (OSError, StopIteration):
-        pass
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "threads": threads,
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-    }
-
-
-def print_report(report: dict[str, Any]) -> None:
-    """The setting, the throughput table, the ceilings, the CPU table and any failures."""
-    m, s = report["machine"], report["settings"]
-    print(
-        f"\n{m['cpu']}, {m['cores']} cores; server and ceiling: {m['threads']} torch threads; "
-        f"torch {m['torch']}; {report['sentences']} sentences; {s['warmup']:g} s warm-up + "
-        f"{s['duration']:g} s per level; --max-wait-ms {s['max_wait_ms']:g}, "
-        f"--max-batch-tokens {s['max_batch_tokens']}\n"
-    )
-    print_table(
-        [
-            "beam",
-            "clients",
-            "requests/s",
-            "sentences/s",
-            "p50 ms",
-            "p95 ms",
-            "p99 ms",
-            "× 1 client",
-            "% of one-file ceiling",
-        ],
-        [
-            [
-                r["beam"],
-                r["clients"],
-                f"{r['requests_per_s']:.1f}",
-                f"{r['sentences_per_s']:.1f}",
-                f"{r['p50_ms']:.0f}",
-                f"{r['p95_ms']:.0f}",
-                f"{r['p99_ms']:.0f}",
-                "–" if r["x_one_client"] is None else f"{r['x_one_client']:.2f}",
-                f"{100 * r['of_ceiling']:.0f}%",
-            ]
-            for r in report["levels"]
-        ],
-    )
-    for beam, c in report["ceilings"].items():
-        print(
-            f"One-file ceiling, beam {beam}: {c['sentences_per_s']:.1f} sentences/s "
-            f"({c['sentences']} sentences in {c['seconds']:.2f} s, one process, "
-            f"{c['threads']} threads, peak RSS {c['peak_rss_mib']:.0f} MiB)"
-        )
-    print()
-    print_table(
-        [
-            "beam",
-            "clients",
-            "server cores",
-            "load generator cores",
-            "other processes' cores",
-            "failed requests",
-        ],
-        [
-            [
-                r["beam"],
-                r["clients"],
-                f"{r['server_cores']:.2f}",
-                f"{r['client_cores']:.2f}",
-                f"{r['other_cores']:.2f}",
-                r["errors"],
-            ]
-            for r in report["levels"]
-        ],
-    )
-    for r in report["levels"]:
-        if r["first_error"]:
-            print(
-                f"beam {r['beam']}, {r['clients']} clients: {r['errors']} failed, the first "
-                f"with {r['first_error']}"
-            )
-
-
-def print_table(header: list[str], rows: list[list[Any]]) -> None:
-    """A markdown table, numbers right-aligned, and a blank line."""
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---:|" * len(header))
-    for row in rows:
-        print("| " + " | ".join(str(cell) for cell in row) + " |")
-    print()
 
 
 if __name__ == "__main__":

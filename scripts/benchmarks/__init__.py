@@ -14,5 +14,6 @@ points; they find this package beside them, so nothing needs installing):
 - ``data_corpus``, ``data_child``, ``data_report``: ``bench_data``'s synthetic corpus, child
   processes and tables;
 - ``serve_load``: ``bench_serve``'s concurrent clients and what they measure;
+- ``serve_report``: ``bench_serve``'s results, their ratios and printed tables;
 - ``terminology_report``: ``bench_terminology``'s printed report.
 """

@@ -6,12 +6,20 @@ from __future__ import annotations
 
 def print_report(out: dict, examples: int) -> None:
     """The measures table, the counts below it, the per-term table, examples and failures."""
-    rate, plain_rate, s = out["term_rate"], out["term_rate_plain"], out["scores"]
     print(
         f"\n## Terminology: {out['glossary_terms']} terms, {out['items']:,} test sentences "
         f"({out['term_sentences']} with terms), beam {out['beam_size']}, "
         f"best of {out['rounds']} round(s)\n"
     )
+    print_measures(out)
+    print_counts(out)
+    print_terms(out["per_term"])
+    print_examples(out["term_outputs"], examples)
+
+
+def print_measures(out: dict) -> None:
+    """The plain beam against the glossary: terms met, usual words kept, scores, times."""
+    rate, plain_rate, s = out["term_rate"], out["term_rate_plain"], out["scores"]
     print("| measure | plain beam | glossary |")
     print("|---|---:|---:|")
     print(
@@ -45,6 +53,11 @@ def print_report(out: dict, examples: int) -> None:
         f"| seconds, whole split | {sec['whole_plain']:.2f} | {sec['whole_glossary']:.2f} "
         f"({out['ratio_whole']:.2f}x) |"
     )
+
+
+def print_counts(out: dict) -> None:
+    """The checks below the table: untouched sentences, warnings, beams, set-up, references."""
+    rate = out["term_rate"]
     print(
         f"\nsentences without terms byte-identical with and without the glossary: "
         f"{out['identical_other']}/{out['other_sentences']}"
@@ -71,8 +84,6 @@ def print_report(out: dict, examples: int) -> None:
         f"held no usual word and were kept as they are; {out['references_changed']} of "
         f"{out['term_sentences']} term sentences' references changed"
     )
-    print_terms(out["per_term"])
-    print_examples(out["term_outputs"], examples)
 
 
 def print_terms(rows: list[dict]) -> None:

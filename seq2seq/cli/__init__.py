@@ -3,6 +3,8 @@ through LightningCLI, and the inference commands through ``main`` here.
 
 - ``arguments``: the parser, the commands and each command's options (defaults read from
   their one home elsewhere in the toolkit);
+- ``shared_options``: the options several commands share (search, device, int8, splitting,
+  glossaries);
 - ``option_checks``: every option checked before a model loads or input is read;
 - ``commands``: the ``run_*`` functions, what each command does;
 - ``progress``: progress bars on stderr, ``LineProgress``;

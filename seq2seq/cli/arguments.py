@@ -10,7 +10,14 @@ import argparse
 
 from seq2seq import checks
 from seq2seq.cli import commands
-from seq2seq.inference.cpu import QUANTIZE_CHOICES
+from seq2seq.cli.shared_options import (
+    ENGINES,
+    add_device,
+    add_glossary,
+    add_quantize,
+    add_search_options,
+    add_split,
+)
 from seq2seq.inference.translator import DEFAULT_WINDOW, MAX_TOKENS
 from seq2seq.serve.handling import ServerSettings
 from seq2seq.serve.protocol import Limits
@@ -30,7 +37,6 @@ COMMANDS = {
     "serve": "serve a model over HTTP: LibreTranslate and OpenAI APIs, a web page",
 }
 LIGHTNING_COMMANDS = ("fit", "validate")
-ENGINES = ("torch", "ctranslate2")
 
 
 class Parser(argparse.ArgumentParser):
@@ -86,86 +92,10 @@ def version_line() -> str:
     )
 
 
-def _add_search_options(p: argparse.ArgumentParser) -> None:
-    """What translate and evaluate share: the checkpoint, the search and the runtime."""
-    p.add_argument("--checkpoint", required=True, help="a .ckpt written by 'seq2seq fit'")
-    p.add_argument(
-        "--beam-size", type=int, default=5, help="beam width; 1 = greedy (default %(default)s)"
-    )
-    p.add_argument(
-        "--max-tokens",
-        type=int,
-        default=MAX_TOKENS,
-        help="decoding batch: source tokens x beam size (default %(default)s)",
-    )
-    p.add_argument(
-        "--length-penalty",
-        type=float,
-        default=None,
-        help="GNMT length penalty alpha (default: the checkpoint's, 0.6)",
-    )
-    p.add_argument(
-        "--max-len-a",
-        type=float,
-        default=None,
-        help="output limit a*source_len+b: a (default: the checkpoint's)",
-    )
-    p.add_argument(
-        "--max-len-b",
-        type=int,
-        default=None,
-        help="output limit a*source_len+b: b (default: the checkpoint's)",
-    )
-    _add_device(p)
-    p.add_argument(
-        "--engine",
-        choices=ENGINES,
-        default="torch",
-        help="ctranslate2: --checkpoint is a 'seq2seq export --format ctranslate2' directory",
-    )
-    _add_quantize(p)
-
-
-def _add_device(p: argparse.ArgumentParser, default: str = "cpu") -> None:
-    p.add_argument(
-        "--device", default=default, help="torch device, e.g. cuda (default %(default)s)"
-    )
-
-
-def _add_quantize(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--quantize",
-        choices=QUANTIZE_CHOICES,
-        default=None,
-        help="int8: linear layers and output projection in int8 on the CPU, "
-        "quantized at load (default: float32)",
-    )
-
-
-def _add_split(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--no-split",
-        dest="split_sentences",
-        action="store_false",
-        help="take each line as one sentence; by default lines are split into "
-        "sentences, translated, and joined again",
-    )
-
-
-def _add_glossary(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--glossary",
-        metavar="FILE",
-        help="terms to honour: a TSV file of 'English<TAB>Chinese' lines (CSV if "
-        "it ends in .csv); a sentence holding an English term (whole words, any "
-        "case) gets its Chinese term, placed by constrained beam search (beam >= 5)",
-    )
-
-
 def _add_translate(p: argparse.ArgumentParser) -> None:
     from seq2seq.formats import FORMATS
 
-    _add_search_options(p)
+    add_search_options(p)
     p.add_argument("--input", help="file of English text (default: stdin)")
     p.add_argument("--output", help="file for the translations (default: stdout)")
     p.add_argument(
@@ -175,7 +105,7 @@ def _add_translate(p: argparse.ArgumentParser) -> None:
         help="text: one output line per input line; html, markdown, srt: the "
         "markup is kept (default: from --input's extension, else text)",
     )
-    _add_split(p)
+    add_split(p)
     p.add_argument(
         "--n-best",
         type=int,
@@ -193,12 +123,12 @@ def _add_translate(p: argparse.ArgumentParser) -> None:
         help="lines sorted and batched together before their translations are "
         "written, in input order (default %(default)s; 1 at a terminal)",
     )
-    _add_glossary(p)
+    add_glossary(p)
     p.set_defaults(run=commands.run_translate)
 
 
 def _add_evaluate(p: argparse.ArgumentParser) -> None:
-    _add_search_options(p)
+    add_search_options(p)
     p.add_argument(
         "--split",
         choices=("test", "dev"),
@@ -215,8 +145,8 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ref", action="append", help="Chinese reference file; repeat for more")
     p.add_argument("--hyps", help="where to write the hypotheses (default: next to the ckpt)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    _add_split(p)
-    _add_glossary(p)
+    add_split(p)
+    add_glossary(p)
     p.set_defaults(run=commands.run_evaluate)
 
 
@@ -260,8 +190,8 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
         default=MAX_TOKENS,
         help="prompt + new tokens per batch (%(default)s)",
     )
-    _add_device(p)
-    _add_quantize(p)
+    add_device(p)
+    add_quantize(p)
     p.set_defaults(run=commands.run_generate)
 
 
@@ -355,8 +285,8 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
         default=ServeOptions.engine,
         help="decoding runtime (%(default)s)",
     )
-    _add_device(p, ServeOptions.device)
-    _add_quantize(p)
+    add_device(p, ServeOptions.device)
+    add_quantize(p)
     p.add_argument(
         "--model-name",
         default=ServeOptions.model_name,
@@ -368,6 +298,13 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
 
 def _add_server_settings(p: argparse.ArgumentParser) -> None:
     """What the routes read: defaults from ``ServerSettings`` and its ``Limits``."""
+    _add_batching_options(p)
+    _add_request_limits(p)
+    _add_decoding_and_glossary_options(p)
+
+
+def _add_batching_options(p: argparse.ArgumentParser) -> None:
+    """How requests share batches."""
     settings = ServerSettings
     p.add_argument(
         "--beam-size",
@@ -393,6 +330,10 @@ def _add_server_settings(p: argparse.ArgumentParser) -> None:
         default=settings.max_queue,
         help="sentences waiting beyond which requests get 429 at once (%(default)s)",
     )
+
+
+def _add_request_limits(p: argparse.ArgumentParser) -> None:
+    """What one request may ask, and who may ask."""
     p.add_argument(
         "--char-limit",
         type=int,
@@ -413,9 +354,13 @@ def _add_server_settings(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--file-limit",
         type=int,
-        default=settings.file_limit,
+        default=ServerSettings.file_limit,
         help="characters of a file to /translate_file (%(default)s)",
     )
+
+
+def _add_decoding_and_glossary_options(p: argparse.ArgumentParser) -> None:
+    """Continuous batching, and where DeepL glossaries are kept."""
     p.add_argument(
         "--no-continuous",
         dest="continuous",

@@ -19,6 +19,7 @@
     permutation.py       keyed permutations evaluated where asked: the sampler's tie-breaking
     loader.py            the resumable loader of token-budget batches
     sentences.py         English text into sentences, and translations back into text
+    data_location.py     where a checkpoint's data was found, and finding it again
     datamodule.py        the Lightning data module (the only one here importing Lightning)
 
 Only :mod:`seq2seq.data.datamodule` imports Lightning; it is loaded lazily so that importing

@@ -12,6 +12,8 @@ text packed into blocks for a language model (``task: lm``). What lives where:
   builds it atomically and reads it back).
 - :mod:`seq2seq.data.sampler` and :mod:`seq2seq.data.loader`: the token-budget sampler and the
   resumable loader.
+- :mod:`seq2seq.data.data_location`: where the data was found, as recorded in checkpoints, and
+  where to look for it again.
 
 This module is the Lightning glue: ``prepare_data`` builds the cache once (one process per
 node), ``setup`` loads it on every rank and records where the data was found (absolute paths, in
@@ -22,11 +24,12 @@ directory, for ``evaluate --split``.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,12 @@ from lightning.pytorch import LightningDataModule
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_only
 
 from seq2seq.data.cache_dir import build_atomically, is_prepared, read_report
+from seq2seq.data.data_location import (
+    DATA_LOCATION,
+    corpus_files,
+    recorded_cache,
+    recorded_location,
+)
 from seq2seq.data.layouts import Dataset, choose_layout
 from seq2seq.data.loader import TokenBatchLoader
 from seq2seq.data.prepare import PrepareSettings, log
@@ -51,13 +60,6 @@ from seq2seq.data.tokenizer import (
 from seq2seq.errors import DataError
 
 Progress = Callable[[str], None]  # takes one line of progress
-
-# The hyperparameter that records where the data was found, as absolute paths: the cache
-# (``cache_dir`` and ``cache_name``) and the corpus's ``CORPUS_FILES`` (None where not a local
-# file or directory). Not a constructor argument: Lightning's loaders and ``trained_with`` keep
-# only those. Checkpoints saved before it existed have only the paths as given to ``fit``.
-DATA_LOCATION = "data_location"
-CORPUS_FILES = ("path", "tgt_path", "hf_name")
 
 
 class TranslationDataModule(LightningDataModule):
@@ -140,19 +142,7 @@ class TranslationDataModule(LightningDataModule):
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
-        self.spec = CorpusSpec(
-            kind=corpus,
-            path=path,
-            tgt_path=tgt_path,
-            hf_name=hf_name,
-            hf_config=hf_config,
-            hf_split=hf_split,
-            hf_streaming=hf_streaming,
-            src_lang=src_lang,
-            tgt_lang=tgt_lang,
-            src_field=src_field,
-            tgt_field=tgt_field,
-        )
+        self.spec = _corpus_spec(self.hparams)
         self.task, self.decoder_only = task, decoder_only
         self.lm_side, self.text_field, self.block_size = lm_side, text_field, block_size
         self.layout = choose_layout(task, decoder_only)  # the one place task/decoder_only decide
@@ -196,12 +186,12 @@ class TranslationDataModule(LightningDataModule):
             # the checkpoint it started from may have moved (same bytes, same cache).
             settings["tokenizer_from"] = str(checkpoint)
         location = hparams.get(DATA_LOCATION) or {}
-        cache = _recorded_cache(location, settings.get("cache_dir", "data_cache"))
+        cache = recorded_cache(location, settings.get("cache_dir", "data_cache"))
         if cache is not None:
             datamodule = cls(**settings)
             datamodule.use_cache(cache)
             return datamodule
-        settings.update(_corpus_files(settings, location, checkpoint))
+        settings.update(corpus_files(settings, location, checkpoint))
         if location.get("cache_dir") and Path(location["cache_dir"]).is_dir():
             settings["cache_dir"] = location["cache_dir"]  # rebuilt where training kept it
         return cls(**settings)
@@ -287,15 +277,8 @@ class TranslationDataModule(LightningDataModule):
 
     def _record_location(self) -> None:
         # In the hyperparameters, so in every checkpoint: ``evaluate --split`` then finds the data
-        # from any directory (trained_with). Absolute, as the paths given may be relative to the
-        # directory training ran in. Paths only: the corpus itself stays out of checkpoints.
-        cache = self.cache_path.resolve()
-        files = {field: _absolute(getattr(self.spec, field)) for field in CORPUS_FILES}
-        self.hparams[DATA_LOCATION] = {
-            "cache_dir": str(cache.parent),
-            "cache_name": cache.name,
-            **files,
-        }
+        # from any directory (trained_with).
+        self.hparams[DATA_LOCATION] = recorded_location(self.cache_path, self.spec)
 
     @rank_zero_only
     def _log_report_once(self) -> None:
@@ -374,58 +357,11 @@ class TranslationDataModule(LightningDataModule):
         return self._loader("dev", shuffle=False)
 
 
-# ----------------------------------------------------------------------------- finding the data
-def _absolute(path: str | None) -> str | None:
-    """``path`` resolved, if it names a local file or directory (a hub name does not)."""
-    return str(Path(path).resolve()) if path is not None and Path(path).exists() else None
-
-
-def _recorded_cache(location: dict[str, Any], cache_dir: str) -> Path | None:
-    """The prepared cache that training used: in its recorded directory, or under ``cache_dir``
-    from here; None if neither holds it (or nothing was recorded)."""
-    name = location.get("cache_name")
-    for directory in (location.get("cache_dir"), cache_dir):
-        if name and directory and is_prepared(Path(directory) / name):
-            return Path(directory) / name
-    return None
-
-
-def _corpus_files(
-    settings: dict[str, Any], location: dict[str, Any], checkpoint: str | Path
-) -> dict[str, str]:
-    """Each corpus file or directory where training read it (absolute), else as given from here.
-
-    Raises:
-        DataError: one is in neither place; the message names every place looked at.
-    """
-    found, missing = {}, []
-    for field in CORPUS_FILES:
-        given, recorded = settings.get(field), location.get(field)
-        if field == "hf_name" and recorded is None:
-            continue  # a hub name, or a checkpoint older than DATA_LOCATION: as given
-        candidates = list(dict.fromkeys(path for path in (recorded, given) if path))
-        if given is not None and _absolute(given) == recorded:
-            candidates = [given]  # the same file: as given, it keeps the cache name fit gives
-        hit = next((path for path in candidates if Path(path).exists()), None)
-        if hit is not None:
-            found[field] = hit
-        else:
-            missing += [
-                path if Path(path).is_absolute() else f"{path} in {Path.cwd()}"
-                for path in candidates
-            ]
-    if missing:
-        raise _data_not_found(checkpoint, location, missing)
-    return found
-
-
-def _data_not_found(
-    checkpoint: str | Path, location: dict[str, Any], missing: list[str]
-) -> DataError:
-    looked = [f"no {path}" for path in missing]
-    if location.get("cache_name"):
-        looked.insert(0, f"no cache {Path(location['cache_dir']) / location['cache_name']}")
-    return DataError(f"{checkpoint}: the data it was trained on is not here ({', '.join(looked)})")
+def _corpus_spec(arguments: Mapping[str, Any]) -> CorpusSpec:
+    """The corpus named by the constructor's ``arguments`` (its saved hyperparameters): every
+    ``CorpusSpec`` field is an argument of the same name, except ``kind`` (``corpus``)."""
+    fields = [field.name for field in dataclasses.fields(CorpusSpec) if field.name != "kind"]
+    return CorpusSpec(kind=arguments["corpus"], **{name: arguments[name] for name in fields})
 
 
 # ----------------------------------------------------------------------------- progress

@@ -4,6 +4,7 @@
     translator.py          ``Translator``: lines in, one output line per input line
     engines.py             the engines ``Translator`` drives (``TorchEngine``; the protocol)
     pieces.py              sentences as pieces within the source limit; token batches
+    finishing.py           pieces' hypotheses back into sentence translations
     word_alignment.py      each output character aligned to the source word it came from
     ctranslate2_engine.py  ``CTranslate2Engine``, the same over an exported model
     documents.py           texts and documents as distinct sentences, and back

@@ -7,14 +7,14 @@ comes from an engine: ``TorchEngine`` (our model and searches), or ``CTranslate2
 ``seq2seq.inference.ctranslate2_engine``; a server batching requests is one more user of the
 same seam (``seq2seq.inference.engines``).
 
-How a sentence is cut into pieces and sources into token batches lives in ``pieces.py``, how an
-output is aligned to its sentence's words in ``word_alignment.py``, and what a glossary adds
-(each piece's terms, the beam they are searched with) in ``glossary.py``.
+How a sentence is cut into pieces and sources into token batches lives in ``pieces.py``, how the
+pieces' hypotheses become sentence translations (texts, alignment, missing terms) in
+``finishing.py``, and what a glossary adds (each piece's terms, the beam they are searched
+with) in ``glossary.py``.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
@@ -30,18 +30,13 @@ from seq2seq.errors import CheckpointError
 from seq2seq.formats import Document, parse, parse_text
 from seq2seq.inference.checkpoint import load_model
 from seq2seq.inference.cpu import check_quantize, prepare_for_inference
-from seq2seq.inference.documents import (
-    SentenceTranslation,
-    TextBatch,
-    combine_hypotheses,
-    windowed_lines,
-)
+from seq2seq.inference.documents import SentenceTranslation, TextBatch, windowed_lines
 from seq2seq.inference.engines import Engine, TorchEngine
+from seq2seq.inference.finishing import finish_sentences
 from seq2seq.inference.glossary import (
     Glossary,
     Term,
     constrained_beam,
-    missing_terms,
     piece_terms,
     term_constraints,
     warn_missing_terms,
@@ -55,7 +50,6 @@ from seq2seq.inference.pieces import (
     sentence_pieces,
     token_batches,
 )
-from seq2seq.inference.word_alignment import piece_alignment
 from seq2seq.textio import one_line, warn_lines
 
 DEFAULT_WINDOW = 1000  # lines decoded together when streaming (translate_stream)
@@ -328,46 +322,11 @@ class Translator:
     ) -> list[SentenceTranslation]:
         """Sentence translations from their pieces' hypotheses (``found``, in plan order);
         ``terms`` (per piece, ``piece_terms``): each sentence's ``missing`` are those of its
-        terms its best translation does not hold."""
-        results, start = [], 0
-        for index, (sentence, plan) in enumerate(zip(sentences, plans, strict=True)):
-            hyps = found[start : start + len(plan)]
-            result = self._sentence(sentence, plan, hyps, n_best, bool(aligned and aligned[index]))
-            if terms is not None:
-                own = list(
-                    dict.fromkeys(t for piece in terms[start : start + len(plan)] for t in piece)
-                )
-                result.missing = missing_terms(own, result.texts[0] if result.texts else "")
-            start += len(plan)
-            results.append(result)
-        return results
-
-    def _sentence(
-        self,
-        sentence: str,
-        plan: list[Piece],
-        hyps: list[list[Hypothesis]],
-        n_best: int,
-        align: bool,
-    ) -> SentenceTranslation:
-        combined = combine_hypotheses(hyps, n_best)
-        texts = [
-            "".join(self.text(found[min(k, len(found) - 1)].tokens) for found in hyps if found)
-            for k in range(len(combined))
-        ]
-        result = SentenceTranslation(
-            combined, texts, pieces=len(plan), windowed=any(p.windowed for p in plan)
+        terms its best translation does not hold (``finishing.finish_sentences``)."""
+        attention = getattr(self.engine, "attention", None)  # CTranslate2 has none
+        return finish_sentences(
+            sentences, plans, found, self.tokenizer, attention, n_best, aligned, terms
         )
-        if align and combined:
-            words = [m.span() for m in re.finditer(r"\S+", sentence)]
-            attention = getattr(self.engine, "attention", None)  # CTranslate2 has none
-            result.alignment = [
-                span
-                for piece, found in zip(plan, hyps, strict=True)
-                if found
-                for span in piece_alignment(piece, found[0], words, self.tokenizer, attention)
-            ]
-        return result
 
     def text(self, tokens: Sequence[int]) -> str:
         """The text of output tokens, on one line."""

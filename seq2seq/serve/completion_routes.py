@@ -1,5 +1,6 @@
 """OpenAI's completions API for a decoder-only language model: ``/v1/completions`` (plain, or
-streamed as server-sent events) and ``/v1/models``."""
+streamed as server-sent events) and ``/v1/models``. The handlers are the methods of
+``CompletionRoutes``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import asyncio
 import json
 import time
 import uuid
+from functools import partial
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import StreamingResponse
@@ -14,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from seq2seq.decoding.sampling import SamplingConfig
 from seq2seq.serve.handling import ServerSettings, authorize, submit, wait_for
-from seq2seq.serve.protocol import ApiError, openai_error, valid_text
+from seq2seq.serve.protocol import ApiError, Limits, openai_error, valid_text
 from seq2seq.serve.served_model import CompletionWork, ServedModel
 from seq2seq.serve.worker import BatchingWorker, Job
 
@@ -39,84 +42,115 @@ class CompletionRequest(BaseModel):
 def add_completion_routes(
     app: FastAPI, served: ServedModel, settings: ServerSettings, worker: BatchingWorker
 ) -> None:
-    @app.get("/v1/models")
-    async def models() -> dict:
+    """The routes; their handlers are the methods of ``CompletionRoutes``."""
+    routes = CompletionRoutes(served, settings, worker)
+    app.add_api_route("/v1/models", routes.models, methods=["GET"])
+    # response_model=None: the answer is a dict, or a StreamingResponse when streamed.
+    app.add_api_route("/v1/completions", routes.completions, methods=["POST"], response_model=None)
+
+
+class CompletionRoutes:
+    """The handlers, with what they share: the served model, the settings and the worker."""
+
+    def __init__(
+        self, served: ServedModel, settings: ServerSettings, worker: BatchingWorker
+    ) -> None:
+        self.served = served
+        self.settings = settings
+        self.worker = worker
+
+    async def models(self) -> dict:
+        # No docstring: FastAPI would publish it as the route's OpenAPI description.
         return {
             "object": "list",
-            "data": [{"id": served.name, "object": "model", "created": 0, "owned_by": "seq2seq"}],
+            "data": [
+                {"id": self.served.name, "object": "model", "created": 0, "owned_by": "seq2seq"}
+            ],
         }
 
-    @app.post("/v1/completions", response_model=None)
-    async def completions(body: CompletionRequest, request: Request):  # noqa: ANN202
+    async def completions(
+        self, body: CompletionRequest, request: Request
+    ) -> dict[str, Any] | StreamingResponse:
         """OpenAI's completions for a decoder-only language model (streamed with stream)."""
-        authorize(settings, None, request)
-        if body.model not in (None, "", served.name):
-            raise ApiError(
-                404,
-                f"The model `{body.model}` does not exist (this server has `{served.name}`)",
-                "model",
-            )
-        if served.generator is None:
-            raise ApiError(
-                400,
-                f"{served.name} is a translation model: use POST /translate or /v1/translate",
-                "model",
-            )
-        prompts = body.prompt if isinstance(body.prompt, list) else [body.prompt]
-        if not prompts or not all(isinstance(p, str) for p in prompts):
-            raise ApiError(
-                400, "Invalid request: prompt must be a string or an array of strings", "prompt"
-            )
-        settings.limits.check(prompts)
-        prompts = [valid_text(prompt) for prompt in prompts]
-        stops = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
-        stops = [stop for stop in stops if stop]  # an empty stop string stops nothing
+        authorize(self.settings, None, request)
+        self._check_model(body.model)
+        prompts = _checked_prompts(body.prompt, self.settings.limits)
+        stops = _stop_strings(body.stop)
         sampling = SamplingConfig(body.temperature, body.top_k, body.top_p, body.seed)
         work = CompletionWork(prompts, body.n, body.max_tokens, sampling)
         request.state.sentences = len(prompts) * body.n
         job = Job(key=None, size=len(prompts) * body.n, cost=0, payload=work)
-        created, ident = int(time.time()), f"cmpl-{uuid.uuid4().hex[:24]}"
-
-        def chunk(index: int, text: str, reason: str | None) -> dict:
-            return {
-                "id": ident,
-                "object": "text_completion",
-                "created": created,
-                "model": served.name,
-                "choices": [
-                    {"index": index, "text": text, "logprobs": None, "finish_reason": reason}
-                ],
-            }
-
+        head = _answer_head(self.served.name)
         if body.stream:
-            return _stream(worker, job, work, stops, chunk)
-        results = await wait_for(request, submit(worker, job))
-        choices, prompt_tokens, completion_tokens = [], 0, 0
-        for index, completion in enumerate(results):
-            text, stopped = cut_at_stop(completion.text, stops)
-            choices.append(
-                {
-                    "index": index,
-                    "text": text,
-                    "logprobs": None,
-                    "finish_reason": "stop" if stopped else completion.finish_reason,
-                }
+            return _stream(self.worker, job, work, stops, partial(_chunk, head))
+        results = await wait_for(request, submit(self.worker, job))
+        return _whole_answer(head, results, stops, body.n)
+
+    def _check_model(self, asked: str | None) -> None:
+        """A 404 for another model's name; a 400 when the served model only translates."""
+        name = self.served.name
+        if asked not in (None, "", name):
+            raise ApiError(
+                404, f"The model `{asked}` does not exist (this server has `{name}`)", "model"
             )
-            if index % body.n == 0:
-                prompt_tokens += completion.prompt_tokens
-            completion_tokens += completion.completion_tokens
-        return {
-            "id": ident,
-            "object": "text_completion",
-            "created": created,
-            "model": served.name,
-            "choices": choices,
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
-        }
+        if self.served.generator is None:
+            raise ApiError(
+                400,
+                f"{name} is a translation model: use POST /translate or /v1/translate",
+                "model",
+            )
+
+
+def _checked_prompts(prompt: str | list[str], limits: Limits) -> list[str]:
+    """The prompts as a list, within the request limits, each a valid text."""
+    prompts = prompt if isinstance(prompt, list) else [prompt]
+    if not prompts or not all(isinstance(p, str) for p in prompts):
+        raise ApiError(
+            400, "Invalid request: prompt must be a string or an array of strings", "prompt"
+        )
+    limits.check(prompts)
+    return [valid_text(prompt) for prompt in prompts]
+
+
+def _stop_strings(stop: str | list[str] | None) -> list[str]:
+    stops = [stop] if isinstance(stop, str) else list(stop or [])
+    return [text for text in stops if text]  # an empty stop string stops nothing
+
+
+def _answer_head(model: str) -> dict[str, Any]:
+    """The fields that open every answer and every streamed chunk of one request."""
+    return {
+        "id": f"cmpl-{uuid.uuid4().hex[:24]}",
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": model,
+    }
+
+
+def _choice(index: int, text: str, reason: str | None) -> dict[str, Any]:
+    return {"index": index, "text": text, "logprobs": None, "finish_reason": reason}
+
+
+def _chunk(head: dict[str, Any], index: int, text: str, reason: str | None) -> dict[str, Any]:
+    """One server-sent event's data: a piece of one choice's text."""
+    return {**head, "choices": [_choice(index, text, reason)]}
+
+
+def _whole_answer(head: dict[str, Any], results: list, stops: list[str], n: int) -> dict:
+    """The answer not streamed: every choice cut at its first stop string, and the usage."""
+    choices, prompt_tokens, completion_tokens = [], 0, 0
+    for index, completion in enumerate(results):
+        text, stopped = cut_at_stop(completion.text, stops)
+        choices.append(_choice(index, text, "stop" if stopped else completion.finish_reason))
+        if index % n == 0:  # a prompt's n samples share its tokens: counted once
+            prompt_tokens += completion.prompt_tokens
+        completion_tokens += completion.completion_tokens
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    return {**head, "choices": choices, "usage": usage}
 
 
 def _stream(

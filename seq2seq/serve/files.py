@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
+from starlette.datastructures import UploadFile
 
 from seq2seq.formats import EXTENSIONS
 from seq2seq.serve.handling import ServerSettings, authorize
@@ -36,65 +37,93 @@ TranslateTexts = Callable[..., Awaitable[list]]
 def add_file_routes(
     app: FastAPI, settings: ServerSettings, translate_texts: TranslateTexts, translates: bool
 ) -> None:
-    kept: OrderedDict[str, tuple[str, bytes, str]] = OrderedDict()
+    """The routes; their handlers are the methods of ``FileRoutes``."""
+    routes = FileRoutes(settings, translate_texts, translates)
+    app.add_api_route("/translate_file", routes.translate_file, methods=["POST"])
+    app.add_api_route("/download_file/{key}", routes.download_file, methods=["GET"])
 
-    @app.post("/translate_file")
-    async def translate_file(request: Request) -> dict:
+
+class FileRoutes:
+    """The handlers, with what they share: the settings, the translator of texts, and the
+    translated files kept for download (name, bytes, format under a key, oldest first)."""
+
+    def __init__(
+        self, settings: ServerSettings, translate_texts: TranslateTexts, translates: bool
+    ) -> None:
+        self.settings = settings
+        self.translate_texts = translate_texts
+        self.translates = translates
+        self.kept: OrderedDict[str, tuple[str, bytes, str]] = OrderedDict()
+
+    async def translate_file(self, request: Request) -> dict:
         """A text, HTML, Markdown or SRT file translated with its markup kept."""
         form = await _form(request)
-        authorize(settings, form.get("api_key"), request)
-        upload = form.get("file")
-        if upload is None or isinstance(upload, str):
-            raise ApiError(400, "Invalid request: missing file parameter", "file")
-        name = PurePath(upload.filename or "").name
-        if not name:
-            raise ApiError(400, "Invalid request: empty file", "file")
-        extension = PurePath(name).suffix.lower()
-        if extension not in SUPPORTED:
-            raise ApiError(
-                400,
-                f"Invalid request: file format not supported ({extension or name}; "
-                f"supported: {', '.join(SUPPORTED)})",
-                "file",
-            )
-        if upload.size is not None and upload.size > 4 * settings.file_limit:  # UTF-8: <= 4 B/char
-            raise ApiError(
-                400,
-                f"Invalid request: file ({upload.size} bytes) exceeds file limit "
-                f"({settings.file_limit} characters)",
-                "file",
-            )
-        text = _text(await upload.read(), name, settings.file_limit)
+        authorize(self.settings, form.get("api_key"), request)
+        upload, name, extension = _checked_upload(form.get("file"), self.settings.file_limit)
+        text = _text(await upload.read(), name, self.settings.file_limit)
         translate_args(
-            {"q": "", "source": form.get("source"), "target": form.get("target")}, settings.limits
+            {"q": "", "source": form.get("source"), "target": form.get("target")},
+            self.settings.limits,
         )  # the languages, checked as /translate checks them
-        if not translates:
+        if not self.translates:
             raise ApiError(400, "this model is a language model, not a translator")
         text_format = EXTENSIONS[extension]
-        [result] = await translate_texts(request, [text], text_format, True, settings.beam_size, 1)
-        key = f"{uuid.uuid4().hex}.{name}"
-        kept[key] = (name, result.text.encode("utf-8"), text_format)
-        while len(kept) > KEPT_FILES:
-            kept.popitem(last=False)
+        [result] = await self.translate_texts(
+            request, [text], text_format, True, self.settings.beam_size, 1
+        )
+        key = self._keep(name, result.text.encode("utf-8"), text_format)
         return {
             "translatedFileUrl": f"{str(request.base_url).rstrip('/')}/download_file/{quote(key)}"
         }
 
-    @app.get("/download_file/{key}")
-    async def download_file(key: str) -> Response:
-        if key not in kept:
+    def _keep(self, name: str, body: bytes, text_format: str) -> str:
+        """The key a translated file is kept under; the oldest beyond ``KEPT_FILES`` go."""
+        key = f"{uuid.uuid4().hex}.{name}"
+        self.kept[key] = (name, body, text_format)
+        while len(self.kept) > KEPT_FILES:
+            self.kept.popitem(last=False)
+        return key
+
+    async def download_file(self, key: str) -> Response:
+        # No docstring: FastAPI would publish it as the route's OpenAPI description.
+        if key not in self.kept:
             raise ApiError(
                 404,
                 "Invalid filename: no such translated file (files are kept for "
                 f"the newest {KEPT_FILES} translations)",
             )
-        name, body, text_format = kept[key]
+        name, body, text_format = self.kept[key]
         disposition = f"attachment; filename*=UTF-8''{quote(name)}"
         return Response(
             body,
             media_type=f"{MEDIA_TYPES[text_format]}; charset=utf-8",
             headers={"Content-Disposition": disposition},
         )
+
+
+def _checked_upload(upload: UploadFile | str | None, limit: int) -> tuple[UploadFile, str, str]:
+    """The uploaded file, its name and its extension (lower case), once checked to be a
+    file of a supported format that may fit within ``limit`` characters."""
+    if upload is None or isinstance(upload, str):
+        raise ApiError(400, "Invalid request: missing file parameter", "file")
+    name = PurePath(upload.filename or "").name
+    if not name:
+        raise ApiError(400, "Invalid request: empty file", "file")
+    extension = PurePath(name).suffix.lower()
+    if extension not in SUPPORTED:
+        raise ApiError(
+            400,
+            f"Invalid request: file format not supported ({extension or name}; "
+            f"supported: {', '.join(SUPPORTED)})",
+            "file",
+        )
+    if upload.size is not None and upload.size > 4 * limit:  # UTF-8: <= 4 bytes a character
+        raise ApiError(
+            400,
+            f"Invalid request: file ({upload.size} bytes) exceeds file limit ({limit} characters)",
+            "file",
+        )
+    return upload, name, extension
 
 
 async def _form(request: Request):

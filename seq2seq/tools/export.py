@@ -2,13 +2,9 @@
 to CTranslate2.
 
 Marian is the same post-LN Transformer with one tied, scaled embedding, so the export is a
-renaming of weights plus one exact change of basis: the paper (and we) interleave the sinusoids,
-``PE[:, 2i] = sin``, ``PE[:, 2i+1] = cos``, while Marian puts all sines first and all cosines
-second. Relabelling the d_model coordinates of the residual stream by the permutation
-``perm = [0, 2, 4, ..., 1, 3, 5, ...]`` (Marian's coordinate j is our coordinate perm[j]) turns
-one model into the other exactly: every weight that reads the residual stream has its input
-columns permuted, every weight that writes it has its output rows permuted, LayerNorm
-parameters are permuted, and attention's inner head space is untouched.
+renaming of weights plus one exact change of basis between our interleaved sinusoids and
+Marian's sines-then-cosines: :mod:`seq2seq.tools.marian_weights` maps the config and the
+weights; this module writes them, the tokenizer files and a model card.
 
 The CTranslate2 conversion goes through the Hugging Face export and CTranslate2's own Transformers
 converter, with two corrections for our models (a custom loader in place of the Marian one):
@@ -38,179 +34,21 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import torch
-from torch import Tensor
-
 from seq2seq.config import ModelConfig
 from seq2seq.data.paired_tokenizer import PairedTokenizer
 from seq2seq.errors import CheckpointError
 from seq2seq.inference.checkpoint import SOURCE_EOS_KEY, LoadedModel, load_model, read_checkpoint
 from seq2seq.inference.ctranslate2_engine import SETTINGS_FILE, SPM_FILE
 from seq2seq.inference.evaluation import read_eval_json
-from seq2seq.model import Transformer
 
-EXPORT_SOURCE_EOS = "seq2seq_source_ends_with_eos"  # in config.json: the model reads a </s>
-
-
-def interleaved_to_halves(d_model: int) -> Tensor:
-    """The permutation ``perm`` with Marian coordinate j = our coordinate perm[j]."""
-    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
-
-
-def check_exportable(config: ModelConfig) -> None:
-    """Marian has exactly the paper's layer: refuse what it cannot represent, by name."""
-    paper = {
-        "decoder_only": False,
-        "norm_first": False,
-        "norm": "layernorm",
-        "positions": "sinusoidal",
-        "bias": True,
-    }
-    for field, value in paper.items():
-        if getattr(config, field) != value:
-            raise ValueError(
-                f"MarianMTModel has no equivalent of {field}={getattr(config, field)!r} "
-                f"(export needs {field}={value!r})"
-            )
-    if config.activation not in ("relu", "gelu", "swish") or config.d_model % 2:
-        raise ValueError("MarianMTModel export needs a relu/gelu/swish model with an even d_model")
-
-
-def marian_rows(config: ModelConfig, tokenizer: Any) -> tuple[int, int]:
-    """Marian's vocabulary size and padding id for our model.
-
-    An imported OPUS-MT model (:mod:`seq2seq.tools.pretrained`) has a padding id appended after its
-    vocabulary and Marian's ``<pad>`` as its start token; Marian pads with that start token,
-    so the export drops the appended row. Our own models keep every row and their pad."""
-    if tokenizer is not None and tokenizer.appended_pad:
-        return config.vocab_size - 1, config.bos_id
-    return config.vocab_size, config.pad_id
-
-
-def marian_config(  # noqa: ANN201 (transformers type)
-    config: ModelConfig, rows: int | None = None, pad_id: int | None = None, **overrides: Any
-):
-    """The ``MarianConfig`` of the same model: post-LN, tied and scaled embeddings; ``rows``
-    and ``pad_id`` as :func:`marian_rows` gives them (default: ours)."""
-    from transformers import MarianConfig
-
-    rows = config.vocab_size if rows is None else rows
-    pad_id = config.pad_id if pad_id is None else pad_id
-    values = dict(
-        vocab_size=rows,
-        decoder_vocab_size=rows,
-        d_model=config.d_model,
-        encoder_layers=config.n_encoder_layers,
-        decoder_layers=config.n_decoder_layers,
-        encoder_attention_heads=config.n_heads,
-        decoder_attention_heads=config.n_heads,
-        encoder_ffn_dim=config.d_ff,
-        decoder_ffn_dim=config.d_ff,
-        dropout=config.dropout,
-        attention_dropout=config.attention_dropout,
-        activation_dropout=config.activation_dropout,
-        activation_function=config.activation,
-        max_position_embeddings=config.max_positions,
-        scale_embedding=True,
-        share_encoder_decoder_embeddings=True,
-        tie_word_embeddings=True,
-        pad_token_id=pad_id,
-        bos_token_id=config.bos_id,
-        eos_token_id=config.eos_id,
-        decoder_start_token_id=config.bos_id,
-        forced_eos_token_id=config.eos_id,
-    )
-    values.update(overrides)
-    return MarianConfig(**values)
-
-
-def marian_state_dict(model: Transformer, rows: int | None = None) -> dict[str, Tensor]:
-    """Our weights under Marian's names, in Marian's coordinate order (see module docstring);
-    the first ``rows`` rows of the embedding (default all, see :func:`marian_rows`)."""
-    perm = interleaved_to_halves(model.config.d_model)
-    rows = model.config.vocab_size if rows is None else rows
-    weights: dict[str, Tensor] = {}
-
-    def reads(w: Tensor) -> Tensor:  # a Linear whose input is the residual stream
-        return w[:, perm]
-
-    def writes(w: Tensor) -> Tensor:  # a Linear weight (or bias) whose output is the stream
-        return w[perm]
-
-    def layer_norm(prefix: str, norm) -> None:
-        weights[f"{prefix}.weight"] = norm.weight[perm]
-        weights[f"{prefix}.bias"] = norm.bias[perm]
-
-    def attention_in(prefix: str, names: tuple[str, ...], weight: Tensor, bias: Tensor) -> None:
-        for name, w, b in zip(names, weight.chunk(len(names)), bias.chunk(len(names)), strict=True):
-            weights[f"{prefix}.{name}.weight"] = reads(w)  # output: head space, unpermuted
-            weights[f"{prefix}.{name}.bias"] = b
-
-    def attention_out(prefix: str, out_proj) -> None:
-        weights[f"{prefix}.out_proj.weight"] = writes(out_proj.weight)
-        weights[f"{prefix}.out_proj.bias"] = writes(out_proj.bias)
-
-    def feed_forward(prefix: str, ff) -> None:
-        weights[f"{prefix}.fc1.weight"] = reads(ff.linear1.weight)
-        weights[f"{prefix}.fc1.bias"] = ff.linear1.bias
-        weights[f"{prefix}.fc2.weight"] = writes(ff.linear2.weight)
-        weights[f"{prefix}.fc2.bias"] = writes(ff.linear2.bias)
-
-    weights["model.shared.weight"] = model.embedding.weight[:rows, perm]
-    if model.embedding.bias is not None:
-        weights["final_logits_bias"] = model.embedding.bias[None, :rows]
-    for i, layer in enumerate(model.encoder.layers):
-        p = f"model.encoder.layers.{i}"
-        attn = layer.self_attn
-        attention_in(
-            f"{p}.self_attn",
-            ("q_proj", "k_proj", "v_proj"),
-            attn.qkv_proj.weight,
-            attn.qkv_proj.bias,
-        )
-        attention_out(f"{p}.self_attn", attn.out_proj)
-        layer_norm(f"{p}.self_attn_layer_norm", layer.norm1)
-        feed_forward(p, layer.feed_forward)
-        layer_norm(f"{p}.final_layer_norm", layer.norm2)
-    for i, layer in enumerate(model.decoder.layers):
-        p = f"model.decoder.layers.{i}"
-        attn, cross = layer.self_attn, layer.cross_attn
-        attention_in(
-            f"{p}.self_attn",
-            ("q_proj", "k_proj", "v_proj"),
-            attn.qkv_proj.weight,
-            attn.qkv_proj.bias,
-        )
-        attention_out(f"{p}.self_attn", attn.out_proj)
-        layer_norm(f"{p}.self_attn_layer_norm", layer.norm1)
-        attention_in(f"{p}.encoder_attn", ("q_proj",), cross.q_proj.weight, cross.q_proj.bias)
-        attention_in(
-            f"{p}.encoder_attn", ("k_proj", "v_proj"), cross.kv_proj.weight, cross.kv_proj.bias
-        )
-        attention_out(f"{p}.encoder_attn", cross.out_proj)
-        layer_norm(f"{p}.encoder_attn_layer_norm", layer.norm2)
-        feed_forward(p, layer.feed_forward)
-        layer_norm(f"{p}.final_layer_norm", layer.norm3)
-    return {name: w.detach().clone().contiguous() for name, w in weights.items()}
-
-
-def to_marian(model: Transformer, tokenizer: Any = None):  # noqa: ANN201 (transformers type)
-    """A ``MarianMTModel`` (eval mode) computing the same function as ``model``; with the
-    ``tokenizer``, its config records whether sources end with eos."""
-    from transformers import MarianMTModel
-
-    check_exportable(model.config)
-    rows, pad_id = marian_rows(model.config, tokenizer)
-    marked = {} if tokenizer is None else {EXPORT_SOURCE_EOS: tokenizer.source_ends_with_eos}
-    marian = MarianMTModel(marian_config(model.config, rows, pad_id, **marked)).eval()
-    missing, unexpected = marian.load_state_dict(marian_state_dict(model, rows), strict=False)
-    # Left to Marian: its own sinusoid tables, the tied encoder/decoder/output embeddings (the
-    # same tensor as model.shared) and, without an output bias, the zero final_logits_bias.
-    left = [n for n in missing if not n.endswith(("embed_positions.weight", "embed_tokens.weight"))]
-    left = [n for n in left if n not in ("lm_head.weight", "final_logits_bias")]
-    if left or unexpected:
-        raise RuntimeError(f"weight mapping incomplete: missing {left}, unexpected {unexpected}")
-    return marian
+# The mapping lived here first: its names stay importable from this module (``as`` re-exports).
+from seq2seq.tools.marian_weights import EXPORT_SOURCE_EOS as EXPORT_SOURCE_EOS
+from seq2seq.tools.marian_weights import check_exportable as check_exportable
+from seq2seq.tools.marian_weights import interleaved_to_halves as interleaved_to_halves
+from seq2seq.tools.marian_weights import marian_config as marian_config
+from seq2seq.tools.marian_weights import marian_rows as marian_rows
+from seq2seq.tools.marian_weights import marian_state_dict as marian_state_dict
+from seq2seq.tools.marian_weights import to_marian as to_marian
 
 
 def generation_config(config: ModelConfig, pad_id: int | None = None):  # noqa: ANN201

@@ -8,6 +8,7 @@ then Noto Sans CJK SC from the ``mplfonts`` package (installed with the ``export
 from __future__ import annotations
 
 import csv
+import functools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -144,38 +145,57 @@ def attention_picture(
     """Translate (or continue) ``text`` with a checkpoint and draw its attention: the
     cross-attention of an encoder-decoder model (output tokens against source tokens), the
     self-attention of a decoder-only one (the whole sequence against itself)."""
-    import torch
-
-    from seq2seq.data.clean import normalize_en
-    from seq2seq.decoding.decode import generate_ids, translate_ids, translation_prompt
-    from seq2seq.decoding.sampling import SamplingConfig
-    from seq2seq.inference.attention_maps import cross_attention_maps, self_attention_maps
     from seq2seq.inference.checkpoint import load_model
     from seq2seq.inference.packed import pack_for_cpu_inference
-    from seq2seq.inference.translator import cut_source
 
     loaded = load_model(checkpoint)
     # Packed as Translator and Generator pack it, so the picture shows what they output.
     model = pack_for_cpu_inference(loaded.model)
-    tokenizer, search = loaded.tokenizer, loaded.search
-    config = model.config
-
-    def pieces(ids):
-        return [tokenizer.id_to_piece(i) for i in ids]
-
-    def draw_self_attention(sequence: list[int], title: str) -> Path:
-        maps = self_attention_maps(model, torch.tensor([sequence]))
-        labels = pieces(sequence)
-        return draw_attention(
-            [m[0] for m in maps], labels, labels, output, layer, head, title, font
-        )
-
+    # Each picture differs only in its maps, labels and title.
+    draw = functools.partial(draw_attention, output=output, layer=layer, head=head, font=font)
     if loaded.task == "lm":
-        prompt = [config.bos_id, *tokenizer.encode(text)]
-        new = generate_ids(model, [prompt], max_new_tokens, SamplingConfig(temperature=0.0))[0]
-        sequence = prompt + new
-        title = f"self-attention: {tokenizer.decode(sequence)}"
-        return draw_self_attention(sequence, title)
+        return _continuation_attention(model, loaded.tokenizer, text, max_new_tokens, draw)
+    return _translation_attention(model, loaded.tokenizer, loaded.search, text, beam_size, draw)
+
+
+def _pieces(tokenizer, ids: Sequence[int]) -> list[str]:
+    return [tokenizer.id_to_piece(i) for i in ids]
+
+
+def _self_attention_picture(model, tokenizer, sequence: list[int], title: str, draw) -> Path:
+    """One sequence's self-attention, its tokens on both axes."""
+    import torch
+
+    from seq2seq.inference.attention_maps import self_attention_maps
+
+    maps = self_attention_maps(model, torch.tensor([sequence]))
+    labels = _pieces(tokenizer, sequence)
+    return draw([m[0] for m in maps], labels, labels, title=title)
+
+
+def _continuation_attention(model, tokenizer, text: str, max_new_tokens: int, draw) -> Path:
+    """A language model's greedy continuation of ``text``, and its self-attention."""
+    from seq2seq.decoding.decode import generate_ids
+    from seq2seq.decoding.sampling import SamplingConfig
+
+    prompt = [model.config.bos_id, *tokenizer.encode(text)]
+    new = generate_ids(model, [prompt], max_new_tokens, SamplingConfig(temperature=0.0))[0]
+    sequence = prompt + new
+    title = f"self-attention: {tokenizer.decode(sequence)}"
+    return _self_attention_picture(model, tokenizer, sequence, title, draw)
+
+
+def _translation_attention(model, tokenizer, search, text: str, beam_size: int, draw) -> Path:
+    """A translator's best translation of ``text``: the cross-attention of an encoder-decoder,
+    the self-attention of a decoder-only model over its one sequence."""
+    import torch
+
+    from seq2seq.data.clean import normalize_en
+    from seq2seq.decoding.decode import translate_ids, translation_prompt
+    from seq2seq.inference.attention_maps import cross_attention_maps
+    from seq2seq.inference.translator import cut_source
+
+    config = model.config
     limit = search.source_limit(config.max_positions) if config.decoder_only else None
     text = normalize_en(text)
     source = tokenizer.encode_source(text) if text.strip() else []
@@ -186,20 +206,13 @@ def attention_picture(
     title = f"{text} → {tokenizer.decode(best)}"
     if config.decoder_only:  # a decoder-only translator: its one sequence, self-attention
         sequence = translation_prompt(source, config) + best + [config.eos_id]
-        return draw_self_attention(sequence, f"self-attention: {title}")
+        return _self_attention_picture(model, tokenizer, sequence, f"self-attention: {title}", draw)
     tgt_in = torch.tensor([[config.bos_id, *best]])
     maps = cross_attention_maps(model, torch.tensor([source]), tgt_in)
     # Row t is the step that produced output token t (the last one produced eos).
-    return draw_attention(
-        [m[0] for m in maps],
-        pieces([*best, config.eos_id]),
-        pieces(source),
-        output,
-        layer,
-        head,
-        f"cross-attention: {title}",
-        font,
-    )
+    queries = _pieces(tokenizer, [*best, config.eos_id])
+    keys = _pieces(tokenizer, source)
+    return draw([m[0] for m in maps], queries, keys, title=f"cross-attention: {title}")
 
 
 def latest_metrics(run: str | Path) -> Path:

@@ -1,10 +1,10 @@
 """Start from a pretrained model: import a Hugging Face ``MarianMTModel`` (OPUS-MT) exactly.
 
 OPUS-MT models are our architecture: post-LN, sinusoidal positions, one embedding shared by
-source, target and output, scaled by sqrt(d_model). The import is the inverse of
-:mod:`seq2seq.tools.export`'s mapping (the same renaming and the inverse change of basis between
-Marian's sines-then-cosines coordinates and our interleaved ones), plus what real OPUS-MT models
-carry, all read from their files:
+source, target and output, scaled by sqrt(d_model). The import is the inverse of the export's
+mapping (:mod:`seq2seq.tools.marian_weights`: the same renaming and the inverse change of basis
+between Marian's sines-then-cosines coordinates and our interleaved ones), plus what real OPUS-MT
+models carry, all read from their files:
 
 * the feed-forward activation (``swish``, i.e. SiLU, in OPUS-MT models);
 * ``final_logits_bias``, a bias on the tied output projection (``ModelConfig.output_bias``);
@@ -38,7 +38,7 @@ from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.search import SearchConfig
 from seq2seq.errors import CheckpointError
 from seq2seq.inference.checkpoint import CHECKPOINT_KEY, atomic_save, checkpoint_section
-from seq2seq.tools.export import EXPORT_SOURCE_EOS, interleaved_to_halves
+from seq2seq.tools.marian_weights import EXPORT_SOURCE_EOS, interleaved_to_halves
 
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "swish", "silu": "swish"}
 APPENDED_PAD_BIAS = -100.0  # exp(-100) ~ 4e-44: the appended padding id takes no probability
@@ -241,7 +241,7 @@ def weights_from_marian(
     marian: dict[str, Tensor], config: ModelConfig, appended_pad: bool
 ) -> dict[str, Tensor]:
     """Marian's weights under our names and in our coordinate order: the inverse of
-    :func:`seq2seq.tools.export.marian_state_dict`."""
+    :func:`seq2seq.tools.marian_weights.marian_state_dict`."""
     inverse = torch.argsort(interleaved_to_halves(config.d_model))  # Marian coords -> ours
     ours: dict[str, Tensor] = {}
 

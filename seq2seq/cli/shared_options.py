@@ -1,0 +1,87 @@
+"""Options several commands share: the search settings, the device, int8, sentence splitting
+and glossaries. Each default is read from its one home in the toolkit."""
+
+from __future__ import annotations
+
+import argparse
+
+from seq2seq.inference.cpu import QUANTIZE_CHOICES
+from seq2seq.inference.translator import MAX_TOKENS
+
+ENGINES = ("torch", "ctranslate2")  # --engine: our PyTorch decoding, or a CTranslate2 export
+
+
+def add_search_options(p: argparse.ArgumentParser) -> None:
+    """What translate and evaluate share: the checkpoint, the search and the runtime."""
+    p.add_argument("--checkpoint", required=True, help="a .ckpt written by 'seq2seq fit'")
+    p.add_argument(
+        "--beam-size", type=int, default=5, help="beam width; 1 = greedy (default %(default)s)"
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=MAX_TOKENS,
+        help="decoding batch: source tokens x beam size (default %(default)s)",
+    )
+    p.add_argument(
+        "--length-penalty",
+        type=float,
+        default=None,
+        help="GNMT length penalty alpha (default: the checkpoint's, 0.6)",
+    )
+    p.add_argument(
+        "--max-len-a",
+        type=float,
+        default=None,
+        help="output limit a*source_len+b: a (default: the checkpoint's)",
+    )
+    p.add_argument(
+        "--max-len-b",
+        type=int,
+        default=None,
+        help="output limit a*source_len+b: b (default: the checkpoint's)",
+    )
+    add_device(p)
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="torch",
+        help="ctranslate2: --checkpoint is a 'seq2seq export --format ctranslate2' directory",
+    )
+    add_quantize(p)
+
+
+def add_device(p: argparse.ArgumentParser, default: str = "cpu") -> None:
+    p.add_argument(
+        "--device", default=default, help="torch device, e.g. cuda (default %(default)s)"
+    )
+
+
+def add_quantize(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--quantize",
+        choices=QUANTIZE_CHOICES,
+        default=None,
+        help="int8: linear layers and output projection in int8 on the CPU, "
+        "quantized at load (default: float32)",
+    )
+
+
+def add_split(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-split",
+        dest="split_sentences",
+        action="store_false",
+        help="take each line as one sentence; by default lines are split into "
+        "sentences, translated, and joined again",
+    )
+
+
+def add_glossary(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--glossary",
+        metavar="FILE",
+        help="terms to honour: a TSV file of 'English<TAB>Chinese' lines (CSV if "
+        "it ends in .csv); a sentence holding an English term (whole words, any "
+        "case) gets its Chinese term, placed by constrained beam search (beam >= 5)",
+    )
