@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.harness import finish_worker, run_worker, thread_env
 from benchmarks.serve_load import Level, run_level  # the clients and what they measure
 from benchmarks.serve_report import build_report, print_report  # the results and tables
+from seq2seq.inference.pieces import MAX_TOKENS
 
 ADDRESS = re.compile(r" at (http://127\.0\.0\.1:\d+)")
 CEILING_WARMUP = 50  # sentences decoded before the ceiling is timed
@@ -147,8 +148,9 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-batch-tokens",
         type=int,
-        default=4000,
-        help="the server's --max-batch-tokens and the ceiling's --max-tokens (their default, 4000)",
+        default=MAX_TOKENS,
+        help="the server's --max-batch-tokens and the ceiling's --max-tokens (their default, "
+        "%(default)s)",
     )
     parser.add_argument(
         "--timeout",

@@ -21,6 +21,8 @@ from typing import Any
 
 import torch
 
+from seq2seq.inference.pieces import MAX_TOKENS
+
 from .harness import rss_mib
 from .reference import build_marian, generate, output_length, strip_specials
 
@@ -203,7 +205,7 @@ def translate_marian(
     sources: list[str],
     beam_size: int,
     settings: dict[str, Any],
-    max_tokens: int = 4000,
+    max_tokens: int = MAX_TOKENS,
 ) -> tuple[list[str], float]:
     """Translate ``sources`` with ``generate``, batched by exact source length so that every
     sentence gets our limit ``int(a * len) + b`` (capped at max_positions), eos included;
