@@ -41,7 +41,7 @@ memory):
   With ``--checkpoint CKPT`` (a model trained on ``--config``'s data) both decode with the same
   trained weights instead, at natural lengths: ours with ``translate_ids`` and the checkpoint's
   search settings, Marian with ``generate`` on the exact export of those weights
-  (``seq2seq.tools.export.to_marian``) under the same output limit. Greedy outputs are then
+  (``seq2seq.tools.marian_weights.to_marian``) under the same output limit. Greedy outputs are then
   identical, so the work is equal; finished sentences cost us nothing (they leave the batch),
   which fixed lengths hide.
 - peak RSS: the worker process's maximum resident set (``os.wait4`` rusage of that child), so

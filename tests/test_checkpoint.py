@@ -106,7 +106,7 @@ def test_fit_records_the_source_convention_of_its_data(tokenizers, tmp_path):
     for with_eos in (True, False):
         tokenizer = Tokenizer.from_bytes(plain.to_bytes(), with_eos)
         module = with_data(TranslationModule(tiny_config(vocab_size=406)), tokenizer)
-        assert module._tokenizer().source_ends_with_eos is with_eos  # validation BLEU's
+        assert module.data_tokenizer().source_ends_with_eos is with_eos  # validation BLEU's
         path = saved(module, tmp_path / f"{with_eos}.ckpt")
         assert read_checkpoint(path)["seq2seq"]["source_ends_with_eos"] is with_eos
         assert load_model(path).tokenizer.source_ends_with_eos is with_eos

@@ -145,7 +145,8 @@ def test_an_older_model_exports_with_a_warning_and_imports_back_as_it_was(tmp_pa
     from transformers import MarianConfig
 
     from seq2seq.inference.checkpoint import load_model
-    from seq2seq.tools.export import EXPORT_SOURCE_EOS, export_hf
+    from seq2seq.tools.export import export_hf
+    from seq2seq.tools.marian_weights import EXPORT_SOURCE_EOS
     from seq2seq.tools.pretrained import import_marian
 
     old = tiny_checkpoint(tmp_path / "old.ckpt")  # no key: trained without a source eos

@@ -8,8 +8,8 @@ weights. Ours: ``seq2seq.decoding.search.greedy_search`` / ``beam_search`` over 
 Marian: ``generate(min_new_tokens=DECODE_STEPS - 1, max_new_tokens=DECODE_STEPS)``. Natural lengths
 (a
 checkpoint): ours with ``translate_ids`` and the checkpoint's search settings, Marian with
-``generate`` on the exact export of those weights (``seq2seq.tools.export.to_marian``) under the
-same output limit.
+``generate`` on the exact export of those weights (``seq2seq.tools.marian_weights.to_marian``) under
+the same output limit.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def encode_sources(tokenizer, lines: list[str], limit: int) -> list[list[int]]:
     """Sources as our ``Translator`` encodes them: NFKC-normalised, tokenized ([] for a blank
     line), cut to ``limit`` (the model's positions; a source ending with eos keeps it)."""
     from seq2seq.data.clean import normalize_en
-    from seq2seq.inference.translator import cut_source
+    from seq2seq.inference.pieces import cut_source
 
     texts = [normalize_en(line) for line in lines]
     return [
@@ -163,7 +163,7 @@ def trained_marian_decoder(checkpoint: str, beam: int) -> Decoder:
     length penalty alpha."""
     from seq2seq.decoding.decode import special_tokens
     from seq2seq.inference.checkpoint import load_model
-    from seq2seq.tools.export import to_marian
+    from seq2seq.tools.marian_weights import to_marian
 
     loaded = load_model(checkpoint)
     model, search = to_marian(loaded.model), loaded.search

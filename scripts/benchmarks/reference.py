@@ -3,8 +3,9 @@
 ``MarianConfig`` with our model's d_model, heads, layers, d_ff, dropouts, activation and
 positions; post-LN and sinusoidal positions (Marian's only choices), embeddings scaled by
 sqrt(d_model) and shared by the encoder, the decoder and the output projection; our vocabulary
-and special ids (``seq2seq.tools.export.marian_config``, the same mapping as ``seq2seq export``).
-Hugging Face's own initialisation (normal, std ``init_std`` = 0.02) is kept: it is part of the
+and special ids (``seq2seq.tools.marian_weights.marian_config``, the same mapping as ``seq2seq
+export``). Hugging Face's own initialisation (normal, std ``init_std`` = 0.02) is kept: it is part
+of the
 reference implementation. It trains with Hugging Face's own forward (``marian_loss``) and
 decodes with ``generate`` under our search's rules (``generate``).
 """
@@ -27,7 +28,7 @@ def build_marian(model_config: dict[str, Any]):  # noqa: ANN201 (transformers ty
     from transformers import MarianMTModel
 
     from seq2seq.config import ModelConfig
-    from seq2seq.tools.export import check_exportable, marian_config
+    from seq2seq.tools.marian_weights import check_exportable, marian_config
 
     config = ModelConfig.from_dict(model_config)
     try:

@@ -18,7 +18,8 @@ from seq2seq.cli.shared_options import (
     add_search_options,
     add_split,
 )
-from seq2seq.inference.translator import DEFAULT_WINDOW, MAX_TOKENS
+from seq2seq.inference.pieces import MAX_TOKENS
+from seq2seq.inference.translator import DEFAULT_WINDOW
 from seq2seq.serve.handling import ServerSettings
 from seq2seq.serve.protocol import Limits
 from seq2seq.serve.server import ServeOptions

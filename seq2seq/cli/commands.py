@@ -78,7 +78,7 @@ def run_translate(args: argparse.Namespace) -> int:
 def _translate_lines(translator, args: argparse.Namespace, glossary=None) -> int:
     """Plain text, one output line per input line, streamed a window of lines at a time:
     each window's lines are written (and flushed) as soon as they are translated."""
-    from seq2seq.inference.translator import line_windows
+    from seq2seq.inference.pieces import line_windows
     from seq2seq.textio import LineWriter, count_lines, stream_lines
 
     typing = args.input is None and sys.stdin.isatty()

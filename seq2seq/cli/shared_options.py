@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from seq2seq.inference.cpu import QUANTIZE_CHOICES
-from seq2seq.inference.translator import MAX_TOKENS
+from seq2seq.inference.pieces import MAX_TOKENS
 
 ENGINES = ("torch", "ctranslate2")  # --engine: our PyTorch decoding, or a CTranslate2 export
 

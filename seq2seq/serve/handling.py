@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seq2seq.checks import at_least, finite, writable_directory
-from seq2seq.inference.translator import MAX_TOKENS
+from seq2seq.inference.pieces import MAX_TOKENS
 from seq2seq.serve.protocol import ApiError, Limits
 from seq2seq.serve.worker import BatchingWorker, Job, QueueFull, WorkerClosed
 

@@ -14,7 +14,8 @@ from seq2seq.errors import DataError
 from seq2seq.formats import parse
 from seq2seq.inference.documents import SentenceTranslation, TextBatch
 from seq2seq.inference.glossary import Glossary, Term
-from seq2seq.inference.translator import Translator, cut_source
+from seq2seq.inference.pieces import cut_source
+from seq2seq.inference.translator import Translator
 from seq2seq.serve.handling import submit, wait_for
 from seq2seq.serve.protocol import ApiError, valid_text
 from seq2seq.serve.served_model import ServedModel, TranslatedSentence, TranslationWork

@@ -42,13 +42,11 @@ from seq2seq.inference.ctranslate2_engine import SETTINGS_FILE, SPM_FILE
 from seq2seq.inference.evaluation import read_eval_json
 
 # The mapping lived here first: its names stay importable from this module (``as`` re-exports).
-from seq2seq.tools.marian_weights import EXPORT_SOURCE_EOS as EXPORT_SOURCE_EOS
-from seq2seq.tools.marian_weights import check_exportable as check_exportable
-from seq2seq.tools.marian_weights import interleaved_to_halves as interleaved_to_halves
-from seq2seq.tools.marian_weights import marian_config as marian_config
-from seq2seq.tools.marian_weights import marian_rows as marian_rows
-from seq2seq.tools.marian_weights import marian_state_dict as marian_state_dict
-from seq2seq.tools.marian_weights import to_marian as to_marian
+from seq2seq.tools.marian_weights import (
+    check_exportable,
+    marian_rows,
+    to_marian,
+)
 
 
 def generation_config(config: ModelConfig, pad_id: int | None = None):  # noqa: ANN201

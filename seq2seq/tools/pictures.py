@@ -193,7 +193,7 @@ def _translation_attention(model, tokenizer, search, text: str, beam_size: int, 
     from seq2seq.data.clean import normalize_en
     from seq2seq.decoding.decode import translate_ids, translation_prompt
     from seq2seq.inference.attention_maps import cross_attention_maps
-    from seq2seq.inference.translator import cut_source
+    from seq2seq.inference.pieces import cut_source
 
     config = model.config
     limit = search.source_limit(config.max_positions) if config.decoder_only else None

@@ -370,8 +370,6 @@ class TranslationModule(L.LightningModule):
             )
         return self._tokenizer_cache
 
-    _tokenizer = data_tokenizer  # its former name
-
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint[CHECKPOINT_KEY] = checkpoint_section(
             self.config, self.search, self.tokenizer_bytes, self.task, self.source_ends_with_eos

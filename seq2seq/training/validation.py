@@ -15,8 +15,9 @@ import os
 import lightning as L
 import torch
 
+from seq2seq.inference.engines import TorchEngine
 from seq2seq.inference.evaluation import score_translations
-from seq2seq.inference.translator import TorchEngine, Translator
+from seq2seq.inference.translator import Translator
 
 
 class ValidationBleu(L.Callback):
