@@ -96,3 +96,21 @@ def test_an_idle_decoder_is_empty_and_a_reset_forgets_everything(model):
     assert decoder.active == 0 and decoder.cache is None
     with pytest.raises(ValueError, match="at least one token"):
         decoder.add([[]], ["empty"])
+
+
+def test_continuous_searches_never_end_on_blank_pieces_alone(model):
+    # Token 4 and 5 play SentencePiece's "▁": no sentence may end having written only these,
+    # and each gets exactly what the whole-batch searches give it with the same rule.
+    blank, sources, search = (4, 5), random_sources(12, seed=8), SearchConfig()
+    for beam in (1, 3):
+        decoder = (
+            ContinuousGreedy(model, search, blank)
+            if beam == 1
+            else ContinuousBeam(model, search, beam, blank_ids=blank)
+        )
+        results = decode(decoder, sources, [0, 4, 1])
+        for index, source in enumerate(sources):
+            whole = translate_ids(model, torch.tensor([source]), beam, search, blank_ids=blank)
+            got = results[index] if beam == 1 else results[index][0]
+            assert got.tokens == whole[0][0].tokens
+            assert set(got.tokens) - set(blank)

@@ -296,3 +296,42 @@ def test_finished_sentences_leave_the_batch_and_the_rest_decode_unchanged(beam):
         assert [h.score for h in alone[0]] == pytest.approx(
             [h.score for h in together[i][: len(alone[0])]]
         )
+
+
+# A decoder that loves a blank piece (A, standing for SentencePiece's bare "▁") and then eos:
+# the output [A] decodes to an empty line, as empty as eos alone.
+BLANK_LOVER = {
+    (): {A: 0.7, B: 0.2, EOS: 0.1},
+    (A,): {EOS: 0.8, A: 0.1, B: 0.1},
+    (A, A): {EOS: 0.9, A: 0.05, B: 0.05},
+    (A, B): {EOS: 0.9, A: 0.05, B: 0.05},
+    (B,): {EOS: 0.9, A: 0.05, B: 0.05},
+}
+BLANK_A = SpecialTokens(pad=PAD, unk=UNK, bos=BOS, eos=EOS, blank=(A,))
+
+
+def _visible(tokens: list[int]) -> bool:
+    return B in tokens
+
+
+def test_no_search_ends_an_output_of_blank_pieces_alone():
+    max_lens = torch.tensor([5, 5])
+    # Without blank pieces named, [A] is what the scorer likes best (0.7 * 0.8).
+    assert greedy_search(ScriptedScorer(BLANK_LOVER, 2), max_lens, IDS)[0].tokens == [A]
+    greedy = greedy_search(ScriptedScorer(BLANK_LOVER, 2), max_lens, BLANK_A)
+    assert [h.tokens for h in greedy] == [[A, B], [A, B]]  # then A B eos: 0.7 * 0.1 * 0.9
+    beams = beam_search(ScriptedScorer(BLANK_LOVER, 6), max_lens, 3, BLANK_A, PLAIN, n_best=3)
+    assert all(_visible(h.tokens) for hyps in beams for h in hyps)
+    assert beams[0][0].tokens == [B]  # 0.2 * 0.9 beats A B (0.063)
+    one_beam = beam_search(ScriptedScorer(BLANK_LOVER, 2), max_lens, 1, BLANK_A, PLAIN)
+    assert [hyps[0].tokens for hyps in one_beam] == [h.tokens for h in greedy]
+    rows = sample_search(
+        ScriptedScorer(BLANK_LOVER, 200), torch.full((200,), 5), SamplingConfig(seed=1), BLANK_A
+    ).tolist()
+    assert all(_visible(row[: row.index(EOS)]) for row in rows if EOS in row)
+
+
+def test_blank_pieces_at_the_length_limit_still_end():
+    # A limit leaves room for nothing visible: eos is forced there, as before.
+    greedy = greedy_search(ScriptedScorer(BLANK_LOVER, 1), torch.tensor([2]), BLANK_A)
+    assert greedy[0].tokens == [A]

@@ -20,6 +20,7 @@ emit ``<unk>`` (shown as "⁇") for a rare Chinese character in a training targe
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -193,6 +194,26 @@ class Tokenizer:
     def load(cls, path: str | Path, source_ends_with_eos: bool = True) -> Tokenizer:
         """Reads a model file written by :meth:`save` or ``spm_train``."""
         return cls(Path(path).read_bytes(), source_ends_with_eos)
+
+
+def blank_ids(tokenizer: Tokenizer | PairedTokenizer) -> tuple[int, ...]:
+    """The pieces that write no visible character: a bare ``▁`` (which decodes to nothing at
+    the start of a line), pieces of ``▁`` and whitespace alone, and the byte pieces of ASCII
+    whitespace and control bytes. A search never ends an output made of these alone
+    (``seq2seq.decoding.search.SpecialTokens``): it would decode to an empty line."""
+    blank = []
+    for token_id in range(tokenizer.vocab_size):
+        piece = tokenizer.id_to_piece(token_id)
+        byte = _BYTE_PIECE.fullmatch(piece)
+        if byte is not None:
+            if int(byte.group(1), 16) <= 0x20 or int(byte.group(1), 16) == 0x7F:
+                blank.append(token_id)
+        elif piece and not piece.replace("▁", " ").strip() and not piece.startswith("<"):
+            blank.append(token_id)
+    return tuple(blank)
+
+
+_BYTE_PIECE = re.compile(r"<0x([0-9A-F]{2})>")
 
 
 def tokenizer_from_bytes(

@@ -39,6 +39,7 @@ from seq2seq.decoding.search import (
     restrict_next_tokens_,
     select_open,
     sentences_done,
+    still_empty,
     top_k_by_blocks,
 )
 from seq2seq.model import Transformer
@@ -59,11 +60,13 @@ class ContinuousBatch:
 
     rows = 1
 
-    def __init__(self, model: Transformer, search: SearchConfig) -> None:
+    def __init__(
+        self, model: Transformer, search: SearchConfig, blank_ids: Sequence[int] = ()
+    ) -> None:
         if model.config.decoder_only:
             raise ValueError("continuous batching here is for encoder-decoder models")
         self.model, self.search = model, search
-        self.specials = special_tokens(model.config)
+        self.specials = special_tokens(model.config, blank_ids)
         self.device = model.embedding.weight.device
         self.reset()
 
@@ -191,10 +194,12 @@ class ContinuousGreedy(ContinuousBatch):
         self.tokens: list[list[int]] = []  # per sentence, so far
         self.log_probs = torch.zeros(0)  # (n,) float32 sums, as greedy_search keeps them
         self.last = torch.zeros(0, dtype=torch.long)  # (n,) the tokens to feed next
+        self.empty = torch.zeros(0, dtype=torch.bool)  # (n,) nothing visible written yet
 
     def _carry(self, live: list[int], joining: int) -> None:
         self.tokens = [self.tokens[i] for i in live] + [[] for _ in range(joining)]
         self.log_probs = torch.cat([self.log_probs[live], torch.zeros(joining)])
+        self.empty = torch.cat([self.empty[live], torch.ones(joining, dtype=torch.bool)])
         bos = torch.full((joining,), self.specials.bos, dtype=torch.long)
         self.last = torch.cat([self.last[live], bos])
 
@@ -203,9 +208,12 @@ class ContinuousGreedy(ContinuousBatch):
 
     def _choose(self, logits: Tensor, steps: Tensor) -> list[tuple[int, object]]:
         log_probs = logits.log_softmax(dim=-1)[:, None]  # (n, 1, V)
-        log_probs = restrict_next_tokens_(log_probs, steps, self.limits, self.specials)[:, 0]
-        best_log_prob, best = top_k_by_blocks(log_probs, 1)
+        empty = self.empty[:, None] if self.specials.blank else None
+        log_probs = restrict_next_tokens_(log_probs, steps, self.limits, self.specials, empty)
+        best_log_prob, best = top_k_by_blocks(log_probs[:, 0], 1)
         best, best_log_prob = best[:, 0], best_log_prob[:, 0]
+        if self.specials.blank:  # a visible piece ends a sentence's emptiness for good
+            self.empty &= still_empty(best[:, None], self.specials)
         self.log_probs += best_log_prob
         self.last = best
         finished: list[tuple[int, object]] = []
@@ -225,11 +233,16 @@ class ContinuousBeam(ContinuousBatch):
     rows a sentence; each finished sentence's result is its ``n_best`` hypotheses."""
 
     def __init__(
-        self, model: Transformer, search: SearchConfig, beam_size: int, n_best: int = 1
+        self,
+        model: Transformer,
+        search: SearchConfig,
+        beam_size: int,
+        n_best: int = 1,
+        blank_ids: Sequence[int] = (),
     ) -> None:
         check_n_best(n_best, beam_size)
         self.rows, self.n_best = beam_size, n_best
-        super().__init__(model, search)
+        super().__init__(model, search, blank_ids)
 
     def _clear(self) -> None:
         k = self.rows
@@ -260,8 +273,9 @@ class ContinuousBeam(ContinuousBatch):
     def _choose(self, logits: Tensor, steps: Tensor) -> list[tuple[int, object]]:
         """One step of ``search.beam_search`` with each sentence at its own step."""
         k, n = self.rows, len(self.keys)
+        empty = still_empty(self.history, self.specials)
         top = best_continuations(
-            logits.view(n, k, -1), self.scores, steps, self.limits, self.specials
+            logits.view(n, k, -1), self.scores, steps, self.limits, self.specials, empty
         )
         collect_finished(
             self.found, self.done, self.history, steps, top, k, self.specials.eos, self.search

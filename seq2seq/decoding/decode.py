@@ -29,9 +29,16 @@ from seq2seq.decoding.search import (
 from seq2seq.model import Transformer
 
 
-def special_tokens(config: ModelConfig) -> SpecialTokens:
-    """The special ids a search needs, from the model's config (their one source)."""
-    return SpecialTokens(pad=config.pad_id, unk=config.unk_id, bos=config.bos_id, eos=config.eos_id)
+def special_tokens(config: ModelConfig, blank_ids: Sequence[int] = ()) -> SpecialTokens:
+    """The special ids a search needs, from the model's config (their one source), and the
+    tokenizer's ``blank_ids`` (pieces writing no visible character; see ``SpecialTokens``)."""
+    return SpecialTokens(
+        pad=config.pad_id,
+        unk=config.unk_id,
+        bos=config.bos_id,
+        eos=config.eos_id,
+        blank=tuple(blank_ids),
+    )
 
 
 ENCODE_GROUP = 32  # sources per encoder call in a batch of unequal lengths
@@ -125,6 +132,7 @@ def translate_ids(
     config: SearchConfig | None = None,
     n_best: int = 1,
     constraints: Sequence[Constraints | None] | None = None,
+    blank_ids: Sequence[int] = (),
 ) -> list[list[Hypothesis]]:
     """Translate a right-padded batch of source ids (B, S) with greedy or beam search.
 
@@ -132,10 +140,11 @@ def translate_ids(
     decoder-only model continues the prompt ``[bos] source [sep]`` (``ModelConfig.sep_id``).
     ``constraints``: per sentence, what its output must hold (None: nothing); with any, the
     batch runs ``constrained_beam_search`` (whose unconstrained sentences come out as from
-    beam search).
+    beam search). ``blank_ids``: the tokenizer's pieces that write nothing visible, which
+    cannot end an output on their own (``SpecialTokens``).
     """
     config = config or SearchConfig()
-    specials = special_tokens(model.config)
+    specials = special_tokens(model.config, blank_ids)
     src_lengths = padding_mask(src_ids, specials.pad).sum(dim=1)
     if model.config.decoder_only:
         rows = zip(src_ids.tolist(), src_lengths.tolist(), strict=True)

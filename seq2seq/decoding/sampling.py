@@ -15,7 +15,13 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from seq2seq.decoding.search import NEG_INF, Scorer, SpecialTokens, restrict_next_tokens_
+from seq2seq.decoding.search import (
+    NEG_INF,
+    Scorer,
+    SpecialTokens,
+    restrict_next_tokens_,
+    still_empty,
+)
 
 
 def top_k_filter(logits: Tensor, k: int) -> Tensor:
@@ -89,8 +95,8 @@ def sample_search(
     """Sample every row's next token until its eos or its length limit, N rows at once.
 
     The tokens allowed are greedy and beam search's (``restrict_next_tokens_``): never pad, unk
-    or bos, and no eos first. A row stops after ``max_lens - 1`` tokens, without the decoder
-    step the other searches spend on the eos they force there.
+    or bos, and no eos before a visible character. A row stops after ``max_lens - 1`` tokens,
+    without the decoder step the other searches spend on the eos they force there.
 
     Args:
         scorer: incremental model over N rows, fed bos first.
@@ -109,7 +115,9 @@ def sample_search(
     finished = max_lens <= 1
     last = torch.full((rows,), specials.bos, dtype=torch.long, device=device)
     for step in range(width):
-        scores = restrict_next_tokens_(scorer(last)[:, None], step, max_lens, specials)[:, 0]
+        empty = still_empty(out[:, None, :step], specials)
+        scores = restrict_next_tokens_(scorer(last)[:, None], step, max_lens, specials, empty)
+        scores = scores[:, 0]
         token = _sample_token(scores, sampling, streams.next())
         token = token.masked_fill(finished, specials.pad)
         out[:, step] = token

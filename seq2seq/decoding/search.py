@@ -41,12 +41,18 @@ class SpecialTokens:
     Pad, unk and bos are never generated, and eos never first: a search adds at least one
     real token (fairseq's ``min_len = 1``; an empty translation of a non-empty source is no
     translation), unless a length limit of 1 leaves room for the eos alone.
+
+    ``blank``: pieces that write no visible character (SentencePiece's bare ``▁``, whitespace
+    byte pieces; ``seq2seq.data.tokenizer.blank_ids``). With them, eos also waits until a
+    piece that writes a visible character has been written: ``▁`` then eos decodes to an
+    empty line, as empty as eos alone.
     """
 
     pad: int
     unk: int
     bos: int
     eos: int
+    blank: tuple[int, ...] = ()
 
     @property
     def never_generated(self) -> tuple[int, int, int]:
@@ -105,28 +111,46 @@ class Hypothesis:
 
 
 def restrict_next_tokens_(
-    logits: Tensor, step: int | Tensor, max_lens: Tensor, specials: SpecialTokens
+    logits: Tensor,
+    step: int | Tensor,
+    max_lens: Tensor,
+    specials: SpecialTokens,
+    empty: Tensor | None = None,
 ) -> Tensor:
-    """Ban pad/unk/bos everywhere and eos as the first token, and force eos on rows at their
-    length limit, in place (see ``SpecialTokens``: a limit of 1 still ends at once).
+    """Ban pad/unk/bos everywhere and eos while a row has written nothing visible, and force
+    eos on rows at their length limit, in place (see ``SpecialTokens``: a limit of 1 still ends
+    at once).
 
     Args:
         logits: (B, R, V) next-token scores of R rows per sentence.
         step: 0-based index of the token being chosen: one for all, or (B,) one per sentence
             (continuous batching, where sentences join at different steps).
         max_lens: (B,) maximum lengths, eos included.
+        empty: (B, R) rows whose tokens so far write no visible character
+            (:func:`still_empty`); None: the rows at step 0.
     """
     for token in specials.never_generated:
         logits[..., token] = NEG_INF
     at_limit = step >= max_lens - 1  # (B,)
-    first = step == 0  # no empty output: fairseq's min_len = 1
-    if isinstance(first, Tensor) or first:
+    if empty is not None:  # no output that decodes to nothing
+        logits[..., specials.eos].masked_fill_(empty & ~at_limit[:, None], NEG_INF)
+    elif isinstance(first := step == 0, Tensor) or first:  # fairseq's min_len = 1
         logits[..., specials.eos].masked_fill_((first & ~at_limit)[:, None], NEG_INF)
     if bool(at_limit.any()):
         eos_column = logits[at_limit, :, specials.eos].clone()
         logits[at_limit] = NEG_INF
         logits[at_limit, :, specials.eos] = eos_column
     return logits
+
+
+def still_empty(written: Tensor, specials: SpecialTokens) -> Tensor | None:
+    """(..., T) tokens written so far (pad where none) -> (...) bool: those that write no
+    visible character yet; None where the vocabulary names no blank pieces (then only the rows
+    at step 0 are empty, ``restrict_next_tokens_``'s default)."""
+    if not specials.blank:
+        return None
+    blank = torch.tensor((specials.pad, *specials.blank), device=written.device)
+    return torch.isin(written, blank).all(dim=-1)
 
 
 @torch.no_grad()
@@ -153,7 +177,8 @@ def greedy_search(scorer: Scorer, max_lens: Tensor, specials: SpecialTokens) -> 
     for step in range(tokens.shape[1]):
         # Normalised over the whole vocabulary, banned tokens included, then restricted.
         log_probs = scorer(last).log_softmax(dim=-1)  # (N, V)
-        log_probs = restrict_next_tokens_(log_probs[:, None], step, limits, specials)[:, 0]
+        empty = still_empty(tokens[active, None, :step], specials)
+        log_probs = restrict_next_tokens_(log_probs[:, None], step, limits, specials, empty)[:, 0]
         best_log_prob, best = top_k_by_blocks(log_probs, 1)
         best_log_prob, best = best_log_prob[:, 0], best[:, 0].masked_fill(finished, specials.pad)
         log_prob[active] += best_log_prob.masked_fill(finished, 0.0)
@@ -221,7 +246,8 @@ def beam_search(
     found = finished
     for step in range(history.shape[2]):
         logits = scorer(last.reshape(-1)).view(len(found), k, -1)  # (n, k, V)
-        log_probs = continuation_scores(logits, scores, step, max_lens, specials)
+        empty = still_empty(history[:, :, :step], specials)
+        log_probs = continuation_scores(logits, scores, step, max_lens, specials, empty)
         if steer is not None:
             steer.restrict_(log_probs, step, max_lens)
         candidates = top_continuations(log_probs, k)
@@ -321,7 +347,12 @@ class BeamSteer(Protocol):
 
 
 def best_continuations(
-    logits: Tensor, scores: Tensor, step: int | Tensor, max_lens: Tensor, specials: SpecialTokens
+    logits: Tensor,
+    scores: Tensor,
+    step: int | Tensor,
+    max_lens: Tensor,
+    specials: SpecialTokens,
+    empty: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """The 2k best (beam, token) continuations of each sentence: scores, beam, token (n, 2k).
 
@@ -330,18 +361,24 @@ def best_continuations(
     Args:
         logits: (n, k, V) next-token scores of the k beams of n sentences.
         scores: (n, k) log-probabilities of the beams so far.
+        empty: (n, k) beams that have written nothing visible (``still_empty``).
     """
-    return top_continuations(
-        continuation_scores(logits, scores, step, max_lens, specials), logits.shape[1]
-    )
+    continuations = continuation_scores(logits, scores, step, max_lens, specials, empty)
+    return top_continuations(continuations, logits.shape[1])
 
 
 def continuation_scores(
-    logits: Tensor, scores: Tensor, step: int | Tensor, max_lens: Tensor, specials: SpecialTokens
+    logits: Tensor,
+    scores: Tensor,
+    step: int | Tensor,
+    max_lens: Tensor,
+    specials: SpecialTokens,
+    empty: Tensor | None = None,
 ) -> Tensor:
     """(n, k, V) scores of every continuation: the beam's log-probability plus the token's
     (normalised over the whole vocabulary, then restricted by ``restrict_next_tokens_``)."""
-    log_probs = restrict_next_tokens_(logits.log_softmax(dim=-1), step, max_lens, specials)
+    log_probs = logits.log_softmax(dim=-1)
+    log_probs = restrict_next_tokens_(log_probs, step, max_lens, specials, empty)
     return log_probs.add_(scores[:, :, None])
 
 

@@ -57,9 +57,13 @@ class TorchEngine:
 
     constrains = True  # has constrained beam search (glossaries)
 
-    def __init__(self, model: Transformer, search: SearchConfig) -> None:
+    def __init__(
+        self, model: Transformer, search: SearchConfig, blank_ids: Sequence[int] = ()
+    ) -> None:
         self.model = model.eval()
         self.search = search
+        # The tokenizer's pieces that write nothing visible: no output is made of them alone.
+        self.blank_ids = tuple(blank_ids)
 
     @property
     def device(self) -> str:
@@ -73,7 +77,13 @@ class TorchEngine:
         constraints: Sequence[Constraints | None] | None = None,
     ) -> list[list[Hypothesis]]:
         return translate_ids(
-            self.model, self._pad(sources), beam_size, self.search, n_best, constraints
+            self.model,
+            self._pad(sources),
+            beam_size,
+            self.search,
+            n_best,
+            constraints,
+            self.blank_ids,
         )
 
     def source_limit(self) -> int:
@@ -89,7 +99,7 @@ class TorchEngine:
         return max(1, max_tokens // beam_size)
 
     def with_search(self, **changes: Any) -> TorchEngine:
-        return TorchEngine(self.model, replace(self.search, **changes))
+        return TorchEngine(self.model, replace(self.search, **changes), self.blank_ids)
 
     def attention(self, source: list[int], target: list[int]) -> torch.Tensor:
         """Cross-attention of ``target`` (its tokens, then eos) over ``source``, mean over

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from seq2seq.data.clean import normalize_en
+from seq2seq.data.tokenizer import blank_ids
 from seq2seq.decoding.constrained import Constraints
 from seq2seq.decoding.search import Hypothesis, SearchConfig
 from seq2seq.errors import CheckpointError
@@ -83,7 +84,8 @@ class Translator:
             raise CheckpointError(
                 f"{path}: a language model, not a translation model; use 'seq2seq generate'"
             )
-        engine = TorchEngine(prepare_for_inference(loaded.model, quantize), loaded.search)
+        model = prepare_for_inference(loaded.model, quantize)
+        engine = TorchEngine(model, loaded.search, blank_ids(loaded.tokenizer))
         return cls(engine, loaded.tokenizer)
 
     @classmethod

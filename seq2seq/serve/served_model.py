@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from seq2seq.data.tokenizer import blank_ids
 from seq2seq.decoding.continuous import ContinuousBatch, ContinuousBeam, ContinuousGreedy
 from seq2seq.decoding.sampling import SamplingConfig
 from seq2seq.decoding.search import Hypothesis
@@ -96,7 +97,8 @@ class ServedModel:
         if loaded.is_language_model:
             generator = Generator(model, loaded.tokenizer, loaded.search)
             return cls(name, generator=generator, quantize=quantize)
-        translator = Translator(TorchEngine(model, loaded.search), loaded.tokenizer)
+        engine = TorchEngine(model, loaded.search, blank_ids(loaded.tokenizer))
+        translator = Translator(engine, loaded.tokenizer)
         return cls(name, translator=translator, quantize=quantize)
 
     @property
@@ -141,9 +143,13 @@ class ServedModel:
         if not isinstance(engine, TorchEngine) or engine.model.config.decoder_only:
             return None
         if beam_size == 1:
-            decoder: ContinuousBatch = ContinuousGreedy(engine.model, engine.search)
+            decoder: ContinuousBatch = ContinuousGreedy(
+                engine.model, engine.search, engine.blank_ids
+            )
         else:
-            decoder = ContinuousBeam(engine.model, engine.search, beam_size)
+            decoder = ContinuousBeam(
+                engine.model, engine.search, beam_size, blank_ids=engine.blank_ids
+            )
         return ContinuousJobs(decoder, beam_size, max_tokens)
 
     # -- run in the worker thread --------------------------------------------------------
