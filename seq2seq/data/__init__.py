@@ -2,6 +2,9 @@
 
     sources.py           loaders: the bundled corpus, local files, Hugging Face datasets
     clean.py             normalisation and pair filtering
+    modifiers.py         training-time modifiers: upper/title case, no end stop, dictionary
+    dictionary.py        short segments: CC-CEDICT glosses of common words, as training pairs
+    truecase.py          SHOUTED and Title Cased input read in sentence case, at inference
     split.py             the fixed train/dev/test split, keyed on a hash of the Chinese side
     tokenizer.py         the joint English+Chinese SentencePiece model, fixed special ids
     paired_tokenizer.py  an imported Marian model's two SentencePiece models, one vocabulary

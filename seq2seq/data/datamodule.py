@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -46,6 +48,7 @@ from seq2seq.data.data_location import (
 )
 from seq2seq.data.layouts import Dataset, choose_layout
 from seq2seq.data.loader import TokenBatchLoader
+from seq2seq.data.modifiers import Modifiers
 from seq2seq.data.prepare import PrepareSettings, log
 from seq2seq.data.sampler import TokenBatchSampler
 from seq2seq.data.sources import CorpusSpec
@@ -57,9 +60,12 @@ from seq2seq.data.tokenizer import (
     checkpoint_tokenizer,
     load_tokenizer,
 )
+from seq2seq.data.truecase import Truecaser
 from seq2seq.errors import DataError
+from seq2seq.textio import stream_lines
 
 Progress = Callable[[str], None]  # takes one line of progress
+TRUECASE_FILE = "truecase.json"  # in the cache, beside train.en: see truecase_forms
 
 
 class TranslationDataModule(LightningDataModule):
@@ -107,6 +113,10 @@ class TranslationDataModule(LightningDataModule):
         tokenizer_from: a checkpoint (ours, or one ``seq2seq import`` wrote) whose tokenizer
             cuts the data instead of a SentencePiece model trained on it: fine-tuning must
             see the ids the model was trained with. Set from ``model.init_from`` by the CLI.
+        modifiers: ``translation``: training-time data modifiers, each a share of the training
+            pairs (``uppercase``, ``titlecase``, ``no_end_punctuation``) or a count of
+            dictionary pairs added (``dictionary``); see :mod:`seq2seq.data.modifiers`. Dev and
+            test stay as written; the tokenizer learns from the text before any modifier.
     """
 
     def __init__(
@@ -139,9 +149,11 @@ class TranslationDataModule(LightningDataModule):
         text_field: str | None = None,
         block_size: int = 128,
         tokenizer_from: str | None = None,
+        modifiers: dict[str, float] | None = None,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
+        self.modifiers = Modifiers.from_dict(modifiers)
         self.spec = _corpus_spec(self.hparams)
         self.task, self.decoder_only = task, decoder_only
         self.lm_side, self.text_field, self.block_size = lm_side, text_field, block_size
@@ -210,6 +222,7 @@ class TranslationDataModule(LightningDataModule):
             text_field=self.text_field,
             block_size=self.block_size,
             num_proc=self.num_proc,
+            modifiers=self.modifiers,
             **self._given_tokenizer_settings(),
         )
 
@@ -318,6 +331,21 @@ class TranslationDataModule(LightningDataModule):
         if not self._data:
             raise RuntimeError("call setup() first")
         return self._data[split]
+
+    def truecase_forms(self) -> dict[str, str] | None:
+        """The usual forms of the training English's words (:class:`Truecaser`), learnt once
+        from the cache's ``train.en`` and kept beside it in ``truecase.json``; None for a
+        language model's data."""
+        if self.task != "translation":
+            return None
+        path = self.cache_path / TRUECASE_FILE
+        if not path.is_file():
+            forms = Truecaser.learn(stream_lines(self.cache_path / "train.en")).to_dict()
+            # Every rank may learn it (the same forms): each writes its own file, then renames.
+            partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+            partial.write_text(json.dumps(forms, ensure_ascii=False, sort_keys=True), "utf-8")
+            partial.replace(path)
+        return json.loads(path.read_text(encoding="utf-8"))
 
     def split_texts(self, split: str) -> tuple[list[str], list[str]]:
         """Cleaned (english, chinese) sentences of ``split``, all pairs, for BLEU."""

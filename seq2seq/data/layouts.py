@@ -105,6 +105,7 @@ class PairLayout(Layout):
             "clean": [settings.max_len_chars, settings.max_ratio],
             "tokenizer": settings.tokenizer_key(),
             "max_len": settings.max_len,
+            **settings.modifiers.cache_key(),  # nothing when none is on: old caches stay
         }
 
     def check_budget(self, max_tokens: int, settings: PrepareSettings) -> None:

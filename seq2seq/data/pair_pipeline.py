@@ -16,6 +16,8 @@ import numpy as np
 from seq2seq.data import tables
 from seq2seq.data.cache_dir import LANGS, write_report
 from seq2seq.data.clean import FILTER_REASONS, CleanReport, clean_batch
+from seq2seq.data.dictionary import dictionary_pairs
+from seq2seq.data.modifiers import Modifiers
 from seq2seq.data.prepare import (
     TOKENIZER_SENTENCES,
     Encode,
@@ -38,6 +40,7 @@ from seq2seq.data.split import (
 )
 from seq2seq.data.tokenizer import PairedTokenizer, Tokenizer
 from seq2seq.errors import DataError
+from seq2seq.textio import read_lines
 
 KEY_COLUMNS = ("en_key_hi", "en_key_lo", "zh_key_hi", "zh_key_lo")
 SIDES = ("src", "tgt")  # the tokenized table's columns, source first
@@ -95,7 +98,10 @@ def prepare_pairs(
     tokenizer.save(out / "spm.model")
     row_split = split_of_row(rows, len(cleaned))
     write_split_texts(cleaned, row_split, {lang: lang for lang in LANGS}, out)
-    encoded = _encode(cleaned, tokenizer, settings, work)
+    encoded = _encode(cleaned, tokenizer, settings, work, row_split == SPLITS.index("train"))
+    if settings.modifiers.dictionary:
+        encoded, row_split = _add_dictionary(encoded, row_split, tokenizer, settings, work, out)
+        report["dictionary_pairs"] = int(len(row_split) - len(cleaned))
     report["too_long"] = _save_splits(
         encoded, row_split, out, settings.max_len, tokenizer, pair_lengths
     )
@@ -132,20 +138,66 @@ def _read_and_clean(settings: PrepareSettings, work: Path) -> Any:
 
 
 def _encode(
-    cleaned: Any, tokenizer: Tokenizer | PairedTokenizer, settings: PrepareSettings, work: Path
+    cleaned: Any,
+    tokenizer: Tokenizer | PairedTokenizer,
+    settings: PrepareSettings,
+    work: Path,
+    training: np.ndarray,
+    name: str = "ids",
+    first_row: int = 0,
 ) -> Any:
-    """Every cleaned pair as ``src``/``tgt`` token ids, a table in ``work/ids.arrow``."""
+    """Every cleaned pair as ``src``/``tgt`` token ids, a table in ``work/<name>.arrow``; the
+    pairs of ``training`` rows ((N,) bool) with the modifiers drawn for their row (counted from
+    ``first_row``) applied first."""
     log.info(f"tokenizing {len(cleaned):,} pairs")
-    encode = _EncodePairs(tokenizer.to_bytes(), tokenizer.source_ends_with_eos)
+    encode = _EncodePairs(
+        tokenizer.to_bytes(),
+        tokenizer.source_ends_with_eos,
+        settings.modifiers if settings.modifiers.active else None,
+        settings.seed,
+    )
     return tables.parallel_map(
         cleaned,
         encode,
-        work / "ids.arrow",
+        work / f"{name}.arrow",
         "tokenizing",
         settings.num_proc,
         _features()[2],
         input_columns=list(LANGS),
+        fn_kwargs={"training": training, "first_row": first_row},
+        with_indices=True,
     )
+
+
+def _add_dictionary(
+    encoded: Any,
+    row_split: np.ndarray,
+    tokenizer: Tokenizer | PairedTokenizer,
+    settings: PrepareSettings,
+    work: Path,
+    out: Path,
+) -> tuple[Any, np.ndarray]:
+    """The tokenized table with the dictionary's pairs after the corpus's, all in the training
+    split (their rows continue the corpus's, so the modifiers draw for them as well). A pair
+    whose English is a held-out sentence's is left out: a test sentence is never trained on."""
+    import datasets
+
+    held_out = {
+        line.casefold() for name in ("dev", "test") for line in read_lines(out / f"{name}.en")
+    }
+    pairs = [
+        pair
+        for pair in dictionary_pairs(settings.modifiers.dictionary, settings.seed)
+        if pair[0].casefold() not in held_out
+    ]
+    log.info(f"adding {len(pairs):,} dictionary pairs to the training split")
+    table = datasets.Dataset.from_dict(
+        {"en": [en for en, _ in pairs], "zh": [zh for _, zh in pairs]}, _features()[0]
+    )
+    training = np.ones(len(pairs), dtype=bool)
+    extra = _encode(table, tokenizer, settings, work, training, "dictionary", len(row_split))
+    train = np.full(len(pairs), SPLITS.index("train"), dtype=row_split.dtype)
+    return datasets.concatenate_datasets([encoded, extra]), np.concatenate([row_split, train])
 
 
 def _column_batches(spec: CorpusSpec) -> Iterator[dict[str, list[str]]]:
@@ -213,9 +265,38 @@ def _pair_tokenizer(
 
 
 class _EncodePairs(Encode):
-    """``en``/``zh`` text to ``src``/``tgt`` ids."""
+    """``en``/``zh`` text to ``src``/``tgt`` ids, training rows through the modifiers."""
 
-    def __call__(self, sources: list[str], targets: list[str]) -> dict[str, list[list[int]]]:
+    def __init__(
+        self,
+        tokenizer_bytes: bytes,
+        source_ends_with_eos: bool,
+        modifiers: Modifiers | None = None,
+        seed: int = 1,
+    ) -> None:
+        super().__init__(tokenizer_bytes, source_ends_with_eos)
+        self.modifiers, self.seed = modifiers, seed
+
+    def __call__(
+        self,
+        sources: list[str],
+        targets: list[str],
+        indices: list[int],
+        training: np.ndarray,
+        first_row: int = 0,
+    ) -> dict[str, list[list[int]]]:
+        if self.modifiers is not None:
+            rows = np.asarray(indices, dtype=np.int64)
+            chosen = np.flatnonzero(training[rows])
+            sources, targets = list(sources), list(targets)
+            modified = self.modifiers.apply(
+                [sources[i] for i in chosen],
+                [targets[i] for i in chosen],
+                rows[chosen] + first_row,
+                self.seed,
+            )
+            for i, en, zh in zip(chosen, *modified, strict=True):
+                sources[i], targets[i] = en, zh
         return {
             "src": self.tokenizer.encode_sources(sources),
             "tgt": self.tokenizer.encode_targets(targets),

@@ -47,6 +47,7 @@ import numpy as np
 
 from seq2seq.data import tables
 from seq2seq.data.cache_dir import fingerprint
+from seq2seq.data.modifiers import Modifiers
 from seq2seq.data.sources import CorpusSpec
 from seq2seq.data.split import SPLITS
 from seq2seq.data.tokenizer import PairedTokenizer, Tokenizer, tokenizer_from_bytes
@@ -83,6 +84,7 @@ class PrepareSettings:
     tokenizer: bytes | None = None
     tokenizer_source_eos: bool = True  # the given tokenizer's convention (see Tokenizer)
     num_proc: int = 1
+    modifiers: Modifiers = Modifiers()  # training-time modifiers (translation pairs only)
 
     def tokenizer_key(self) -> list[Any]:
         """The settings that change the tokenizer: a given one's bytes (fine-tuning a

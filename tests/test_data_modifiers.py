@@ -1,0 +1,135 @@
+"""Training-time modifiers (seq2seq.data.modifiers) and the dictionary's short segments:
+deterministic for a seed, shares respected, dev/test and the tokenizer untouched, and the
+cache of a run without modifiers unchanged."""
+
+import numpy as np
+import pytest
+
+from seq2seq.config import ConfigError
+from seq2seq.data.datamodule import TranslationDataModule
+from seq2seq.data.dictionary import dictionary_pairs, plain_gloss
+from seq2seq.data.modifiers import Modifiers, remove_end_punctuation, title_case, uniforms
+from seq2seq.data.sources import _load_hsk
+from seq2seq.data.split import SPLITS
+
+ON = {"uppercase": 0.1, "titlecase": 0.1, "no_end_punctuation": 0.2, "dictionary": 300}
+
+
+@pytest.fixture(scope="module")
+def tsv(tmp_path_factory):
+    path = tmp_path_factory.mktemp("corpus") / "pairs.tsv"
+    path.write_text("".join(f"{en}\t{zh}\n" for en, zh in _load_hsk()), encoding="utf-8")
+    return path
+
+
+def prepare(tsv, cache_dir, modifiers=None, num_proc=1, seed=1):
+    dm = TranslationDataModule(
+        corpus="tsv",
+        path=str(tsv),
+        cache_dir=str(cache_dir),
+        vocab_size=3000,
+        max_len=64,
+        max_tokens=512,
+        num_proc=num_proc,
+        seed=seed,
+        modifiers=modifiers,
+    )
+    dm.setup()
+    return dm
+
+
+@pytest.fixture(scope="module")
+def plain(tsv, tmp_path_factory):
+    return prepare(tsv, tmp_path_factory.mktemp("plain"))
+
+
+@pytest.fixture(scope="module")
+def modified(tsv, tmp_path_factory):
+    return prepare(tsv, tmp_path_factory.mktemp("modified"), ON)
+
+
+def texts(dm, split):
+    data, tokenizer = dm.dataset(split), dm.tokenizer
+    return [(tokenizer.decode(src), tokenizer.decode(tgt)) for src, tgt in data]
+
+
+def test_each_row_draws_the_same_whatever_else_is_drawn():
+    rows = np.arange(10_000)
+    draws = uniforms(7, rows, salt=1)
+    assert np.array_equal(draws[5000:], uniforms(7, rows[5000:], salt=1))  # any shard
+    assert not np.array_equal(draws, uniforms(8, rows, salt=1))  # another seed
+    assert not np.array_equal(draws, uniforms(7, rows, salt=2))  # another modifier
+    assert 0 <= draws.min() and draws.max() < 1 and abs(draws.mean() - 0.5) < 0.01
+
+
+def test_the_modifiers_rewrite_their_shares_of_pairs():
+    n = 20_000
+    en = ["Where is the train station?"] * n
+    zh = ["火车站在哪里？"] * n
+    modifiers = Modifiers(uppercase=0.1, titlecase=0.15, no_end_punctuation=0.3)
+    src, tgt = modifiers.apply(en, zh, np.arange(n), seed=1)
+    upper = sum(s.startswith("WHERE IS THE TRAIN STATION") for s in src) / n
+    title = sum(s.startswith("Where Is The Train Station") for s in src) / n
+    no_stop = sum(not s.endswith("?") for s in src) / n
+    assert abs(upper - 0.1) < 0.01 and abs(title - 0.15) < 0.01 and abs(no_stop - 0.3) < 0.015
+    assert all(s.endswith("?") == t.endswith("？") for s, t in zip(src, tgt, strict=True))
+    assert (src, tgt) == modifiers.apply(en, zh, np.arange(n), seed=1)  # deterministic
+
+
+def test_title_case_and_end_punctuation_follow_their_rules():
+    assert title_case("i don't know NASA's plan") == "I Don't Know NASA's Plan"
+    assert remove_end_punctuation("Go now!", "现在走！") == ("Go now", "现在走")
+    # Only where both sides end with a stop, and never down to nothing.
+    assert remove_end_punctuation("Go now!", "现在走") == ("Go now!", "现在走")
+    assert remove_end_punctuation("?", "？") == ("?", "？")
+
+
+def test_settings_are_checked_with_one_line_errors():
+    with pytest.raises(ConfigError, match="data.modifiers.uppercase"):
+        Modifiers.from_dict({"uppercase": 1.5})
+    with pytest.raises(ConfigError, match="unknown modifier 'lowercase'"):
+        Modifiers.from_dict({"lowercase": 0.1})
+    with pytest.raises(ConfigError, match="at most 1"):
+        Modifiers.from_dict({"uppercase": 0.6, "titlecase": 0.6})
+    assert not Modifiers.from_dict(None).active and Modifiers.from_dict({}).cache_key() == {}
+
+
+def test_dictionary_glosses_are_plain_senses():
+    assert plain_gloss("to delete") == "delete"
+    assert plain_gloss("variant of 刪|删[shan1]") is None
+    assert plain_gloss("surname Li") is None
+    assert plain_gloss("CL:個|个[ge4]") is None
+    assert plain_gloss("teacher (old)") == "teacher"
+    pairs = dictionary_pairs(2000)
+    assert len(pairs) == 2000 and len(set(pairs)) == 2000
+    assert ("teacher", "老师") in pairs or ("Teacher", "老师") in pairs
+    assert all(en and zh and len(en.split()) <= 4 for en, zh in pairs)
+
+
+def test_only_training_pairs_are_modified_and_dev_test_stay_as_written(plain, modified):
+    for split in ("dev", "test"):
+        assert texts(plain, split) == texts(modified, split)
+        assert plain.split_texts(split) == modified.split_texts(split)
+    # The tokenizer learns from the text before any modifier: the same vocabulary.
+    assert plain.tokenizer.to_bytes() == modified.tokenizer.to_bytes()
+    before, after = texts(plain, "train"), texts(modified, "train")
+    dictionary = modified.report["dictionary_pairs"]
+    assert 250 <= dictionary <= 300 and len(after) == len(before) + dictionary
+    changed = [b != a for b, a in zip(before, after, strict=False)]
+    assert 0.25 < np.mean(changed) < 0.5  # ~1 - 0.8 * 0.8 of pairs, less those with no stop
+    assert any(en.isupper() and len(en) > 10 for en, _ in after)
+    dictionary_english = {en for en, _ in after[len(before) :]}
+    assert all(len(en.split()) <= 4 for en in dictionary_english)
+
+
+def test_the_modified_cache_is_the_same_for_any_number_of_processes(tsv, modified, tmp_path):
+    again = prepare(tsv, tmp_path, ON, num_proc=2)
+    assert again.cache_path.name == modified.cache_path.name
+    for split in SPLITS:
+        assert texts(again, split) == texts(modified, split)
+
+
+def test_without_modifiers_the_cache_is_named_as_before(plain, modified):
+    # An inactive setting does not enter the hash: existing caches and checkpoints stay valid.
+    assert "modifiers" not in plain.hparams or plain.hparams["modifiers"] is None
+    assert plain.cache_path != modified.cache_path
