@@ -73,6 +73,9 @@ class Modifiers:
             raise ConfigError(
                 f"data.modifiers: unknown modifier {unknown[0]!r}; expected one of {sorted(known)}"
             )
+        count = settings.get("dictionary")
+        if isinstance(count, float) and count.is_integer():  # YAML through dict[str, float]
+            settings["dictionary"] = int(count)
         return cls(**settings)
 
     @property
