@@ -18,7 +18,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
-_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")  # letters, with inner apostrophes
+_WORD = re.compile(r"[^\W\d_]+")  # letters ("Tom's": Tom, s)
 _SENTENCE_END = re.compile(r"[.!?]['\"”’)]*\s*$")
 MIN_COUNT = 2  # a form seen once is no evidence
 # Short words a title leaves lower case ("Gone with the Wind"): they do not break a title.

@@ -313,9 +313,13 @@ class Translator:
     def plan(self, sentences: Sequence[str]) -> list[list[Piece]]:
         """The pieces each sentence is decoded as: itself, or for a sentence longer than the
         engine takes, its clauses (cut after , ; : and before dashes) packed up to the limit,
-        and a clause still too long cut into windows of tokens at word starts."""
+        and a clause still too long cut into windows of tokens at word starts. A SHOUTED or
+        Title Cased sentence is read in sentence case (``self.truecaser``; same words)."""
         limit = self.engine.source_limit()
-        return [sentence_pieces(sentence, limit, self.tokenizer) for sentence in sentences]
+        return [
+            sentence_pieces(self.truecaser.normalize(sentence), limit, self.tokenizer)
+            for sentence in sentences
+        ]
 
     def finish(
         self,
@@ -339,8 +343,8 @@ class Translator:
         return one_line(self.tokenizer.decode(tokens))
 
     def encode_sentence(self, text: str) -> list[int]:
-        """Source ids of one sentence (normalised; [] for white space), not cut."""
-        return encode_sentence(text, self.tokenizer)
+        """Source ids of one sentence (normalised, truecased; [] for white space), not cut."""
+        return encode_sentence(self.truecaser.normalize(text), self.tokenizer)
 
     def translate_hypotheses(
         self,

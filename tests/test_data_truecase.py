@@ -1,0 +1,75 @@
+"""The truecaser: SHOUTED and Title Cased lines read in sentence case with each word's usual
+form, learnt where case is free; anything else left exactly as written."""
+
+from seq2seq.data.truecase import Truecaser, is_shouted, is_title_cased
+
+CORPUS = [
+    "Tom went to Paris with Mary.",
+    "I saw Tom and Mary there.",
+    "Where is the station? Tom is here.",
+    "The station is big.",
+    "He likes Paris and NASA.",
+    "Mary works at NASA.",
+    "Tom's friend is from Paris.",
+    "Mary met Tom in the park.",
+]
+
+
+def test_usual_forms_are_learnt_where_case_is_free():
+    forms = Truecaser.learn(CORPUS).forms
+    assert forms["tom"] == "Tom" and forms["paris"] == "Paris" and forms["nasa"] == "NASA"
+    assert forms["i"] == "I"
+    # "The" and "Where" start sentences only: no evidence of a capital, so no entry.
+    assert "the" not in forms and "where" not in forms
+
+
+def test_shouted_and_title_cased_lines_come_back_in_sentence_case():
+    truecaser = Truecaser.learn(CORPUS)
+    assert truecaser.normalize("WHERE IS THE TRAIN STATION?") == "Where is the train station?"
+    assert truecaser.normalize("Where Is The Train Station?") == "Where is the train station?"
+    assert truecaser.normalize("TOM WENT TO PARIS WITH NASA.") == "Tom went to Paris with NASA."
+    assert truecaser.normalize("I SAW TOM'S FRIEND") == "I saw Tom's friend"
+    assert truecaser.normalize("Getting Started with Paris") == "Getting started with Paris"
+
+
+def test_everything_else_is_left_exactly_as_written():
+    truecaser = Truecaser.learn(CORPUS)
+    for text in [
+        "Where is the train station?",
+        "Do NOT touch the wire.",
+        "NASA launched it.",
+        "Hello",
+        "Tom",
+        "我喜欢茶。",
+        "",
+        "3 + 4 = 7",
+    ]:
+        assert truecaser.normalize(text) == text
+
+
+def test_the_tests_of_case_read_words_not_characters():
+    assert is_shouted("STOP!") and is_shouted("I AM HERE") and not is_shouted("A")
+    assert not is_shouted("Stop 123") and not is_shouted("123")
+    assert is_title_cased("The Lord of the Rings") and not is_title_cased("The lord of rings")
+    assert not is_title_cased("NASA ESA")  # shouted, not a title
+
+
+def test_a_translator_reads_shouted_input_as_the_checkpoints_truecaser_writes_it(tmp_path):
+    import torch
+
+    from helpers import tiny_checkpoint
+    from seq2seq.inference.checkpoint import CHECKPOINT_KEY, TRUECASE_KEY
+    from seq2seq.inference.translator import Translator
+
+    path = tiny_checkpoint(tmp_path / "tiny.ckpt", source_ends_with_eos=True)
+    checkpoint = torch.load(path, weights_only=False)
+    checkpoint[CHECKPOINT_KEY][TRUECASE_KEY] = {"tom": "Tom"}
+    torch.save(checkpoint, path)
+    translator = Translator.from_checkpoint(path)
+    assert translator.truecaser.forms["tom"] == "Tom"
+    written = translator.encode(["Tom will buy apples today."])
+    assert translator.encode(["TOM WILL BUY APPLES TODAY."]) == written
+    assert translator.encode(["Tom Will Buy Apples Today."]) == written
+    # One at a time: an untrained model's near-ties may differ between rows of one batch.
+    shouted = translator.translate(["TOM WILL BUY APPLES TODAY."], beam_size=2)
+    assert shouted == translator.translate(["Tom will buy apples today."], beam_size=2)
