@@ -11,7 +11,7 @@ import torch
 from helpers import tiny_model
 from seq2seq.decoding.continuous import ContinuousBeam, ContinuousGreedy
 from seq2seq.decoding.decode import translate_ids
-from seq2seq.decoding.search import SearchConfig
+from seq2seq.decoding.search import SearchConfig, TokenRules
 
 
 @pytest.fixture(scope="module")
@@ -102,15 +102,16 @@ def test_continuous_searches_never_end_on_blank_pieces_alone(model):
     # Token 4 and 5 play SentencePiece's "▁": no sentence may end having written only these,
     # and each gets exactly what the whole-batch searches give it with the same rule.
     blank, sources, search = (4, 5), random_sources(12, seed=8), SearchConfig()
+    rules = TokenRules(blank=blank, banned=(6,))
     for beam in (1, 3):
         decoder = (
-            ContinuousGreedy(model, search, blank)
+            ContinuousGreedy(model, search, rules)
             if beam == 1
-            else ContinuousBeam(model, search, beam, blank_ids=blank)
+            else ContinuousBeam(model, search, beam, rules=rules)
         )
         results = decode(decoder, sources, [0, 4, 1])
         for index, source in enumerate(sources):
-            whole = translate_ids(model, torch.tensor([source]), beam, search, blank_ids=blank)
+            whole = translate_ids(model, torch.tensor([source]), beam, search, rules=rules)
             got = results[index] if beam == 1 else results[index][0]
             assert got.tokens == whole[0][0].tokens
-            assert set(got.tokens) - set(blank)
+            assert set(got.tokens) - set(blank) and 6 not in got.tokens

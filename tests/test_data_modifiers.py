@@ -67,13 +67,14 @@ def test_the_modifiers_rewrite_their_shares_of_pairs():
     en = ["Where is the train station?"] * n
     zh = ["火车站在哪里？"] * n
     modifiers = Modifiers(uppercase=0.1, titlecase=0.15, no_end_punctuation=0.3)
-    src, tgt = modifiers.apply(en, zh, np.arange(n), seed=1)
+    src, tgt, spans = modifiers.apply(en, zh, np.arange(n), seed=1)
+    assert spans == [None] * n  # no terms asked for
     upper = sum(s.startswith("WHERE IS THE TRAIN STATION") for s in src) / n
     title = sum(s.startswith("Where Is The Train Station") for s in src) / n
     no_stop = sum(not s.endswith("?") for s in src) / n
     assert abs(upper - 0.1) < 0.01 and abs(title - 0.15) < 0.01 and abs(no_stop - 0.3) < 0.015
     assert all(s.endswith("?") == t.endswith("？") for s, t in zip(src, tgt, strict=True))
-    assert (src, tgt) == modifiers.apply(en, zh, np.arange(n), seed=1)  # deterministic
+    assert (src, tgt, spans) == modifiers.apply(en, zh, np.arange(n), seed=1)  # deterministic
 
 
 def test_title_case_and_end_punctuation_follow_their_rules():
@@ -133,3 +134,28 @@ def test_without_modifiers_the_cache_is_named_as_before(plain, modified):
     # An inactive setting does not enter the hash: existing caches and checkpoints stay valid.
     assert "modifiers" not in plain.hparams or plain.hparams["modifiers"] is None
     assert plain.cache_path != modified.cache_path
+
+
+def test_term_annotation_marks_a_term_the_reference_holds_with_tags_only_sources_get(
+    tsv, plain, tmp_path
+):
+    from seq2seq.data.terms import TERM_TAGS, term_tag_ids
+
+    dm = prepare(tsv, tmp_path, {"terms": 0.5})
+    tags = term_tag_ids(dm.tokenizer)
+    assert tags is not None and term_tag_ids(plain.tokenizer) is None
+    annotated = 0
+    for src, tgt in dm.dataset("train"):
+        assert not set(tags) & set(tgt)  # targets never hold a tag
+        if tags[0] in src:
+            annotated += 1
+            start, trans, end = (src.index(t) for t in tags)
+            assert start < trans < end
+            # The annotated translation is in the reference (the synonym replaced it there).
+            term = dm.tokenizer.decode(src[trans + 1 : end])
+            assert term and term in dm.tokenizer.decode(tgt)
+    assert 0.1 * len(dm.dataset("train")) < annotated < 0.5 * len(dm.dataset("train"))
+    for split in ("dev", "test"):
+        assert not any(tags[0] in src for src, _ in dm.dataset(split))
+    # A user's text holding a tag's spelling is ordinary text, never the tag.
+    assert not set(tags) & set(dm.tokenizer.encode_source(f"my {TERM_TAGS[0]} teacher"))

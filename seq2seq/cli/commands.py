@@ -21,11 +21,18 @@ def _read_glossary(args: argparse.Namespace):  # noqa: ANN202 (Glossary | None)
         return None
     from seq2seq.inference.glossary import Glossary
 
-    if args.engine == "ctranslate2":
-        raise ValueError(
-            "--glossary needs --engine torch (CTranslate2 has no constrained beam search)"
-        )
     return Glossary.read(args.glossary)
+
+
+def _check_glossary_engine(translator, args: argparse.Namespace) -> None:  # noqa: ANN001
+    """CTranslate2 has no constrained beam search: a glossary needs a model trained with term
+    annotation there (``data.modifiers.terms``), which reads the terms in its source."""
+    if getattr(args, "glossary", None) and args.engine == "ctranslate2":
+        if not translator.annotates_terms:
+            raise ValueError(
+                "--glossary with --engine ctranslate2 needs a model trained with term "
+                "annotation (data.modifiers.terms); CTranslate2 has no constrained beam search"
+            )
 
 
 def _load_translator(args: argparse.Namespace):  # noqa: ANN202 (Translator)
@@ -35,6 +42,8 @@ def _load_translator(args: argparse.Namespace):  # noqa: ANN202 (Translator)
         translator = Translator.from_ctranslate2(args.checkpoint, args.device, args.quantize)
     else:
         translator = Translator.from_checkpoint(args.checkpoint, args.device, args.quantize)
+    _check_glossary_engine(translator, args)
+    translator.constrain_terms = not getattr(args, "glossary_annotation_only", False)
     return translator.with_search(
         length_penalty=args.length_penalty, max_len_a=args.max_len_a, max_len_b=args.max_len_b
     )

@@ -83,5 +83,13 @@ def add_glossary(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="terms to honour: a TSV file of 'English<TAB>Chinese' lines (CSV if "
         "it ends in .csv); a sentence holding an English term (whole words, any "
-        "case) gets its Chinese term, placed by constrained beam search (beam >= 5)",
+        "case) gets its Chinese term, placed by constrained beam search (beam >= 5); a "
+        "model trained with term annotation (data.modifiers.terms) also reads it in the "
+        "source",
+    )
+    p.add_argument(
+        "--glossary-annotation-only",
+        action="store_true",
+        help="with a model trained with term annotation: the terms in the source only, no "
+        "constrained beam search (faster; a term is met as often as the model copies it)",
     )

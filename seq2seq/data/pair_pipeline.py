@@ -38,6 +38,7 @@ from seq2seq.data.split import (
     first_occurrences,
     split_codes,
 )
+from seq2seq.data.terms import TERM_TAGS, annotated_source_ids
 from seq2seq.data.tokenizer import PairedTokenizer, Tokenizer
 from seq2seq.errors import DataError
 from seq2seq.textio import read_lines
@@ -83,6 +84,8 @@ def prepare_pairs(
     log.info(f"split: {sizes(rows)} pairs")
     if not len(rows["train"]):
         raise DataError.at(spec.name, None, f"no training pairs left ({clean_report})")
+    if settings.modifiers.terms:
+        user_symbols = (*user_symbols, *TERM_TAGS)  # control symbols: placed by id only
     tokenizer, seconds = _pair_tokenizer(cleaned, rows["train"], settings, user_symbols)
     if settings.tokenizer is None:
         tokenizer.source_ends_with_eos = source_ends_with_eos
@@ -295,8 +298,16 @@ class _EncodePairs(Encode):
                 rows[chosen] + first_row,
                 self.seed,
             )
-            for i, en, zh in zip(chosen, *modified, strict=True):
+            annotated = {}
+            for i, en, zh, span in zip(chosen, *modified, strict=True):
                 sources[i], targets[i] = en, zh
+                if span is not None:
+                    annotated[i] = annotated_source_ids(self.tokenizer, en, [span])
+            if annotated:
+                src = self.tokenizer.encode_sources(sources)
+                for i, ids in annotated.items():
+                    src[i] = ids
+                return {"src": src, "tgt": self.tokenizer.encode_targets(targets)}
         return {
             "src": self.tokenizer.encode_sources(sources),
             "tgt": self.tokenizer.encode_targets(targets),

@@ -33,6 +33,7 @@ from seq2seq.decoding.search import (
     NEG_INF,
     Hypothesis,
     SearchConfig,
+    TokenRules,
     best_continuations,
     check_n_best,
     collect_finished,
@@ -61,12 +62,15 @@ class ContinuousBatch:
     rows = 1
 
     def __init__(
-        self, model: Transformer, search: SearchConfig, blank_ids: Sequence[int] = ()
+        self,
+        model: Transformer,
+        search: SearchConfig,
+        rules: TokenRules = TokenRules(),  # noqa: B008 (frozen)
     ) -> None:
         if model.config.decoder_only:
             raise ValueError("continuous batching here is for encoder-decoder models")
         self.model, self.search = model, search
-        self.specials = special_tokens(model.config, blank_ids)
+        self.specials = special_tokens(model.config, rules)
         self.device = model.embedding.weight.device
         self.reset()
 
@@ -238,11 +242,11 @@ class ContinuousBeam(ContinuousBatch):
         search: SearchConfig,
         beam_size: int,
         n_best: int = 1,
-        blank_ids: Sequence[int] = (),
+        rules: TokenRules = TokenRules(),  # noqa: B008 (frozen)
     ) -> None:
         check_n_best(n_best, beam_size)
         self.rows, self.n_best = beam_size, n_best
-        super().__init__(model, search, blank_ids)
+        super().__init__(model, search, rules)
 
     def _clear(self) -> None:
         k = self.rows

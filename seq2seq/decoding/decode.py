@@ -23,21 +23,23 @@ from seq2seq.decoding.search import (
     Scorer,
     SearchConfig,
     SpecialTokens,
+    TokenRules,
     beam_search,
     greedy_search,
 )
 from seq2seq.model import Transformer
 
 
-def special_tokens(config: ModelConfig, blank_ids: Sequence[int] = ()) -> SpecialTokens:
+def special_tokens(config: ModelConfig, rules: TokenRules = TokenRules()) -> SpecialTokens:  # noqa: B008
     """The special ids a search needs, from the model's config (their one source), and the
-    tokenizer's ``blank_ids`` (pieces writing no visible character; see ``SpecialTokens``)."""
+    tokenizer's ``rules`` (pieces writing nothing visible, pieces never generated)."""
     return SpecialTokens(
         pad=config.pad_id,
         unk=config.unk_id,
         bos=config.bos_id,
         eos=config.eos_id,
-        blank=tuple(blank_ids),
+        blank=rules.blank,
+        banned=rules.banned,
     )
 
 
@@ -132,7 +134,7 @@ def translate_ids(
     config: SearchConfig | None = None,
     n_best: int = 1,
     constraints: Sequence[Constraints | None] | None = None,
-    blank_ids: Sequence[int] = (),
+    rules: TokenRules = TokenRules(),  # noqa: B008 (frozen)
 ) -> list[list[Hypothesis]]:
     """Translate a right-padded batch of source ids (B, S) with greedy or beam search.
 
@@ -140,11 +142,11 @@ def translate_ids(
     decoder-only model continues the prompt ``[bos] source [sep]`` (``ModelConfig.sep_id``).
     ``constraints``: per sentence, what its output must hold (None: nothing); with any, the
     batch runs ``constrained_beam_search`` (whose unconstrained sentences come out as from
-    beam search). ``blank_ids``: the tokenizer's pieces that write nothing visible, which
-    cannot end an output on their own (``SpecialTokens``).
+    beam search). ``rules``: the tokenizer's pieces that write nothing visible (which cannot
+    end an output on their own) and that are never generated (``TokenRules``).
     """
     config = config or SearchConfig()
-    specials = special_tokens(model.config, blank_ids)
+    specials = special_tokens(model.config, rules)
     src_lengths = padding_mask(src_ids, specials.pad).sum(dim=1)
     if model.config.decoder_only:
         rows = zip(src_ids.tolist(), src_lengths.tolist(), strict=True)

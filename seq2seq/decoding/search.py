@@ -42,10 +42,7 @@ class SpecialTokens:
     real token (fairseq's ``min_len = 1``; an empty translation of a non-empty source is no
     translation), unless a length limit of 1 leaves room for the eos alone.
 
-    ``blank``: pieces that write no visible character (SentencePiece's bare ``▁``, whitespace
-    byte pieces; ``seq2seq.data.tokenizer.blank_ids``). With them, eos also waits until a
-    piece that writes a visible character has been written: ``▁`` then eos decodes to an
-    empty line, as empty as eos alone.
+    ``blank`` and ``banned`` come from the tokenizer (:class:`TokenRules`).
     """
 
     pad: int
@@ -53,11 +50,28 @@ class SpecialTokens:
     bos: int
     eos: int
     blank: tuple[int, ...] = ()
+    banned: tuple[int, ...] = ()
 
     @property
-    def never_generated(self) -> tuple[int, int, int]:
-        """pad, unk and bos: no output of any search holds them."""
-        return (self.pad, self.unk, self.bos)
+    def never_generated(self) -> tuple[int, ...]:
+        """pad, unk, bos and the banned pieces: no output of any search holds them."""
+        return (self.pad, self.unk, self.bos, *self.banned)
+
+
+@dataclass(frozen=True)
+class TokenRules:
+    """What the searches must know of a tokenizer's pieces (``inference.engines.token_rules``).
+
+    Attributes:
+        blank: pieces that write no visible character (SentencePiece's bare ``▁``, whitespace
+            byte pieces). Eos waits until a piece that writes a visible character has been
+            written: ``▁`` then eos decodes to an empty line, as empty as eos alone.
+        banned: pieces no search generates: the term annotation's tags, which only a source
+            holds (``seq2seq.data.terms``).
+    """
+
+    blank: tuple[int, ...] = ()
+    banned: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

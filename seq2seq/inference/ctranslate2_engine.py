@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from seq2seq.config import ModelConfig
+from seq2seq.data.terms import term_tag_ids
 from seq2seq.decoding.search import Hypothesis, SearchConfig
 from seq2seq.errors import CheckpointError
 from seq2seq.inference.checkpoint import SOURCE_EOS_KEY, search_from_dict
@@ -99,9 +100,13 @@ class CTranslate2Engine:
         ]
 
     def _never_generated(self) -> list[int]:
-        """pad and bos; an imported model's appended pad is no row of the export at all."""
+        """pad, bos and the term tags (``seq2seq.data.terms``); an imported model's appended
+        pad is no row of the export at all."""
         config = self.config
-        return [config.bos_id] if self.tokenizer.appended_pad else [config.pad_id, config.bos_id]
+        tags = list(term_tag_ids(self.tokenizer) or ())
+        if self.tokenizer.appended_pad:
+            return [config.bos_id, *tags]
+        return [config.pad_id, config.bos_id, *tags]
 
 
 def read_settings(settings: dict[str, Any], tokenizer) -> tuple[SearchConfig, ModelConfig]:

@@ -15,11 +15,19 @@ from typing import Any, Protocol
 
 import torch
 
+from seq2seq.data.terms import term_tag_ids
+from seq2seq.data.tokenizer import blank_ids
 from seq2seq.decoding.constrained import Constraints
 from seq2seq.decoding.decode import translate_ids, translation_prompt
-from seq2seq.decoding.search import Hypothesis, SearchConfig
+from seq2seq.decoding.search import Hypothesis, SearchConfig, TokenRules
 from seq2seq.inference.attention_maps import cross_attention_maps, self_attention_maps
 from seq2seq.model import Transformer
+
+
+def token_rules(tokenizer) -> TokenRules:  # noqa: ANN001 (either tokenizer)
+    """What our searches must know of ``tokenizer``'s pieces: those that write nothing visible
+    (``blank_ids``) and the term tags, never generated (``seq2seq.data.terms``)."""
+    return TokenRules(blank=blank_ids(tokenizer), banned=term_tag_ids(tokenizer) or ())
 
 
 class Engine(Protocol):
@@ -58,12 +66,15 @@ class TorchEngine:
     constrains = True  # has constrained beam search (glossaries)
 
     def __init__(
-        self, model: Transformer, search: SearchConfig, blank_ids: Sequence[int] = ()
+        self,
+        model: Transformer,
+        search: SearchConfig,
+        rules: TokenRules = TokenRules(),  # noqa: B008 (frozen)
     ) -> None:
         self.model = model.eval()
         self.search = search
-        # The tokenizer's pieces that write nothing visible: no output is made of them alone.
-        self.blank_ids = tuple(blank_ids)
+        # The tokenizer's pieces no output is made of alone, and those never generated.
+        self.rules = rules
 
     @property
     def device(self) -> str:
@@ -83,7 +94,7 @@ class TorchEngine:
             self.search,
             n_best,
             constraints,
-            self.blank_ids,
+            self.rules,
         )
 
     def source_limit(self) -> int:
@@ -99,7 +110,7 @@ class TorchEngine:
         return max(1, max_tokens // beam_size)
 
     def with_search(self, **changes: Any) -> TorchEngine:
-        return TorchEngine(self.model, replace(self.search, **changes), self.blank_ids)
+        return TorchEngine(self.model, replace(self.search, **changes), self.rules)
 
     def attention(self, source: list[int], target: list[int]) -> torch.Tensor:
         """Cross-attention of ``target`` (its tokens, then eos) over ``source``, mean over

@@ -32,6 +32,7 @@ from seq2seq.errors import DataError
 from seq2seq.textio import warn_lines
 
 if TYPE_CHECKING:
+    from seq2seq.data.truecase import Truecaser
     from seq2seq.inference.documents import SentenceTranslation, TextBatch
     from seq2seq.inference.pieces import Piece
 
@@ -256,6 +257,44 @@ def piece_terms(
             text = sentence if len(plan) == 1 else " ".join(words[slice(*piece.words)])
             terms.append(glossary.terms_in(text) if piece.ids else [])
     return terms
+
+
+def annotate_pieces(
+    tokenizer,  # noqa: ANN001 (a tokenizer with term tags)
+    sentences: Sequence[str],
+    plans: list[list[Piece]],
+    terms: list[list[Term]],
+    truecaser: Truecaser,
+) -> list[list[int]]:
+    """Each piece's source ids with its glossary ``terms`` annotated inline, as a model trained
+    with the ``terms`` modifier reads them (``seq2seq.data.terms``); pieces without terms, and
+    windows cut at a token limit, keep their ids. The text is normalised as ``encode_sentence``
+    normalises it, so a piece without terms is encoded exactly as before."""
+    from seq2seq.data.clean import normalize_en
+    from seq2seq.data.terms import TermSpan, annotated_source_ids, find_span
+
+    pieces = [
+        (sentence, plan, piece)
+        for sentence, plan in zip(sentences, plans, strict=True)
+        for piece in plan
+    ]
+    out = []
+    for (sentence, plan, piece), found in zip(pieces, terms, strict=True):
+        if not found or piece.windowed or not piece.ids:
+            out.append(piece.ids)
+            continue
+        words = sentence.split()
+        text = sentence if len(plan) == 1 else " ".join(words[slice(*piece.words)])
+        text = normalize_en(truecaser.normalize(text))
+        spans = []
+        for term in found:
+            where = find_span(text, term.source)
+            if where is not None and not any(
+                s.start < where[1] and where[0] < s.end for s in spans
+            ):
+                spans.append(TermSpan(where[0], where[1], term.target))
+        out.append(annotated_source_ids(tokenizer, text, spans) if spans else piece.ids)
+    return out
 
 
 def constrained_beam(beam_size: int, constraints: Constraints) -> int:

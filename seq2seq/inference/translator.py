@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from seq2seq.data.clean import normalize_en
-from seq2seq.data.tokenizer import blank_ids
+from seq2seq.data.terms import term_tag_ids
 from seq2seq.data.truecase import Truecaser
 from seq2seq.decoding.constrained import Constraints
 from seq2seq.decoding.search import Hypothesis, SearchConfig
@@ -33,11 +33,12 @@ from seq2seq.formats import Document, parse, parse_text
 from seq2seq.inference.checkpoint import load_model
 from seq2seq.inference.cpu import check_quantize, prepare_for_inference
 from seq2seq.inference.documents import SentenceTranslation, TextBatch, windowed_lines
-from seq2seq.inference.engines import Engine, TorchEngine
+from seq2seq.inference.engines import Engine, TorchEngine, token_rules
 from seq2seq.inference.finishing import finish_sentences
 from seq2seq.inference.glossary import (
     Glossary,
     Term,
+    annotate_pieces,
     constrained_beam,
     piece_terms,
     term_constraints,
@@ -72,6 +73,11 @@ class Translator:
         # SHOUTED and Title Cased lines are read in sentence case (seq2seq.data.truecase):
         # with the training English's word forms when the checkpoint has them.
         self.truecaser = truecaser or Truecaser()
+        # A model trained with term annotation (seq2seq.data.terms) reads a glossary's terms
+        # in its source; constrained beam search stays on as the guarantee unless this is
+        # False (annotation alone: faster, and what an engine without that search gets).
+        self.annotates_terms = term_tag_ids(tokenizer) is not None
+        self.constrain_terms = True
         self._split_batches = 0  # batches split after running out of memory, per call
 
     @classmethod
@@ -89,7 +95,7 @@ class Translator:
                 f"{path}: a language model, not a translation model; use 'seq2seq generate'"
             )
         model = prepare_for_inference(loaded.model, quantize)
-        engine = TorchEngine(model, loaded.search, blank_ids(loaded.tokenizer))
+        engine = TorchEngine(model, loaded.search, token_rules(loaded.tokenizer))
         return cls(engine, loaded.tokenizer, Truecaser(loaded.truecase))
 
     @classmethod
@@ -111,7 +117,9 @@ class Translator:
     def with_search(self, **overrides: Any) -> Translator:
         """A translator sharing this engine, with some search settings changed (None = keep)."""
         changes = {k: v for k, v in overrides.items() if v is not None}
-        return Translator(self.engine.with_search(**changes), self.tokenizer)
+        translator = Translator(self.engine.with_search(**changes), self.tokenizer, self.truecaser)
+        translator.constrain_terms = self.constrain_terms
+        return translator
 
     def translate(
         self,
@@ -289,9 +297,14 @@ class Translator:
         if on_total is not None:
             on_total(sum(1 for ids in encoded if ids))
         terms = self.piece_terms(sentences, plans, glossary)
-        found = self.decode_encoded(
-            encoded, beam_size, max_tokens, n_best, on_batch, self.constraints(terms)
-        )
+        if self.annotates_terms and any(terms):
+            encoded = annotate_pieces(self.tokenizer, sentences, plans, terms, self.truecaser)
+            encoded = [
+                ids if len(ids) <= self.engine.source_limit() else piece.ids
+                for ids, piece in zip(encoded, (p for plan in plans for p in plan), strict=True)
+            ]
+        constraints = self.constraints(terms)
+        found = self.decode_encoded(encoded, beam_size, max_tokens, n_best, on_batch, constraints)
         return self.finish(sentences, plans, found, n_best, aligned, terms)
 
     def piece_terms(
@@ -304,6 +317,10 @@ class Translator:
         """Each piece's constraints (None where it has no term); None when no piece has any."""
         if not any(terms):
             return None
+        if self.annotates_terms and not (
+            self.constrain_terms and getattr(self.engine, "constrains", False)
+        ):
+            return None  # the annotation alone
         if not getattr(self.engine, "constrains", False):
             raise ValueError(
                 "glossaries need the torch engine (CTranslate2 has no constrained beam search)"

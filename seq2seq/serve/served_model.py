@@ -8,14 +8,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seq2seq.data.tokenizer import blank_ids
 from seq2seq.data.truecase import Truecaser
 from seq2seq.decoding.continuous import ContinuousBatch, ContinuousBeam, ContinuousGreedy
 from seq2seq.decoding.sampling import SamplingConfig
 from seq2seq.decoding.search import Hypothesis
 from seq2seq.inference.checkpoint import load_model
 from seq2seq.inference.cpu import check_quantize, prepare_for_inference
-from seq2seq.inference.engines import TorchEngine
+from seq2seq.inference.engines import TorchEngine, token_rules
 from seq2seq.inference.generation import Completion, Generator
 from seq2seq.inference.translator import Translator
 from seq2seq.serve.worker import Job
@@ -98,7 +97,7 @@ class ServedModel:
         if loaded.is_language_model:
             generator = Generator(model, loaded.tokenizer, loaded.search)
             return cls(name, generator=generator, quantize=quantize)
-        engine = TorchEngine(model, loaded.search, blank_ids(loaded.tokenizer))
+        engine = TorchEngine(model, loaded.search, token_rules(loaded.tokenizer))
         translator = Translator(engine, loaded.tokenizer, Truecaser(loaded.truecase))
         return cls(name, translator=translator, quantize=quantize)
 
@@ -144,13 +143,9 @@ class ServedModel:
         if not isinstance(engine, TorchEngine) or engine.model.config.decoder_only:
             return None
         if beam_size == 1:
-            decoder: ContinuousBatch = ContinuousGreedy(
-                engine.model, engine.search, engine.blank_ids
-            )
+            decoder: ContinuousBatch = ContinuousGreedy(engine.model, engine.search, engine.rules)
         else:
-            decoder = ContinuousBeam(
-                engine.model, engine.search, beam_size, blank_ids=engine.blank_ids
-            )
+            decoder = ContinuousBeam(engine.model, engine.search, beam_size, rules=engine.rules)
         return ContinuousJobs(decoder, beam_size, max_tokens)
 
     # -- run in the worker thread --------------------------------------------------------

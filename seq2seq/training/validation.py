@@ -15,8 +15,7 @@ import os
 import lightning as L
 import torch
 
-from seq2seq.data.tokenizer import blank_ids
-from seq2seq.inference.engines import TorchEngine
+from seq2seq.inference.engines import TorchEngine, token_rules
 from seq2seq.inference.evaluation import score_translations
 from seq2seq.inference.translator import Translator
 
@@ -48,7 +47,7 @@ def validation_bleu(trainer, pl_module) -> float:
     sources, references = datamodule.split_texts("dev")
     chosen = evenly_spaced(len(sources), pl_module.hparams.val_bleu_sentences)
     mine = chosen[trainer.global_rank :: trainer.world_size]
-    engine = TorchEngine(pl_module.model, pl_module.search, blank_ids(tokenizer))
+    engine = TorchEngine(pl_module.model, pl_module.search, token_rules(tokenizer))
     translator = Translator(engine, tokenizer)
     with _quiet_stderr():  # truncation warnings of over-long dev sentences
         outputs = translator.translate([sources[i] for i in mine], pl_module.hparams.val_beam_size)

@@ -1,0 +1,123 @@
+"""Terms in the source: the inline annotation a model is trained to copy (Dinu et al. 2019).
+
+A source word or phrase is followed by the Chinese it must become, between three tags::
+
+    my <term> teacher <trans> 导师 </term> is kind
+
+The tags are SentencePiece *control symbols* (:data:`TERM_TAGS`): pieces that encoding text
+never produces, so a user's text that happens to hold ``<term>`` is spelled as ordinary pieces
+and never read as a tag; they are placed by id (:func:`annotated_source_ids`), and no search
+generates them (``SpecialTokens.never_generated``). A vocabulary has them only when its data
+was prepared with the ``terms`` modifier (:mod:`seq2seq.data.modifiers`): a model trained
+without keeps today's behaviour exactly.
+
+Training pairs (:func:`find_term`): a source word or phrase of up to three words whose CC-CEDICT
+translation (:func:`term_table`, every plain sense of the common HSK words) occurs in the
+reference. Half the time the reference's word is replaced by another headword of the same
+English sense (teacher: 老师 → 教师), and that one annotated: the model cannot get it from the
+source words alone, so only copying the annotation pays (OpusTrainer's tags modifier replaces
+terms for the same reason).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from seq2seq.data.tokenizer import UNK_ID
+
+TERM_TAGS = ("<term>", "<trans>", "</term>")  # before the term, before its translation, after
+MAX_TERM_WORDS = 3
+_WORD = re.compile(r"\w+|[^\w\s]")  # as the glossary matches words (inference.glossary)
+
+
+@dataclass(frozen=True)
+class TermSpan:
+    """An annotation: characters ``[start, end)`` of the source become ``target``."""
+
+    start: int
+    end: int
+    target: str
+
+
+def term_tag_ids(tokenizer) -> tuple[int, int, int] | None:  # noqa: ANN001 (any tokenizer)
+    """The ids of :data:`TERM_TAGS` in ``tokenizer``'s vocabulary; None when it has none (a
+    model trained without term annotation)."""
+    ids = tuple(tokenizer.piece_to_id(tag) for tag in TERM_TAGS)
+    return None if UNK_ID in ids else ids  # type: ignore[return-value]
+
+
+def annotated_source_ids(tokenizer, text: str, spans: list[TermSpan]) -> list[int]:  # noqa: ANN001
+    """What the encoder reads for ``text`` with ``spans`` annotated (see the module docstring),
+    then eos as ``tokenizer.encode_source`` ends it. Each stretch of text is encoded on its
+    own and the tags go between by id: nothing in the text can become a tag."""
+    tags = term_tag_ids(tokenizer)
+    if tags is None:
+        raise ValueError("the tokenizer has no term tags (a model trained without terms)")
+    start_id, trans_id, end_id = tags
+    ids: list[int] = []
+    at = 0
+    for span in sorted(spans, key=lambda s: s.start):
+        ids += tokenizer.encode(text[at : span.start])
+        ids += [start_id, *tokenizer.encode(text[span.start : span.end]), trans_id]
+        ids += [*tokenizer.encode(span.target), end_id]
+        at = span.end
+    ids += tokenizer.encode(text[at:])
+    return ids + tokenizer.encode_source("")  # the eos, if sources end with one
+
+
+def word_spans(text: str) -> list[tuple[str, int, int]]:
+    """(casefolded word, start, end) of each word of ``text``, as the glossary reads words."""
+    return [(m.group().casefold(), m.start(), m.end()) for m in _WORD.finditer(text)]
+
+
+def find_span(text: str, english: str) -> tuple[int, int] | None:
+    """Characters of the first whole-word, case-insensitive occurrence of ``english``."""
+    words, key = word_spans(text), [w for w, _, _ in word_spans(english)]
+    for i in range(len(words) - len(key) + 1):
+        if [w for w, _, _ in words[i : i + len(key)]] == key:
+            return words[i][1], words[i + len(key) - 1][2]
+    return None
+
+
+@lru_cache(maxsize=1)
+def term_table() -> dict[tuple[str, ...], tuple[str, ...]]:
+    """English sense (casefolded words) -> the common words that translate it, from CC-CEDICT
+    (every plain sense of each HSK 3.0 word, :mod:`seq2seq.data.dictionary`)."""
+    from seq2seq.data.dictionary import all_glosses
+
+    table: dict[tuple[str, ...], list[str]] = {}
+    for chinese, glosses in all_glosses().items():
+        for gloss in glosses:
+            key = tuple(w for w, _, _ in word_spans(gloss))
+            if 0 < len(key) <= MAX_TERM_WORDS and chinese not in table.setdefault(key, []):
+                table[key].append(chinese)
+    return {key: tuple(words) for key, words in table.items()}
+
+
+def find_term(en: str, zh: str, pick: float, swap: float) -> tuple[str, TermSpan] | None:
+    """A term of the pair ``(en, zh)`` to annotate, and the target to train on: the source's
+    words with a dictionary translation found in ``zh`` (``pick`` in [0, 1) chooses among
+    them); with ``swap`` < 0.5 and another headword for the same sense, that one replaces the
+    first occurrence in the target. None when the pair holds no such term."""
+    table, words = term_table(), word_spans(en)
+    found = []
+    for i in range(len(words)):
+        for n in range(MAX_TERM_WORDS, 0, -1):
+            key = tuple(w for w, _, _ in words[i : i + n])
+            if len(key) == n and any(len(c) > 1 and c in zh for c in table.get(key, ())):
+                found.append((i, n, key))
+                break
+    if not found:
+        return None
+    i, n, key = found[int(pick * len(found))]
+    chinese = [c for c in table[key] if len(c) > 1]
+    used = next(c for c in chinese if c in zh)
+    others = [c for c in chinese if c != used and c not in zh]
+    if others and swap < 0.5:
+        target = others[int(swap * 2 * len(others))]
+        zh = zh.replace(used, target, 1)
+    else:
+        target = used
+    return zh, TermSpan(words[i][1], words[i + n - 1][2], target)
