@@ -388,6 +388,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--rounds", type=int, default=3, help="timed rounds, best of (3)")
     add("--examples", type=int, default=5, help="examples and failures printed (5)")
     add("--json", type=Path, help="also write every figure here")
+    add(
+        "--annotation-only",
+        action="store_true",
+        help="a model trained with term annotation: terms in the source, no constrained search",
+    )
     return parser.parse_args(argv)
 
 
@@ -402,6 +407,11 @@ def main(argv: list[str] | None = None) -> dict:
         raise SystemExit("no test sentence holds a glossary term")
     say(f"{len(sources):,} sentences, {len(held)} with terms; loading {args.checkpoint}")
     translator = Translator.from_checkpoint(args.checkpoint)
+    translator.constrain_terms = not args.annotation_only
+    say(
+        f"glossary: {'annotated in the source' if translator.annotates_terms else 'no annotation'}"
+        f", {'constrained beam search' if translator.constrain_terms else 'no constraints'}"
+    )
     translator.translate(sources[:WARMUP], args.beam_size)  # warm-up
     # The first glossary call builds the vocabulary's spelling index: its time less that of
     # the same call again.

@@ -99,6 +99,7 @@ def tiny_checkpoint(
     lm: bool = False,
     joined: bool = False,
     source_ends_with_eos: bool | None = None,
+    terms: bool = False,
 ):
     """An untrained translation checkpoint laid out as ``seq2seq fit`` writes one: a
     SentencePiece model of the synthetic pairs and a tiny model of its vocabulary (seconds).
@@ -107,7 +108,8 @@ def tiny_checkpoint(
     ``lm``: a decoder-only language model instead (task "lm"); ``joined``: a decoder-only
     translator ([bos] source [sep] target [eos], as configs/lm_translate.yaml trains one).
     ``source_ends_with_eos``: recorded in the section; None leaves the key out, as checkpoints
-    written before it did (their models read sources without an eos)."""
+    written before it did (their models read sources without an eos). ``terms``: a vocabulary
+    with the term annotation's tags (``seq2seq.data.terms``), as a term-trained model has."""
     from dataclasses import asdict
 
     from seq2seq.data.tokenizer import SEP, Tokenizer
@@ -116,7 +118,10 @@ def tiny_checkpoint(
 
     texts = [text for pair in synthetic_pairs() for text in pair]
     # 150 + the 256 byte pieces
-    tokenizer = Tokenizer.train(texts, 406, user_symbols=(SEP,) if joined else ())
+    from seq2seq.data.terms import TERM_TAGS
+
+    symbols = ((SEP,) if joined else ()) + (TERM_TAGS if terms else ())
+    tokenizer = Tokenizer.train(texts, 406 + len(TERM_TAGS) * terms, user_symbols=symbols)
     torch.manual_seed(seed)
     overrides = {"decoder_only": True, "n_encoder_layers": 0} if lm or joined else {}
     if joined:

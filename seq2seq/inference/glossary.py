@@ -265,10 +265,12 @@ def annotate_pieces(
     plans: list[list[Piece]],
     terms: list[list[Term]],
     truecaser: Truecaser,
+    limit: int,
 ) -> list[list[int]]:
     """Each piece's source ids with its glossary ``terms`` annotated inline, as a model trained
     with the ``terms`` modifier reads them (``seq2seq.data.terms``); pieces without terms, and
-    windows cut at a token limit, keep their ids. The text is normalised as ``encode_sentence``
+    windows cut at a token limit, keep their ids, and so does a piece the annotation would take
+    over ``limit`` tokens. The text is normalised as ``encode_sentence``
     normalises it, so a piece without terms is encoded exactly as before."""
     from seq2seq.data.clean import normalize_en
     from seq2seq.data.terms import TermSpan, annotated_source_ids, find_span
@@ -286,14 +288,15 @@ def annotate_pieces(
         words = sentence.split()
         text = sentence if len(plan) == 1 else " ".join(words[slice(*piece.words)])
         text = normalize_en(truecaser.normalize(text))
-        spans = []
+        spans: list[TermSpan] = []
         for term in found:
             where = find_span(text, term.source)
             if where is not None and not any(
                 s.start < where[1] and where[0] < s.end for s in spans
             ):
                 spans.append(TermSpan(where[0], where[1], term.target))
-        out.append(annotated_source_ids(tokenizer, text, spans) if spans else piece.ids)
+        ids = annotated_source_ids(tokenizer, text, spans) if spans else piece.ids
+        out.append(ids if len(ids) <= limit else piece.ids)
     return out
 
 

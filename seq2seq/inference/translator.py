@@ -298,11 +298,10 @@ class Translator:
             on_total(sum(1 for ids in encoded if ids))
         terms = self.piece_terms(sentences, plans, glossary)
         if self.annotates_terms and any(terms):
-            encoded = annotate_pieces(self.tokenizer, sentences, plans, terms, self.truecaser)
-            encoded = [
-                ids if len(ids) <= self.engine.source_limit() else piece.ids
-                for ids, piece in zip(encoded, (p for plan in plans for p in plan), strict=True)
-            ]
+            limit = self.engine.source_limit()
+            encoded = annotate_pieces(
+                self.tokenizer, sentences, plans, terms, self.truecaser, limit
+            )
         constraints = self.constraints(terms)
         found = self.decode_encoded(encoded, beam_size, max_tokens, n_best, on_batch, constraints)
         return self.finish(sentences, plans, found, n_best, aligned, terms)

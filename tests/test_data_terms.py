@@ -1,0 +1,101 @@
+"""Term annotation (seq2seq.data.terms): the source format, tags placed by id only and never
+generated, and glossaries annotating a term-trained model's sources."""
+
+import pytest
+
+from helpers import tiny_checkpoint
+from seq2seq.data.terms import (
+    TERM_TAGS,
+    TermSpan,
+    annotated_source_ids,
+    find_span,
+    find_term,
+    term_tag_ids,
+)
+from seq2seq.inference.glossary import Glossary
+from seq2seq.inference.translator import Translator
+
+
+@pytest.fixture(scope="module")
+def term_model(tmp_path_factory):
+    path = tiny_checkpoint(
+        tmp_path_factory.mktemp("terms") / "t.ckpt", seed=2, terms=True, source_ends_with_eos=True
+    )
+    return Translator.from_checkpoint(path)
+
+
+@pytest.fixture(scope="module")
+def plain_model(tmp_path_factory):
+    path = tiny_checkpoint(
+        tmp_path_factory.mktemp("plain") / "p.ckpt", seed=2, source_ends_with_eos=True
+    )
+    return Translator.from_checkpoint(path)
+
+
+def test_the_annotation_is_text_and_tags_by_id(term_model):
+    tokenizer = term_model.tokenizer
+    start, trans, end = term_tag_ids(tokenizer)
+    text = "My teacher will buy apples."
+    ids = annotated_source_ids(tokenizer, text, [TermSpan(3, 10, "导师")])
+    assert ids.count(start) == ids.count(trans) == ids.count(end) == 1
+    assert tokenizer.decode(ids[: ids.index(start)]) == "My"
+    assert tokenizer.decode(ids[ids.index(start) + 1 : ids.index(trans)]) == "teacher"
+    assert tokenizer.decode(ids[ids.index(trans) + 1 : ids.index(end)]) == "导师"
+    assert ids[-1] == tokenizer.eos_id  # sources end with eos, as encode_source ends them
+    # Without spans it is exactly encode_source; a user's "<term>" is never a tag.
+    assert annotated_source_ids(tokenizer, text, []) == tokenizer.encode_source(text)
+    literal = tokenizer.encode_source(f"I typed {TERM_TAGS[0]} here")
+    assert not set(literal) & {start, trans, end}
+
+
+def test_terms_are_found_on_both_sides_and_swapped_for_a_synonym_half_the_time():
+    assert find_span("My Teacher's car", "teacher") == (3, 10)
+    assert find_span("My teachers", "teacher") is None  # whole words only
+    kept = find_term("My teacher is kind.", "我的老师很好。", pick=0.0, swap=0.9)
+    assert kept == ("我的老师很好。", TermSpan(3, 10, "老师"))
+    zh, span = find_term("My teacher is kind.", "我的老师很好。", pick=0.0, swap=0.1)
+    assert span.target != "老师" and zh == "我的" + span.target + "很好。"
+    assert find_term("My teacher is kind.", "他很好。", 0.0, 0.9) is None  # not in the reference
+
+
+def test_a_glossary_is_annotated_for_a_term_model_and_its_tags_never_come_out(term_model):
+    glossary = Glossary.parse("teacher\t导师\n")
+    sentence = "My teacher will buy apples today."
+    plans = term_model.plan([sentence])
+    terms = term_model.piece_terms([sentence], plans, glossary)
+    from seq2seq.inference.glossary import annotate_pieces
+
+    limit = term_model.engine.source_limit()
+    [ids] = annotate_pieces(
+        term_model.tokenizer, [sentence], plans, terms, term_model.truecaser, limit
+    )
+    assert term_tag_ids(term_model.tokenizer)[0] in ids and ids != plans[0][0].ids
+    # Constrained search stays on: the term is met even by an untrained model.
+    [out] = term_model.translate([sentence], beam_size=2, glossary=glossary)
+    assert "导师" in out
+    tags = set(term_tag_ids(term_model.tokenizer))
+    for found in term_model.translate_n_best([sentence, "Tom will buy rice."], n_best=2):
+        for hyp in found:
+            assert not tags & set(hyp.tokens)
+
+
+def test_annotation_only_skips_the_constrained_search(term_model):
+    glossary = Glossary.parse("teacher\t导师\n")
+    sentence = "My teacher will buy apples today."
+    term_model.constrain_terms = False
+    try:
+        terms = term_model.piece_terms([sentence], term_model.plan([sentence]), glossary)
+        assert term_model.constraints(terms) is None
+    finally:
+        term_model.constrain_terms = True
+    assert term_model.constraints(terms) is not None
+
+
+def test_a_model_without_term_tags_reads_glossaries_as_before(plain_model):
+    assert not plain_model.annotates_terms
+    glossary = Glossary.parse("teacher\t导师\n")
+    sentence = "My teacher will buy apples today."
+    plans = plain_model.plan([sentence])
+    assert term_tag_ids(plain_model.tokenizer) is None
+    [out] = plain_model.translate([sentence], beam_size=2, glossary=glossary)
+    assert "导师" in out and plans[0][0].ids == plain_model.encode_sentence(sentence)
