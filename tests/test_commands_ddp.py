@@ -201,7 +201,9 @@ def test_fit_command_runs_ddp_with_lightnings_launcher(prepared, tmp_path):
 
 
 def fit_command(root: Path, corpus: Path, *extra: str) -> list[str]:
-    """``seq2seq fit`` of 60 steps on 2 processes (Lightning's launcher), writing into root."""
+    """``seq2seq fit`` of 60 steps on 2 processes (Lightning's launcher), writing into root,
+    with training-time modifiers on (a resumed run must see the batches an uninterrupted one
+    sees, modified pairs and term annotations included)."""
     root.mkdir(exist_ok=True)
     config = root / "config.yaml"
     config.write_text(CONFIG.format(corpus=corpus, root=root, max_steps=60))
@@ -216,8 +218,13 @@ def fit_command(root: Path, corpus: Path, *extra: str) -> list[str]:
         "2",
         "--trainer.strategy",
         "ddp",
+        "--data.modifiers",
+        MODIFIERS,
         *extra,
     ]
+
+
+MODIFIERS = '{"uppercase": 0.2, "titlecase": 0.1, "no_end_punctuation": 0.3, "terms": 0.3}'
 
 
 def run_fit(argv: list[str]) -> None:

@@ -91,21 +91,26 @@ def test_checkpoint_is_self_contained(run, tmp_path):
 
 
 def test_resume_from_last_continues_exactly(run, corpus, tmp_path_factory):
-    """25 steps + resume to 40 == 40 steps straight (dropout 0, same seed).
+    """25 steps + resume to 40 == 40 steps straight (dropout 0, same seed), with training-time
+    modifiers on (the modified pairs and their term annotations follow from the seed).
 
     25 is between two validations (every 10 steps): last.ckpt must still hold step 25, and
     resuming it mid-epoch must replay the same data order."""
+    modifiers = ("--data.modifiers", '{"uppercase": 0.2, "no_end_punctuation": 0.3, "terms": 0.3}')
     straight = tmp_path_factory.mktemp("straight")
-    fit(straight, corpus, max_steps=40)
+    fit(straight, corpus, 40, *modifiers)
     resumed = tmp_path_factory.mktemp("resumed")
-    fit(resumed, corpus, max_steps=25)
+    fit(resumed, corpus, 25, *modifiers)
     assert read_checkpoint(resumed / "checkpoints" / "last.ckpt")["global_step"] == 25
-    fit(resumed, corpus, 40, "--ckpt_path", "last")
+    fit(resumed, corpus, 40, "--ckpt_path", "last", *modifiers)
     a = read_checkpoint(straight / "checkpoints" / "last.ckpt")
     b = read_checkpoint(resumed / "checkpoints" / "last.ckpt")
     assert a["global_step"] == b["global_step"] == 40
     for key, value in a["state_dict"].items():
         torch.testing.assert_close(b["state_dict"][key], value, rtol=1e-5, atol=1e-6)
+    # The checkpoint records the modifiers, and its vocabulary holds the term tags.
+    assert b["datamodule_hyper_parameters"]["modifiers"]["terms"] == 0.3
+    assert b["seq2seq"]["truecase"]["tom"] == "Tom"
 
 
 def test_fit_config_errors_are_one_line(run, corpus, tmp_path, capsys):
