@@ -99,3 +99,37 @@ def test_a_model_without_term_tags_reads_glossaries_as_before(plain_model):
     assert term_tag_ids(plain_model.tokenizer) is None
     [out] = plain_model.translate([sentence], beam_size=2, glossary=glossary)
     assert "导师" in out and plans[0][0].ids == plain_model.encode_sentence(sentence)
+
+
+@pytest.mark.slow
+def test_a_term_model_takes_glossaries_through_the_cli_and_the_deepl_client(tmp_path_factory):
+    deepl = pytest.importorskip("deepl")
+    from test_serve_deepl import serving
+
+    from seq2seq.cli import main
+    from seq2seq.serve.served_model import ServedModel
+
+    def run(*argv: str) -> None:
+        assert main(list(argv)) == 0
+
+    root = tmp_path_factory.mktemp("term-cli")
+    checkpoint = tiny_checkpoint(root / "t.ckpt", seed=2, terms=True, source_ends_with_eos=True)
+    (root / "g.tsv").write_text("teacher\t导师\n", encoding="utf-8")
+    (root / "in.txt").write_text("My teacher will buy apples today.\n", encoding="utf-8")
+    common = ["translate", "--checkpoint", str(checkpoint), "--glossary", str(root / "g.tsv")]
+    run(*common, "--input", str(root / "in.txt"), "--output", str(root / "out.txt"))
+    assert "导师" in (root / "out.txt").read_text(encoding="utf-8")
+    only = [*common, "--glossary-annotation-only", "--input", str(root / "in.txt")]
+    run(*only, "--output", str(root / "only.txt"))
+    assert len((root / "only.txt").read_text(encoding="utf-8").splitlines()) == 1
+
+    with serving(ServedModel.load(checkpoint)) as url:
+        client = deepl.Translator("any-key", server_url=url)
+        glossary = client.create_glossary("terms", "EN", "ZH", {"teacher": "导师"})
+        result = client.translate_text(
+            "My teacher will buy apples today.",
+            source_lang="EN",
+            target_lang="ZH",
+            glossary=glossary,
+        )
+        assert "导师" in result.text

@@ -47,6 +47,7 @@ class CTranslate2Engine:
         with_eos = bool(settings.get(SOURCE_EOS_KEY, False))
         self.tokenizer = load_tokenizer(directory / SPM_FILE, with_eos)
         self.search, self.config = read_settings(settings, self.tokenizer)
+        self.truecase: dict[str, str] | None = settings.get("truecase")  # exports since 0.3
         self.device = device
         self.translator = ctranslate2.Translator(
             str(directory), device=device, compute_type=compute_type, inter_threads=1

@@ -108,7 +108,7 @@ class Translator:
 
         check_quantize(quantize, device)
         engine = CTranslate2Engine(directory, device=device, compute_type=quantize or "default")
-        return cls(engine, engine.tokenizer)
+        return cls(engine, engine.tokenizer, Truecaser(engine.truecase))
 
     @property
     def search(self) -> SearchConfig:

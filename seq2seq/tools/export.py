@@ -295,5 +295,7 @@ def export_ctranslate2(
         "model_config": loaded.model.config.to_dict(),
         SOURCE_EOS_KEY: loaded.tokenizer.source_ends_with_eos,
     }
+    if loaded.truecase is not None:  # the training English's word forms (data.truecase)
+        settings["truecase"] = loaded.truecase
     (out / SETTINGS_FILE).write_text(json.dumps(settings, indent=2), encoding="utf-8")
     return out
