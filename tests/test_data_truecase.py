@@ -73,3 +73,12 @@ def test_a_translator_reads_shouted_input_as_the_checkpoints_truecaser_writes_it
     # One at a time: an untrained model's near-ties may differ between rows of one batch.
     shouted = translator.translate(["TOM WILL BUY APPLES TODAY."], beam_size=2)
     assert shouted == translator.translate(["Tom will buy apples today."], beam_size=2)
+
+
+def test_a_title_with_contractions_is_still_a_title():
+    truecaser = Truecaser.learn(CORPUS)
+    assert is_title_cased("I Don't Know Where Tom's Car Is.")
+    assert (
+        truecaser.normalize("I Don't Know Where Tom's Car Is.")
+        == "I don't know where Tom's car is."
+    )

@@ -18,7 +18,9 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
-_WORD = re.compile(r"[^\W\d_]+")  # letters ("Tom's": Tom, s)
+_WORD = re.compile(r"[^\W\d_]+")  # letters ("Tom's": Tom, s): what forms are kept for
+# A word as a title writes it: "Don't" is one capitalised word, not "Don" and a lower-case "t".
+_TITLE_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _SENTENCE_END = re.compile(r"[.!?]['\"”’)]*\s*$")
 MIN_COUNT = 2  # a form seen once is no evidence
 # Short words a title leaves lower case ("Gone with the Wind"): they do not break a title.
@@ -42,7 +44,7 @@ def is_shouted(text: str) -> bool:
 def is_title_cased(text: str) -> bool:
     """Two or more words, every one capitalised (small words such as "of" may stay lower
     case), with some lower case in them (not shouted)."""
-    found = words(text)
+    found = _TITLE_WORD.findall(text)
     capitalised = [w for w in found if w[0].isupper()]
     others = [w for w in found if not w[0].isupper()]
     return (
