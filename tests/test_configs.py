@@ -85,3 +85,23 @@ def test_print_config_with_comments_documents_our_fields(capsys):
     ):
         index = next(i for i, line in enumerate(lines) if line.strip().startswith(f"{field}:"))
         assert lines[index - 1].strip().startswith("#") and words in lines[index - 1]
+
+
+def test_the_terms_overlay_adds_term_annotation_to_a_config(capsys):
+    configs = Path(__file__).parent.parent / "configs"
+    with pytest.raises(SystemExit):
+        main(
+            [
+                "fit",
+                "--config",
+                str(configs / "tiny.yaml"),
+                "--config",
+                str(configs / "modifiers" / "terms.yaml"),
+                "--print_config",
+            ]
+        )
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["data"]["modifiers"]["terms"] == 0.5
+    assert printed["data"]["modifiers"]["no_end_punctuation"] == 0.1  # tiny.yaml's, repeated
+    assert printed["checkpoint"]["dirpath"] == "runs/terms/checkpoints"
+    assert printed["model"]["config"]["d_model"] == 256  # the rest is tiny.yaml's

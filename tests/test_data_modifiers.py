@@ -8,7 +8,8 @@ import pytest
 from seq2seq.config import ConfigError
 from seq2seq.data.datamodule import TranslationDataModule
 from seq2seq.data.dictionary import dictionary_pairs, plain_gloss
-from seq2seq.data.modifiers import Modifiers, remove_end_punctuation, title_case, uniforms
+from seq2seq.data.modifiers import Modifiers, remove_end_punctuation, title_case
+from seq2seq.data.permutation import uniforms
 from seq2seq.data.sources import _load_hsk
 from seq2seq.data.split import SPLITS
 

