@@ -110,7 +110,7 @@ def test_resume_from_last_continues_exactly(run, corpus, tmp_path_factory):
         torch.testing.assert_close(b["state_dict"][key], value, rtol=1e-5, atol=1e-6)
     # The checkpoint records the modifiers, and its vocabulary holds the term tags.
     assert b["datamodule_hyper_parameters"]["modifiers"]["terms"] == 0.3
-    assert b["seq2seq"]["truecase"]["tom"] == "Tom"
+    assert b["seq2seq"]["truecase"]["i"] == "I"  # the truecaser's forms are stored
 
 
 def test_fit_config_errors_are_one_line(run, corpus, tmp_path, capsys):
