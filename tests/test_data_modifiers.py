@@ -160,3 +160,26 @@ def test_term_annotation_marks_a_term_the_reference_holds_with_tags_only_sources
         assert not any(tags[0] in src for src, _ in dm.dataset(split))
     # A user's text holding a tag's spelling is ordinary text, never the tag.
     assert not set(tags) & set(dm.tokenizer.encode_source(f"my {TERM_TAGS[0]} teacher"))
+
+
+def test_a_termbase_adds_its_terms_and_bad_lines_are_one_line_errors(tsv, tmp_path):
+    from seq2seq.data.terms import term_tag_ids
+    from seq2seq.errors import DataError
+
+    termbase = tmp_path / "terms.tsv"
+    # Beijing is no dictionary term (proper nouns are left out of it): only the termbase has it.
+    termbase.write_text("# my terms\nBeijing\t北京\n\nteacher\t恩师\n", encoding="utf-8")
+    dm = prepare(tsv, tmp_path / "cache", {"terms": 1.0, "termbase": str(termbase)})
+    tags, tokenizer = term_tag_ids(dm.tokenizer), dm.tokenizer
+    annotated = [
+        tokenizer.decode(src[src.index(tags[1]) + 1 : src.index(tags[2])])
+        for src, _ in dm.dataset("train")
+        if tags[0] in src
+    ]
+    assert "北京" in annotated and set(annotated) - {"北京", "恩师"}  # and the dictionary's
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("water\t水\nno tab here\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"bad.tsv.*2.*english<TAB>chinese"):
+        prepare(tsv, tmp_path / "cache2", {"terms": 0.5, "termbase": str(bad)})
+    with pytest.raises(ConfigError, match="termbase needs"):
+        Modifiers.from_dict({"termbase": str(termbase)})

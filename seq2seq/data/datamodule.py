@@ -117,6 +117,7 @@ class TranslationDataModule(LightningDataModule):
             pairs (``uppercase``, ``titlecase``, ``no_end_punctuation``) or a count of
             dictionary pairs added (``dictionary``); see :mod:`seq2seq.data.modifiers`. Dev and
             test stay as written; the tokenizer learns from the text before any modifier.
+            ``termbase``: your own ``english<TAB>chinese`` terms for ``terms`` to annotate.
     """
 
     def __init__(
@@ -149,7 +150,7 @@ class TranslationDataModule(LightningDataModule):
         text_field: str | None = None,
         block_size: int = 128,
         tokenizer_from: str | None = None,
-        modifiers: dict[str, float] | None = None,
+        modifiers: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()

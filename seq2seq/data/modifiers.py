@@ -13,7 +13,8 @@ YAML as ``data.modifiers`` (:class:`Modifiers`, each a share of the training pai
   :mod:`seq2seq.data.dictionary`) added to the training split, a capped share of short segments;
 - ``terms``: a term of the source annotated inline with the Chinese the reference uses for it
   (or a synonym put in its place), between tags the vocabulary holds
-  (:mod:`seq2seq.data.terms`): the model learns to copy a glossary's terms.
+  (:mod:`seq2seq.data.terms`): the model learns to copy a glossary's terms. ``termbase``: a
+  user's ``english<TAB>chinese`` file whose terms are annotated too (before the dictionary's).
 
 Only the training split is modified (dev and test stay as written), and the SentencePiece model
 is learnt from the text before any modifier (as OpusTrainer's pipeline does). Which pairs a
@@ -33,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from seq2seq.data.cache_dir import fingerprint
 from seq2seq.data.permutation import uniforms
 from seq2seq.data.terms import TermSpan, find_term
 from seq2seq.errors import ConfigError
@@ -55,6 +57,7 @@ class Modifiers:
     no_end_punctuation: float = 0.0
     dictionary: int = 0
     terms: float = 0.0
+    termbase: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("uppercase", "titlecase", "no_end_punctuation", "terms"):
@@ -63,6 +66,8 @@ class Modifiers:
                 raise ConfigError(f"data.modifiers.{name} must be a share in [0, 1], got {share!r}")
         if self.uppercase + self.titlecase > 1.0:
             raise ConfigError("data.modifiers: uppercase + titlecase must be at most 1")
+        if self.termbase is not None and not self.terms:
+            raise ConfigError("data.modifiers.termbase needs a share of pairs in terms (> 0)")
         if not isinstance(self.dictionary, int) or self.dictionary < 0:
             raise ConfigError(
                 f"data.modifiers.dictionary must be a count >= 0, got {self.dictionary!r}"
@@ -89,8 +94,14 @@ class Modifiers:
         return any(dataclasses.astuple(self))
 
     def cache_key(self) -> dict[str, Any]:
-        """What enters the cache's hash: nothing when inactive (old caches stay valid)."""
-        return {"modifiers": dataclasses.asdict(self)} if self.active else {}
+        """What enters the cache's hash: nothing when inactive (old caches stay valid); a
+        termbase by its path, size and time (an edited file prepares again)."""
+        if not self.active:
+            return {}
+        key: dict[str, Any] = {"modifiers": dataclasses.asdict(self)}
+        if self.termbase is not None:
+            key["termbase"] = fingerprint(self.termbase)
+        return key
 
     def apply(
         self, sources: list[str], targets: list[str], rows: np.ndarray, seed: int
@@ -104,7 +115,7 @@ class Modifiers:
         ):
             span = None
             if u_term < self.terms:
-                found = find_term(en, zh, u_pick, u_swap)
+                found = find_term(en, zh, u_pick, u_swap, self.termbase)
                 if found is not None:
                     zh, span = found
             cased = en

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from seq2seq.data.tokenizer import UNK_ID
+from seq2seq.errors import DataError
+from seq2seq.textio import numbered_lines
 
 TERM_TAGS = ("<term>", "<trans>", "</term>")  # before the term, before its translation, after
 MAX_TERM_WORDS = 3
@@ -85,13 +87,18 @@ def find_span(text: str, english: str) -> tuple[int, int] | None:
     return None
 
 
-@lru_cache(maxsize=1)
-def term_table() -> dict[tuple[str, ...], tuple[str, ...]]:
+@lru_cache(maxsize=2)
+def term_table(termbase: str | None = None) -> dict[tuple[str, ...], tuple[str, ...]]:
     """English sense (casefolded words) -> the common words that translate it, from CC-CEDICT
-    (every plain sense of each HSK 3.0 word, :mod:`seq2seq.data.dictionary`)."""
+    (every plain sense of each HSK 3.0 word, :mod:`seq2seq.data.dictionary`); a ``termbase``
+    file's entries first (:func:`read_termbase`)."""
     from seq2seq.data.dictionary import all_glosses
 
     table: dict[tuple[str, ...], list[str]] = {}
+    for english, chinese in read_termbase(termbase) if termbase else []:
+        key = tuple(w for w, _, _ in word_spans(english))
+        if chinese not in table.setdefault(key, []):
+            table[key].append(chinese)
     for chinese, glosses in all_glosses().items():
         for gloss in glosses:
             key = tuple(w for w, _, _ in word_spans(gloss))
@@ -100,12 +107,38 @@ def term_table() -> dict[tuple[str, ...], tuple[str, ...]]:
     return {key: tuple(words) for key, words in table.items()}
 
 
-def find_term(en: str, zh: str, pick: float, swap: float) -> tuple[str, TermSpan] | None:
+def read_termbase(path: str) -> list[tuple[str, str]]:
+    """``english<TAB>chinese`` lines (``#`` comments and blank lines skipped), normalised as
+    the corpus is; a one-line error naming the file and line for anything else.
+
+    Raises:
+        DataError: the file is missing, or a line is not two non-empty fields, or its English
+            has more than :data:`MAX_TERM_WORDS` words.
+    """
+    from seq2seq.data.clean import normalize_en, normalize_zh
+
+    entries = []
+    for number, line in numbered_lines(path):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2 or not all(field.strip() for field in fields):
+            raise DataError.at(path, number, "expected english<TAB>chinese")
+        english, chinese = normalize_en(fields[0]), normalize_zh(fields[1])
+        if len(word_spans(english)) > MAX_TERM_WORDS:
+            raise DataError.at(path, number, f"a term has at most {MAX_TERM_WORDS} words")
+        entries.append((english, chinese))
+    return entries
+
+
+def find_term(
+    en: str, zh: str, pick: float, swap: float, termbase: str | None = None
+) -> tuple[str, TermSpan] | None:
     """A term of the pair ``(en, zh)`` to annotate, and the target to train on: the source's
     words with a dictionary translation found in ``zh`` (``pick`` in [0, 1) chooses among
     them); with ``swap`` < :data:`SWAP_SHARE` and another headword for the same sense, that one
     replaces the first occurrence in the target. None when the pair holds no such term."""
-    table, words = term_table(), word_spans(en)
+    table, words = term_table(termbase), word_spans(en)
     found = []
     for i in range(len(words)):
         for n in range(MAX_TERM_WORDS, 0, -1):
