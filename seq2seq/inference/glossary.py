@@ -324,8 +324,8 @@ def warn_missing_terms(batch: TextBatch, found: list[SentenceTranslation], first
     if lines:
         shown = ", ".join(list(terms)[:10]) + (", ..." if len(terms) > 10 else "")
         warn_lines(
-            f"{len(lines)} input(s) lack glossary term(s) the search could not place "
-            f"within the length limit ({shown})",
+            f"{len(lines)} input(s) lack glossary term(s) that neither the constrained search "
+            f"(within the length limit) nor the source annotation placed ({shown})",
             lines,
         )
 
