@@ -56,6 +56,12 @@ class Segment:
     markup: list[Markup] = field(default_factory=list)
     escape: Callable[[str], str] = _no_escape
     keep_empty: bool = True  # write an element none of the translation was aligned to
+    line: int = 1  # the 1-based line of the document the segment starts on (for warnings)
+
+    def render(self, translation: str, alignment: Alignment) -> str:
+        """``translation`` with this segment's markup put back; a format whose markers may
+        not render where they land (Markdown emphasis beside Chinese) overrides it."""
+        return render(self, translation, alignment)
 
 
 Document = list["str | Segment"]

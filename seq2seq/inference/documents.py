@@ -22,7 +22,6 @@ from seq2seq.formats.inline import (
     Segment,
     monotonic_alignment,
     rebuild,
-    render,
     segments,
 )
 
@@ -168,7 +167,7 @@ def _render(
             None if span is None else (span[0] + sentence.start, span[1] + sentence.start)
             for span in own
         ]
-    return render(segment, joined, alignment)
+    return segment.render(joined, alignment)
 
 
 def windowed_lines(batch: TextBatch, translations: list[SentenceTranslation]) -> list[int]:
