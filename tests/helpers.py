@@ -204,3 +204,17 @@ def write_config(root: Path, corpus: Path, max_steps: int) -> str:
 
 def fit(root: Path, corpus: Path, max_steps: int, *extra: str) -> None:
     assert main(["fit", "--config", write_config(root, corpus, max_steps), *extra]) == 0
+
+
+def without_byte_rule(translator):  # noqa: ANN001, ANN201 (a Translator)
+    """``translator`` with no UTF-8 rule for byte pieces (``seq2seq.decoding.utf8``): to
+    compare with an engine that has none (generate(), CTranslate2 as it writes) on an untrained
+    model, which writes broken byte pieces freely."""
+    from dataclasses import replace
+
+    engine = translator.engine
+    if hasattr(engine, "rules"):
+        engine.rules = replace(engine.rules, bytes=())
+    if hasattr(engine, "byte_ids"):
+        engine.byte_ids = ()
+    return translator

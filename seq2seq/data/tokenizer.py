@@ -213,6 +213,18 @@ def blank_ids(tokenizer: Tokenizer | PairedTokenizer) -> tuple[int, ...]:
     return tuple(blank)
 
 
+def byte_piece_ids(tokenizer: Tokenizer | PairedTokenizer) -> tuple[int, ...]:
+    """The ids of the 256 byte-fallback pieces ``<0x00>`` .. ``<0xFF>``, in byte order; empty
+    for a vocabulary without all of them (an imported Marian model's). The searches keep them
+    valid UTF-8 (``seq2seq.decoding.utf8``)."""
+    found: dict[int, int] = {}
+    for token_id in range(tokenizer.vocab_size):
+        byte = _BYTE_PIECE.fullmatch(tokenizer.id_to_piece(token_id))
+        if byte is not None:
+            found.setdefault(int(byte.group(1), 16), token_id)
+    return tuple(found[b] for b in range(256)) if len(found) == 256 else ()
+
+
 _BYTE_PIECE = re.compile(r"<0x([0-9A-F]{2})>")
 
 

@@ -199,11 +199,14 @@ class ContinuousGreedy(ContinuousBatch):
         self.log_probs = torch.zeros(0)  # (n,) float32 sums, as greedy_search keeps them
         self.last = torch.zeros(0, dtype=torch.long)  # (n,) the tokens to feed next
         self.empty = torch.zeros(0, dtype=torch.bool)  # (n,) nothing visible written yet
+        self.recent = torch.zeros(0, 3, dtype=torch.long)  # (n, 3) the last tokens written
 
     def _carry(self, live: list[int], joining: int) -> None:
         self.tokens = [self.tokens[i] for i in live] + [[] for _ in range(joining)]
         self.log_probs = torch.cat([self.log_probs[live], torch.zeros(joining)])
         self.empty = torch.cat([self.empty[live], torch.ones(joining, dtype=torch.bool)])
+        nothing = torch.full((joining, 3), self.specials.pad, dtype=torch.long)
+        self.recent = torch.cat([self.recent[live], nothing])
         bos = torch.full((joining,), self.specials.bos, dtype=torch.long)
         self.last = torch.cat([self.last[live], bos])
 
@@ -213,13 +216,16 @@ class ContinuousGreedy(ContinuousBatch):
     def _choose(self, logits: Tensor, steps: Tensor) -> list[tuple[int, object]]:
         log_probs = logits.log_softmax(dim=-1)[:, None]  # (n, 1, V)
         empty = self.empty[:, None] if self.specials.blank else None
-        log_probs = restrict_next_tokens_(log_probs, steps, self.limits, self.specials, empty)
+        log_probs = restrict_next_tokens_(
+            log_probs, steps, self.limits, self.specials, empty, self.recent[:, None]
+        )
         best_log_prob, best = top_k_by_blocks(log_probs[:, 0], 1)
         best, best_log_prob = best[:, 0], best_log_prob[:, 0]
         if self.specials.blank:  # a visible piece ends a sentence's emptiness for good
             self.empty &= still_empty(best[:, None], self.specials)
         self.log_probs += best_log_prob
         self.last = best
+        self.recent = torch.cat([self.recent[:, 1:], best[:, None]], dim=1)
         finished: list[tuple[int, object]] = []
         for index, token in enumerate(best.tolist()):
             if self.keys[index] is None:
@@ -279,7 +285,13 @@ class ContinuousBeam(ContinuousBatch):
         k, n = self.rows, len(self.keys)
         empty = still_empty(self.history, self.specials)
         top = best_continuations(
-            logits.view(n, k, -1), self.scores, steps, self.limits, self.specials, empty
+            logits.view(n, k, -1),
+            self.scores,
+            steps,
+            self.limits,
+            self.specials,
+            empty,
+            self.history,
         )
         collect_finished(
             self.found, self.done, self.history, steps, top, k, self.specials.eos, self.search

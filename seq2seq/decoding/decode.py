@@ -40,6 +40,7 @@ def special_tokens(config: ModelConfig, rules: TokenRules = TokenRules()) -> Spe
         eos=config.eos_id,
         blank=rules.blank,
         banned=rules.banned,
+        bytes=rules.bytes,
     )
 
 

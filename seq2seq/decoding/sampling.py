@@ -115,8 +115,10 @@ def sample_search(
     finished = max_lens <= 1
     last = torch.full((rows,), specials.bos, dtype=torch.long, device=device)
     for step in range(width):
-        empty = still_empty(out[:, None, :step], specials)
-        scores = restrict_next_tokens_(scorer(last)[:, None], step, max_lens, specials, empty)
+        written = out[:, None, :step]
+        empty = still_empty(written, specials)
+        scores = scorer(last)[:, None]
+        scores = restrict_next_tokens_(scores, step, max_lens, specials, empty, written)
         scores = scores[:, 0]
         token = _sample_token(scores, sampling, streams.next())
         token = token.masked_fill(finished, specials.pad)

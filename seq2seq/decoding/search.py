@@ -18,6 +18,8 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
+from seq2seq.decoding.utf8 import ban_broken_bytes_
+
 NEG_INF = float("-inf")
 
 
@@ -42,7 +44,7 @@ class SpecialTokens:
     real token (fairseq's ``min_len = 1``; an empty translation of a non-empty source is no
     translation), unless a length limit of 1 leaves room for the eos alone.
 
-    ``blank`` and ``banned`` come from the tokenizer (:class:`TokenRules`).
+    ``blank``, ``banned`` and ``bytes`` come from the tokenizer (:class:`TokenRules`).
     """
 
     pad: int
@@ -51,6 +53,7 @@ class SpecialTokens:
     eos: int
     blank: tuple[int, ...] = ()
     banned: tuple[int, ...] = ()
+    bytes: tuple[int, ...] = ()
 
     @property
     def never_generated(self) -> tuple[int, ...]:
@@ -68,10 +71,14 @@ class TokenRules:
             written: ``▁`` then eos decodes to an empty line, as empty as eos alone.
         banned: pieces no search generates: the term annotation's tags, which only a source
             holds (``seq2seq.data.terms``).
+        bytes: the 256 byte-fallback pieces ``<0x00>`` .. ``<0xFF>`` in byte order (empty
+            without byte fallback): every search keeps them valid UTF-8
+            (``seq2seq.decoding.utf8``).
     """
 
     blank: tuple[int, ...] = ()
     banned: tuple[int, ...] = ()
+    bytes: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -130,10 +137,11 @@ def restrict_next_tokens_(
     max_lens: Tensor,
     specials: SpecialTokens,
     empty: Tensor | None = None,
+    written: Tensor | None = None,
 ) -> Tensor:
-    """Ban pad/unk/bos everywhere and eos while a row has written nothing visible, and force
-    eos on rows at their length limit, in place (see ``SpecialTokens``: a limit of 1 still ends
-    at once).
+    """Ban pad/unk/bos everywhere, eos while a row has written nothing visible, and byte
+    pieces that would break UTF-8; force eos on rows at their length limit, in place (see
+    ``SpecialTokens``: a limit of 1 still ends at once).
 
     Args:
         logits: (B, R, V) next-token scores of R rows per sentence.
@@ -142,10 +150,16 @@ def restrict_next_tokens_(
         max_lens: (B,) maximum lengths, eos included.
         empty: (B, R) rows whose tokens so far write no visible character
             (:func:`still_empty`); None: the rows at step 0.
+        written: (B, R, T) the rows' tokens so far, pad where none (their last three say
+            whether a character is open: ``utf8.ban_broken_bytes_``); None: nothing written.
     """
     for token in specials.never_generated:
         logits[..., token] = NEG_INF
     at_limit = step >= max_lens - 1  # (B,)
+    if specials.bytes:  # no half character; at the limit eos comes all the same
+        none = torch.empty(*logits.shape[:2], 0, dtype=torch.long, device=logits.device)
+        written = none if written is None else written
+        ban_broken_bytes_(logits, written, specials.pad, specials.bytes, at_limit)
     if empty is not None:  # no output that decodes to nothing
         logits[..., specials.eos].masked_fill_(empty & ~at_limit[:, None], NEG_INF)
     elif isinstance(first := step == 0, Tensor) or first:  # fairseq's min_len = 1
@@ -191,8 +205,11 @@ def greedy_search(scorer: Scorer, max_lens: Tensor, specials: SpecialTokens) -> 
     for step in range(tokens.shape[1]):
         # Normalised over the whole vocabulary, banned tokens included, then restricted.
         log_probs = scorer(last).log_softmax(dim=-1)  # (N, V)
-        empty = still_empty(tokens[active, None, :step], specials)
-        log_probs = restrict_next_tokens_(log_probs[:, None], step, limits, specials, empty)[:, 0]
+        written = tokens[active, None, :step]
+        empty = still_empty(written, specials)
+        log_probs = restrict_next_tokens_(
+            log_probs[:, None], step, limits, specials, empty, written
+        )[:, 0]
         best_log_prob, best = top_k_by_blocks(log_probs, 1)
         best_log_prob, best = best_log_prob[:, 0], best[:, 0].masked_fill(finished, specials.pad)
         log_prob[active] += best_log_prob.masked_fill(finished, 0.0)
@@ -260,8 +277,9 @@ def beam_search(
     found = finished
     for step in range(history.shape[2]):
         logits = scorer(last.reshape(-1)).view(len(found), k, -1)  # (n, k, V)
-        empty = still_empty(history[:, :, :step], specials)
-        log_probs = continuation_scores(logits, scores, step, max_lens, specials, empty)
+        written = history[:, :, :step]
+        empty = still_empty(written, specials)
+        log_probs = continuation_scores(logits, scores, step, max_lens, specials, empty, written)
         if steer is not None:
             steer.restrict_(log_probs, step, max_lens)
         candidates = top_continuations(log_probs, k)
@@ -367,6 +385,7 @@ def best_continuations(
     max_lens: Tensor,
     specials: SpecialTokens,
     empty: Tensor | None = None,
+    written: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """The 2k best (beam, token) continuations of each sentence: scores, beam, token (n, 2k).
 
@@ -376,8 +395,9 @@ def best_continuations(
         logits: (n, k, V) next-token scores of the k beams of n sentences.
         scores: (n, k) log-probabilities of the beams so far.
         empty: (n, k) beams that have written nothing visible (``still_empty``).
+        written: (n, k, T) the beams' tokens so far (``restrict_next_tokens_``).
     """
-    continuations = continuation_scores(logits, scores, step, max_lens, specials, empty)
+    continuations = continuation_scores(logits, scores, step, max_lens, specials, empty, written)
     return top_continuations(continuations, logits.shape[1])
 
 
@@ -388,11 +408,12 @@ def continuation_scores(
     max_lens: Tensor,
     specials: SpecialTokens,
     empty: Tensor | None = None,
+    written: Tensor | None = None,
 ) -> Tensor:
     """(n, k, V) scores of every continuation: the beam's log-probability plus the token's
     (normalised over the whole vocabulary, then restricted by ``restrict_next_tokens_``)."""
     log_probs = logits.log_softmax(dim=-1)
-    log_probs = restrict_next_tokens_(log_probs, step, max_lens, specials, empty)
+    log_probs = restrict_next_tokens_(log_probs, step, max_lens, specials, empty, written)
     return log_probs.add_(scores[:, :, None])
 
 

@@ -18,6 +18,7 @@ from seq2seq.data.terms import term_tag_ids
 from seq2seq.decoding.search import Hypothesis, SearchConfig
 from seq2seq.errors import CheckpointError
 from seq2seq.inference.checkpoint import SOURCE_EOS_KEY, search_from_dict
+from seq2seq.inference.engines import whole_characters
 
 SETTINGS_FILE = "seq2seq_search.json"  # our decoding defaults and model config, beside CT2's
 SPM_FILE = "spm.model"
@@ -36,7 +37,7 @@ class CTranslate2Engine:
     def __init__(self, model_dir: str | Path, device: str = "cpu", compute_type: str = "default"):
         import ctranslate2
 
-        from seq2seq.data.tokenizer import load_tokenizer
+        from seq2seq.data.tokenizer import byte_piece_ids, load_tokenizer
 
         directory = Path(model_dir)
         if not (directory / "model.bin").is_file() or not (directory / SPM_FILE).is_file():
@@ -47,6 +48,7 @@ class CTranslate2Engine:
         with_eos = bool(settings.get(SOURCE_EOS_KEY, False))
         self.tokenizer = load_tokenizer(directory / SPM_FILE, with_eos)
         self.search, self.config = read_settings(settings, self.tokenizer)
+        self.byte_ids = byte_piece_ids(self.tokenizer)  # its outputs' half characters dropped
         self.truecase: dict[str, str] | None = settings.get("truecase")  # exports since 0.3
         self.device = device
         self.translator = ctranslate2.Translator(
@@ -92,13 +94,14 @@ class CTranslate2Engine:
             disable_unk=True,
             suppress_sequences=[[sp.id_to_piece(token)] for token in self._never_generated()],
         )
-        return [
+        found = [
             [
                 Hypothesis([sp.piece_to_id(p) for p in pieces][:limit], score, score)
                 for pieces, score in zip(result.hypotheses, result.scores, strict=True)
             ]
             for result, limit in zip(results, limits, strict=True)
         ]
+        return whole_characters(found, self.byte_ids, "CTranslate2")
 
     def _never_generated(self) -> list[int]:
         """pad, bos and the term tags (``seq2seq.data.terms``); an imported model's appended

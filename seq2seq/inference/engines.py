@@ -9,6 +9,7 @@ same over an exported model.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Protocol
@@ -16,18 +17,46 @@ from typing import Any, Protocol
 import torch
 
 from seq2seq.data.terms import term_tag_ids
-from seq2seq.data.tokenizer import blank_ids
+from seq2seq.data.tokenizer import blank_ids, byte_piece_ids
 from seq2seq.decoding.constrained import Constraints
 from seq2seq.decoding.decode import translate_ids, translation_prompt
 from seq2seq.decoding.search import Hypothesis, SearchConfig, TokenRules
+from seq2seq.decoding.utf8 import drop_broken_bytes
 from seq2seq.inference.attention_maps import cross_attention_maps, self_attention_maps
 from seq2seq.model import Transformer
 
 
 def token_rules(tokenizer) -> TokenRules:  # noqa: ANN001 (either tokenizer)
     """What our searches must know of ``tokenizer``'s pieces: those that write nothing visible
-    (``blank_ids``) and the term tags, never generated (``seq2seq.data.terms``)."""
-    return TokenRules(blank=blank_ids(tokenizer), banned=term_tag_ids(tokenizer) or ())
+    (``blank_ids``), the term tags, never generated (``seq2seq.data.terms``), and the byte
+    pieces, kept valid UTF-8 (``byte_piece_ids``)."""
+    return TokenRules(
+        blank=blank_ids(tokenizer),
+        banned=term_tag_ids(tokenizer) or (),
+        bytes=byte_piece_ids(tokenizer),
+    )
+
+
+def whole_characters(
+    found: list[list[Hypothesis]], byte_ids: tuple[int, ...], engine: str
+) -> list[list[Hypothesis]]:
+    """Hypotheses without byte pieces that form no character (``utf8.drop_broken_bytes``):
+    our searches write none but where eos is forced at the length limit, CTranslate2 takes no
+    mask. How many were dropped is reported on stderr, one line per batch."""
+    if not byte_ids:
+        return found
+    dropped = 0
+    for hypotheses in found:
+        for hypothesis in hypotheses:
+            hypothesis.tokens, count = drop_broken_bytes(hypothesis.tokens, byte_ids)
+            dropped += count
+    if dropped:
+        print(
+            f"warning: {engine} wrote {dropped} byte piece(s) that form no UTF-8 character "
+            "(a character cut at the length limit, or no mask in the engine); dropped",
+            file=sys.stderr,
+        )
+    return found
 
 
 class Engine(Protocol):
@@ -87,7 +116,7 @@ class TorchEngine:
         n_best: int = 1,
         constraints: Sequence[Constraints | None] | None = None,
     ) -> list[list[Hypothesis]]:
-        return translate_ids(
+        found = translate_ids(
             self.model,
             self._pad(sources),
             beam_size,
@@ -96,6 +125,7 @@ class TorchEngine:
             constraints,
             self.rules,
         )
+        return whole_characters(found, self.rules.bytes, "the search")
 
     def source_limit(self) -> int:
         """The model's positions; a decoder-only model holds source and translation in one
