@@ -77,10 +77,69 @@ def test_tags_stay_balanced_and_in_source_order_whatever_the_alignment():
     )
     [segment] = segments(parse(html_text, "html"))
     tags = re.findall(r"</?\w+|<br>", html_text[3:-4])
-    for translation, alignment in random_alignments(segment, 200):
+    for translation, alignment in random_alignments(segment, 400):
         out = render(segment, translation, alignment)
         assert re.findall(r"</?\w+|<br>", out) == tags
-        assert re.sub(r"<[^>]+>", "", out) == translation
+        assert elements_without_text(out) == []  # no element around words comes back empty
+        assert is_subsequence(translation, re.sub(r"<[^>]+>", "", out))
+        if len(translation) >= 4:  # a character for each of b, a, em (i shares b's)
+            assert re.sub(r"<[^>]+>", "", out) == translation
+
+
+def elements_without_text(html_text: str) -> list[str]:
+    """The (non-void) elements of ``html_text`` with no visible character inside."""
+    empty, stack = [], []
+    for token in re.findall(r"<[^>]+>|[^<]+", html_text):
+        if token.startswith("</"):
+            name, text = stack.pop()
+            if not text.strip():
+                empty.append(name)
+            if stack:
+                stack[-1][1] += text
+        elif token.startswith("<") and not token.startswith("<br"):
+            stack.append([token[1:].split()[0].rstrip(">"), ""])
+        elif stack and not token.startswith("<"):
+            stack[-1][1] += token
+    return empty
+
+
+def is_subsequence(short: str, long: str) -> bool:
+    characters = iter(long)
+    return all(c in characters for c in short)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_adversarial_alignments_never_empty_an_element(seed):
+    """Every character aligned to one word, to nothing, or backwards: each element with words
+    still holds a character (or, when there are fewer characters than elements, its source
+    words)."""
+    import random
+
+    rng = random.Random(seed)
+    html_text = '<p>Next: [<a href="#c">Contents</a>][<a href="#i">Index</a>] <b>x</b></p>'
+    [segment] = segments(parse(html_text, "html"))
+    n = len(segment.text)
+    for length in range(0, 8):
+        translation = "字" * length
+        for alignment in (
+            [None] * length,
+            [(0, 1)] * length,  # everything from "Next"
+            [(n - 1, n)] * length,
+            [(n - 1 - j, n - j) for j in range(length)],  # backwards
+            [rng.choice([None, (0, 1), (11, 12)]) for _ in range(length)],
+        ):
+            out = render(segment, translation, alignment)
+            assert elements_without_text(out) == [], (translation, alignment, out)
+            assert out.count('href="#c"') == out.count('href="#i"') == 1
+            if length >= 3:  # enough characters: nothing is written from the source
+                assert re.sub(r"<[^>]+>", "", out) == translation
+
+
+def test_code_spans_keep_what_separated_them():
+    [segment] = segments(parse("Use `async` / `await` here.", "markdown"))
+    # The model translated " / " to nothing: the spans would become `async``await`.
+    out = segment.render("使用在这里。", [(0, 3), (0, 3), (22, 26), (22, 26), (22, 26), (26, 27)])
+    assert "`async` / `await`" in out
 
 
 def test_markup_follows_the_words_it_wrapped_when_the_order_changes():

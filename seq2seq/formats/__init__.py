@@ -67,7 +67,7 @@ def parse_text(text: str) -> Document:
             parts.append("\n")
         body = line.rstrip("\r")
         if body.strip():
-            parts.append(Segment(body.strip()))
+            parts.append(Segment(body.strip(), line=index + 1))
         parts.append(line[len(body) :])
     return parts
 

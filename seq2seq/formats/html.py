@@ -17,6 +17,7 @@ element with ``translate="no"`` or class ``notranslate``. Attribute values (``al
 
 from __future__ import annotations
 
+import bisect
 import html
 import re
 from dataclasses import dataclass, field
@@ -30,7 +31,8 @@ INLINE = frozenset(
     "small span strike strong sub sup time tt u var wbr".split()
 )
 VOID = frozenset("area base br col embed hr img input link meta param source track wbr".split())
-UNTOUCHED = frozenset("script style pre code textarea svg math template kbd samp".split())
+# Kept as written: code and what reads as code in manuals (texinfo writes <var>, older pages <tt>).
+UNTOUCHED = frozenset("script style pre code textarea svg math template kbd samp tt var".split())
 _SPACE = re.compile(r"\s+")
 MAX_DEPTH = 64  # inline elements nested deeper are kept where they stand, not placed
 
@@ -135,6 +137,7 @@ class _Builder:
 
     def __init__(self, document: str, source: str) -> None:
         self.document, self.source = document, source
+        self.line_starts = [0] + [m.end() for m in re.finditer("\n", document)]
         self.parts: Document = []
         # ("event", _Event) or ("literal", [_Event, ...]: an untouched inline element)
         self.run: list[tuple[str, object]] = []
@@ -221,6 +224,8 @@ class _RunReader:
         lead = len(text) - len(text.lstrip())
         segment = _trim(Segment(text.rstrip(), self.top, escape=_escape), lead)
         _clamp(segment.markup, len(segment.text))  # an element of white space is a point
+        first = run[0][1][0] if run[0][0] == "literal" else run[0][1]
+        segment.line = bisect.bisect_right(self.builder.line_starts, first.start + len(before))
         return segment, before, after
 
     def _has_text(self, run) -> bool:
@@ -232,10 +237,18 @@ class _RunReader:
 
     def _add_text(self, text: str) -> None:
         text = _SPACE.sub(" ", text)
-        if self.text and self.text[-1].endswith(" ") and text.startswith(" "):
+        if self.text and self.text[-1].endswith((" ", "\n")) and text.startswith(" "):
             text = text[1:]
         self.text.append(text)
         self.length += len(text)
+
+    def _line_break(self, raw: str) -> None:
+        """A ``<br>``: a newline in the text, so that the lines it separates are translated as
+        sentences of their own and come back on lines of their own; the tag is written in
+        place of the newline's translation (``seq2seq.inference.documents`` aligns it)."""
+        self._attach(Markup(self.length, self.length + 1, raw, literal=""))
+        self.text.append("\n")
+        self.length += 1
 
     def _attach(self, markup: Markup) -> None:
         (self.stack[-1].children if self.stack else self.top).append(markup)
@@ -248,10 +261,10 @@ class _RunReader:
         raw = self.builder.raw(event)
         if event.kind in ("data", "entity"):
             self._add_text(html.unescape(raw))
+        elif event.tag == "br":
+            self._line_break(raw)
         elif event.kind == "comment" or event.kind == "startend" or event.tag in VOID:
             self._attach(Markup(self.length, self.length, raw))
-            if event.tag == "br":
-                self._add_text(" ")
         elif event.kind == "start" and len(self.stack) >= MAX_DEPTH:
             self._attach(Markup(self.length, self.length, raw))  # deeper tags kept in place
         elif event.kind == "start":

@@ -31,7 +31,8 @@ class Markup:
 
     ``open``/``close`` are written around the element's translated characters. With
     ``literal`` set, those characters are replaced by ``literal`` (code is kept as written);
-    an element with ``start == end`` is a point (``<br>``, an image).
+    an element with ``start == end`` is a point (an image, a comment). An HTML ``<br>`` is a
+    newline of the text with ``literal`` empty: the tag is written in place of the newline.
     """
 
     start: int
@@ -99,25 +100,63 @@ class _Placed:
     start: int
     end: int
     children: list[_Placed]
+    from_source: bool = False  # no character left for it: written with its source text
+
+
+def _needs_text(markup: Markup) -> bool:
+    """An element around words that are translated (not a point, not kept literally)."""
+    return markup.end > markup.start and markup.literal is None
 
 
 def _place(markups: list[Markup], alignment: Alignment, low: int, high: int) -> list[_Placed]:
     """Target ranges for sibling elements within [low, high): each wraps the characters
-    aligned into its source span, starts after its previous sibling and stays inside."""
+    aligned into its source span, starts after its previous sibling and stays inside.
+
+    No element around words comes back empty (a link with no text cannot be followed). The
+    rule, in order: the characters aligned into its words, after its previous sibling; else
+    those of the source word nearest to its words (``_nearest``); else one character where
+    its words would go. Each element leaves one character for every later sibling that needs
+    one. When nothing is left at all (a translation shorter than its elements), the element
+    is written with its source text, untranslated, its own markup inside it.
+    """
     placed, cursor = [], low
-    for markup in markups:
-        hits = [j for j in range(low, high) if _inside(alignment[j], markup)]
-        if not hits and markup.end > markup.start and markup.literal is None:
-            hits = _nearest(markup, alignment, cursor, high)
-        if hits and markup.end > markup.start:
-            start = max(hits[0], cursor)
-            end = min(max(hits[-1] + 1, start), high)
+    needs = [_needs_text(markup) for markup in markups]
+    for index, markup in enumerate(markups):
+        limit = max(cursor, high - sum(needs[index + 1 :]))  # room kept for later siblings
+        if needs[index]:
+            found = _text_range(markup, alignment, cursor, limit)
+            if found is None:
+                placed.append(_Placed(markup, cursor, cursor, [], from_source=True))
+                continue
+            start, end = found
         else:
-            start = end = min(max(_insertion_point(markup, alignment, low, high), cursor), high)
+            hits = [j for j in range(low, high) if _inside(alignment[j], markup)]
+            if hits and markup.end > markup.start:  # literal: in place of the words it was
+                start = min(max(hits[0], cursor), limit)
+                end = min(max(hits[-1] + 1, start), limit)
+            else:  # a point (<br>, an image)
+                point = _insertion_point(markup, alignment, low, high)
+                start = end = min(max(point, cursor), limit)
         children = _place(markup.children, alignment, start, end)
         placed.append(_Placed(markup, start, end, children))
         cursor = end
     return placed
+
+
+def _text_range(
+    markup: Markup, alignment: Alignment, cursor: int, limit: int
+) -> tuple[int, int] | None:
+    """The non-empty range [start, end) within [cursor, limit) an element around words wraps
+    (``_place``'s rule), or None when that range holds no character."""
+    if cursor >= limit:
+        return None
+    hits = [j for j in range(cursor, limit) if _inside(alignment[j], markup)]
+    if not hits:
+        hits = _nearest(markup, alignment, cursor, limit)
+    if hits:
+        return hits[0], hits[-1] + 1
+    start = min(max(_insertion_point(markup, alignment, cursor, limit), cursor), limit - 1)
+    return start, start + 1
 
 
 def _inside(span: Span | None, markup: Markup) -> bool:
@@ -127,7 +166,7 @@ def _inside(span: Span | None, markup: Markup) -> bool:
 def _nearest(markup: Markup, alignment: Alignment, low: int, high: int) -> list[int]:
     """When attention put no character into the element's words (a short word the model
     translated into its neighbour, or not at all), the characters from the source word
-    nearest to them: an element around words is never left empty in a non-empty output."""
+    nearest to them."""
     best, distance = None, None
     for j in range(low, high):
         span = alignment[j]
@@ -151,20 +190,46 @@ def _insertion_point(markup: Markup, alignment: Alignment, low: int, high: int) 
 
 
 def _write(placed: list[_Placed], text: str, low: int, high: int, segment: Segment) -> str:
-    parts, cursor = [], low
+    parts, cursor, previous = [], low, None
     for item in placed:
-        parts.append(segment.escape(text[cursor : item.start]))
+        between = text[cursor : item.start]
+        if not between and _glued(previous, item.markup):
+            between = segment.text[previous.end : item.markup.start]  # as written in the source
+        parts.append(segment.escape(between))
         markup = item.markup
-        if markup.literal is not None:
+        if markup.literal == "":  # a line break in place of its newline; other text stays
+            inner = segment.escape(text[item.start : item.end].replace("\n", ""))
+        elif markup.literal is not None:
             inner = markup.literal
+        elif item.from_source:
+            inner = _from_source(markup, segment)
         else:
             inner = _write(item.children, text, item.start, item.end, segment)
         emptied = item.start == item.end and markup.start < markup.end and not inner
         if not emptied or segment.keep_empty:  # Markdown: an empty ** would show as text
             parts.append(markup.open + inner + markup.close)
-        cursor = item.end
+        cursor, previous = item.end, markup
     parts.append(segment.escape(text[cursor:high]))
     return "".join(parts)
+
+
+def _glued(previous: Markup | None, markup: Markup) -> bool:
+    """Two literal elements (code spans) that something separated in the source and nothing
+    separates in the translation: `` `async` / `await` `` must not become one span."""
+    return (
+        previous is not None
+        and bool(previous.literal)  # not a <br>, whose literal is nothing
+        and bool(markup.literal)
+        and previous.end < markup.start
+    )
+
+
+def _from_source(markup: Markup, segment: Segment) -> str:
+    """The inside of an element no translated character was left for: its source words as
+    written, its child elements around their own words."""
+    identity: Alignment = [(j, j + 1) for j in range(len(segment.text))]
+    children = _place(markup.children, identity, markup.start, markup.end)
+    return _write(children, segment.text, markup.start, markup.end, segment)
 
 
 def monotonic_alignment(source_length: int, target_length: int) -> Alignment:

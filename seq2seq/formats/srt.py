@@ -61,6 +61,7 @@ def _cue(lines: list[str], index: int, parts: Document, source: str) -> int:
         for part in cue:
             if isinstance(part, Segment):
                 part.escape = _plain  # SRT has no entities: & stays &
+                part.line = index - len(text_lines) + 1  # the cue's first line of text
         parts += cue
         parts.append(ending)
     return index

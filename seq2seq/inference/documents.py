@@ -12,6 +12,7 @@ newline kept where one stood), markup placed by alignment (``seq2seq.formats.inl
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from seq2seq.data.sentences import Sentence, join_translations, split_sentences
@@ -86,6 +87,18 @@ class TextBatch:
         """For each segment of document ``document``: the indices of its sentences."""
         return [ids for _, _, ids in self._layout[document]]
 
+    def lines_with(self, flagged: Callable[[int], bool], first_line: int = 1) -> list[int]:
+        """The input lines of the segments holding a sentence ``i`` with ``flagged(i)``, for
+        warnings: document ``d`` of a batch of lines is line ``first_line + d``, and a
+        document read whole from a file names the line its segment starts on
+        (``Segment.line``)."""
+        lines = set()
+        for number, placed in enumerate(self._layout):
+            for segment, _, ids in placed:
+                if any(flagged(i) for i in ids):
+                    lines.add(first_line + number + segment.line - 1)
+        return sorted(lines)
+
     def rebuild(self, translations: list[SentenceTranslation]) -> list[str]:
         """Each document with its segments translated (``translations`` of ``sentences``)."""
         return [self.rebuild_one(i, translations) for i in range(len(self.documents))]
@@ -157,9 +170,10 @@ def _render(
         return segment.escape(joined)
     alignment: Alignment = []
     for index, (sentence, translation) in enumerate(zip(found, translations, strict=True)):
-        if index:  # the newlines join_translations put between two sentences
-            gap = segment.text[found[index - 1].end : sentence.start]
-            alignment += [None] * gap.count("\n")
+        if index:  # the newlines join_translations put between two sentences, each from its own
+            start = found[index - 1].end
+            gap = segment.text[start : sentence.start]
+            alignment += [(start + i, start + i + 1) for i, c in enumerate(gap) if c == "\n"]
         own = translation.alignment
         if own is None or len(own) != len(texts[index]):  # an alternative: no attention read
             own = monotonic_alignment(sentence.end - sentence.start, len(texts[index]))
@@ -170,13 +184,12 @@ def _render(
     return segment.render(joined, alignment)
 
 
-def windowed_lines(batch: TextBatch, translations: list[SentenceTranslation]) -> list[int]:
-    """1-based numbers of the documents with a sentence that could not be translated whole."""
-    return [
-        number
-        for number in range(1, len(batch.documents) + 1)
-        if any(translations[i].windowed for ids in batch.segment_sentences(number - 1) for i in ids)
-    ]
+def windowed_lines(
+    batch: TextBatch, translations: list[SentenceTranslation], first_line: int = 1
+) -> list[int]:
+    """The input lines holding a sentence that could not be translated whole
+    (``TextBatch.lines_with``)."""
+    return batch.lines_with(lambda i: translations[i].windowed, first_line)
 
 
 def best_combinations(scores: list[list[float]], n: int) -> list[tuple[int, ...]]:

@@ -313,15 +313,9 @@ def constrained_beam(beam_size: int, constraints: Constraints) -> int:
 
 def warn_missing_terms(batch: TextBatch, found: list[SentenceTranslation], first_line: int) -> None:
     """Name, on stderr, the inputs whose translation lacks a glossary term it should hold
-    (document i of ``batch`` is input line ``first_line + i``)."""
-    lines, terms = [], {}
-    for number in range(len(batch.documents)):
-        missing = [
-            t for ids in batch.segment_sentences(number) for i in ids for t in found[i].missing
-        ]
-        if missing:
-            lines.append(first_line + number)
-            terms.update((t.source, None) for t in missing)
+    (their lines: ``TextBatch.lines_with``)."""
+    lines = batch.lines_with(lambda i: bool(found[i].missing), first_line)
+    terms = {t.source: None for translation in found for t in translation.missing}
     if lines:
         shown = ", ".join(list(terms)[:10]) + (", ..." if len(terms) > 10 else "")
         warn_lines(

@@ -261,13 +261,14 @@ class Translator:
     ) -> list[str]:
         """Parsed documents (``seq2seq.formats``) translated: every distinct sentence of all
         of them decoded in one token-batched pass, then each document rebuilt. A warning
-        names document i as line ``first_line + i``."""
+        names document i as line ``first_line + i``, or a document read whole from a file by
+        the line its paragraph starts on."""
         batch = TextBatch(documents, split)
         found = self.translate_sentences(
             batch.sentences, beam_size, max_tokens, 1, batch.aligned, on_batch, on_total, glossary
         )
         warn_missing_terms(batch, found, first_line)
-        windowed = [first_line - 1 + number for number in windowed_lines(batch, found)]
+        windowed = windowed_lines(batch, found, first_line)
         if windowed:
             limit = self.engine.source_limit()
             warn_lines(

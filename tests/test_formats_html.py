@@ -1,0 +1,73 @@
+"""HTML from the wild: code-like inline elements kept as written, <br> keeping line
+structure, and inline elements (links) never emptied by the alignment."""
+
+from __future__ import annotations
+
+import re
+
+from seq2seq.formats import parse, segments
+from seq2seq.inference.documents import SentenceTranslation, TextBatch
+
+
+def translated(page: str, translate, align=None) -> str:
+    """``page`` rebuilt with each sentence replaced by ``translate(sentence)``, aligned by
+    ``align(sentence, translation)`` (default: to nothing: the worst case for markup)."""
+    batch = TextBatch([parse(page, "html")])
+    found = []
+    for sentence in batch.sentences:
+        text = translate(sentence)
+        alignment = align(sentence, text) if align else [None] * len(text)
+        found.append(SentenceTranslation([], [text], alignment=alignment))
+    return batch.rebuild(found)[0]
+
+
+def test_tt_and_var_are_kept_as_written():
+    page = "<p>Type <tt>make install</tt> then edit <var>file</var>.</p>"
+    [segment] = segments(parse(page, "html"))
+    literals = [m.literal for m in segment.markup]
+    assert literals == ["make install", "file"]
+    out = translated(page, lambda s: "输入然后编辑。")
+    assert "<tt>make install</tt>" in out and "<var>file</var>" in out
+
+
+def test_br_ends_a_sentence_and_the_lines_stay_lines():
+    page = "<p>Open the file<br>Save it<br/>\nClose the window</p>"
+    batch = TextBatch([parse(page, "html")])
+    assert batch.sentences == ["Open the file", "Save it", "Close the window"]
+    lines = {"Open the file": "打开文件", "Save it": "保存", "Close the window": "关闭窗口"}
+
+    def identity(sentence, text):  # every character from the sentence's first word
+        return [(0, 1)] * len(text)
+
+    out = translated(page, lines.get, identity)
+    assert out == "<p>打开文件<br>保存<br/>关闭窗口</p>"
+
+
+def test_links_side_by_side_never_come_back_empty():
+    page = '<p>Next: [<a href="#c">Contents</a>][<a href="#i">Index</a>]</p>'
+    for translation in ("下一个：[目录][索引]", "下一个", "下"):
+        out = translated(page, lambda s, t=translation: t)
+        texts = re.findall(r"<a [^>]*>([^<]*)</a>", out)
+        assert len(texts) == 2 and all(text.strip() for text in texts), out
+        visible = iter(re.sub(r"<[^>]+>", "", out))
+        assert all(c in visible for c in translation)  # the whole translation, in order
+        if len(translation) >= 2:  # a character for each link: nothing left in English
+            assert not re.search("Contents|Index", out)
+
+
+def test_a_warning_names_the_line_a_paragraph_starts_on(tmp_path, capsys):
+    from helpers import tiny_checkpoint
+    from seq2seq.inference.translator import Translator
+    from test_documents import Counting
+
+    translator = Translator.from_checkpoint(tiny_checkpoint(tmp_path / "t.ckpt"))
+    windowed = Translator(Counting(translator.engine, 8), translator.tokenizer)
+    long = " ".join(["apples"] * 40)  # no clause punctuation: cut into windows
+    page = f"<html>\n<body>\n<p>Short.</p>\n\n<p>\n{long}</p>\n</body>\n"
+    windowed.translate_text([page], "html")
+    assert "not as a whole: line 6" in capsys.readouterr().err
+    subtitles = (
+        f"1\n00:00:01,000 --> 00:00:02,000\nHello.\n\n2\n00:00:03,000 --> 00:00:04,000\n{long}\n"
+    )
+    windowed.translate_text([subtitles], "srt")
+    assert "not as a whole: line 7" in capsys.readouterr().err
