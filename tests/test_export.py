@@ -179,3 +179,19 @@ def test_ctranslate2_reads_sources_as_the_model_was_trained(tmp_path, capsys, wi
     assert theirs.tokenizer.source_ends_with_eos is bool(with_eos)
     assert theirs.encode(LINES) == ours.encode(LINES)
     assert theirs.translate(LINES, beam_size=1) == ours.translate(LINES, beam_size=1)
+
+
+def test_ctranslate2_outputs_lose_their_broken_bytes_and_say_so(tmp_path, capsys):
+    pytest.importorskip("ctranslate2")
+    from seq2seq.inference.translator import Translator
+    from seq2seq.tools.export import export_ctranslate2
+
+    exported = export_ctranslate2(tiny_checkpoint(tmp_path / "model.ckpt"), tmp_path / "ct2")
+    raw = without_byte_rule(Translator.from_ctranslate2(exported)).translate(LINES, 1)
+    assert any("\ufffd" in line for line in raw)  # untrained, it writes half characters
+    capsys.readouterr()
+    cleaned = Translator.from_ctranslate2(exported).translate(LINES, 1)
+    assert not any("\ufffd" in line for line in cleaned)
+    assert "byte piece(s) that form no UTF-8 character" in capsys.readouterr().err
+    ours = Translator.from_checkpoint(tmp_path / "model.ckpt").translate(LINES, 1)
+    assert not any("\ufffd" in line for line in ours)  # our searches never write them
