@@ -3,17 +3,37 @@
 A "line" ends at ``\\n`` only: ``str.splitlines`` would also split at U+2028, form feeds and
 other characters that can sit inside a sentence, and then output line i would no longer answer
 input line i. A final newline ends the last line (it does not start an empty one), a ``\\r``
-before it is dropped (Windows files) and so is a UTF-8 byte-order mark at the start.
+before it is dropped (Windows files) and so is a byte-order mark at the start.
+
+Lines are read as UTF-8 unless a byte-order mark says UTF-16 or UTF-32 (``BOMS``) or the caller
+names another encoding; documents read whole, in any encoding, are ``seq2seq.formats.encoding``'s.
 """
 
 from __future__ import annotations
 
+import codecs
+import io
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from seq2seq.checks import readable_file
 from seq2seq.errors import DataError
+
+# Byte-order marks and the codec each starts (the BOM itself not part of the text). UTF-32 LE
+# before UTF-16 LE: its mark begins with UTF-16 LE's.
+BOMS = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
+def sniff_bom(head: bytes) -> tuple[bytes, str] | None:
+    """The byte-order mark ``head`` starts with and the codec it names; None without one."""
+    return next(((bom, codec) for bom, codec in BOMS if head.startswith(bom)), None)
 
 
 def split_lines(text: str) -> list[str]:
@@ -43,6 +63,28 @@ def read_lines(path: str | Path | None, strict: bool = False) -> list[str]:
     return list(stream_lines(path))
 
 
+def read_bytes(path: str | Path | None) -> bytes:
+    """A whole file's bytes (stdin's when ``path`` is None).
+
+    Raises:
+        DataError: the file does not exist or may not be read.
+    """
+    if path is None:
+        return sys.stdin.buffer.read()
+    require_file(path)
+    return Path(path).read_bytes()
+
+
+def write_bytes(data: bytes, path: str | Path | None) -> None:
+    """A whole document's bytes, as they are, to a file or to stdout."""
+    if path is None:
+        sys.stdout.flush()  # what was written as text goes first
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        Path(path).write_bytes(data)
+
+
 def read_text(path: str | Path | None) -> str:
     """A whole UTF-8 document (stdin when ``path`` is None), byte-order mark dropped; invalid
     bytes become U+FFFD.
@@ -50,12 +92,7 @@ def read_text(path: str | Path | None) -> str:
     Raises:
         DataError: the file does not exist.
     """
-    if path is None:
-        raw = sys.stdin.buffer.read()
-    else:
-        require_file(path)
-        raw = Path(path).read_bytes()
-    return raw.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    return read_bytes(path).decode("utf-8", errors="replace").removeprefix("\ufeff")
 
 
 def write_text(text: str, path: str | Path | None) -> None:
@@ -67,28 +104,55 @@ def write_text(text: str, path: str | Path | None) -> None:
         Path(path).write_text(text, encoding="utf-8")
 
 
-def stream_lines(path: str | Path | None) -> Iterator[str]:
-    """The lines of a UTF-8 file (stdin when ``path`` is None), read lazily as
-    ``read_lines`` reads them: cut at ``\\n`` only, ``\\r`` and a byte-order mark dropped,
-    invalid bytes as U+FFFD."""
+def stream_lines(path: str | Path | None, encoding: str | None = None) -> Iterator[str]:
+    """The lines of a text file (stdin when ``path`` is None), read lazily as ``read_lines``
+    reads them: cut at ``\\n`` only, ``\\r`` and a byte-order mark dropped, invalid bytes as
+    U+FFFD.
+
+    Args:
+        encoding: a Python codec name; None reads UTF-8. A byte-order mark overrides either.
+    """
     if path is not None:
         require_file(path)
-    file = sys.stdin.buffer if path is None else open(path, "rb")
+    file = _peekable(sys.stdin.buffer) if path is None else open(path, "rb")
     try:
-        for number, raw in enumerate(file):  # binary files split at b"\n" only
-            line = raw.decode("utf-8", errors="replace")
-            if number == 0:
-                line = line.removeprefix("\ufeff")
-            yield line.removesuffix("\n").removesuffix("\r")
+        decoder = _line_decoder(file, encoding)
+        pending = ""
+        for raw in file:  # binary files split at b"\n" only: each typed line answered at once
+            *lines, pending = (pending + decoder.decode(raw)).split("\n")
+            yield from (line.removesuffix("\r") for line in lines)
+        pending += decoder.decode(b"", final=True)
+        if pending:  # a last line without its newline
+            yield pending.removesuffix("\r")
     finally:
         if path is not None:
             file.close()
 
 
-def count_lines(path: str | Path) -> int:
-    """How many lines ``stream_lines(path)`` yields, counted without decoding."""
-    count, last = 0, b"\n"
+def _peekable(file) -> io.BufferedReader:  # noqa: ANN001 (a binary stream)
+    """``file`` itself when it can peek (``sys.stdin.buffer``), else wrapped so it can."""
+    return file if hasattr(file, "peek") else io.BufferedReader(file)
+
+
+def _line_decoder(file: io.BufferedReader, encoding: str | None) -> codecs.IncrementalDecoder:
+    """The decoder of ``file``'s lines, its byte-order mark (if any) read past."""
+    found = sniff_bom(file.peek(4)[:4])
+    if found is not None:
+        file.read(len(found[0]))
+        encoding = found[1]
+    return codecs.getincrementaldecoder(encoding or "utf-8")(errors="replace")
+
+
+def count_lines(path: str | Path, encoding: str | None = None) -> int:
+    """How many lines ``stream_lines(path, encoding)`` yields, counted without decoding
+    (decoded for UTF-16 and UTF-32, where a ``\\n`` byte can be half of another character)."""
     with open(path, "rb") as file:
+        found = sniff_bom(file.read(4))
+        encoding = found[1] if found else encoding
+        if encoding is not None and codecs.lookup(encoding).name.startswith(("utf-16", "utf-32")):
+            return sum(1 for _ in stream_lines(path, encoding))
+        file.seek(0)
+        count, last = 0, b"\n"
         while block := file.read(1 << 20):
             count += block.count(b"\n")
             last = block[-1:]

@@ -5,6 +5,8 @@ answered with 400 while the server stays up."""
 
 from __future__ import annotations
 
+import codecs
+
 import httpx
 import pytest
 
@@ -101,7 +103,8 @@ def test_translate_file_round_trip(http, translator, name):
         ("bad.srt", b"1\n00:00:01 -> 2\nHello.\n", "malformed SRT timing"),
         ("bad.html", b"<p>Hello <i", "unterminated '<i'"),
         ("image.txt", b"\x89PNG\r\n\x1a\n\x00\x00", "not a text file"),
-        ("latin.txt", "café".encode("latin-1"), "not UTF-8 text"),
+        ("font.html", b"\x00\x01\x00\x00\x00\x0cOS/2" * 8, "not a text file"),
+        ("marked.srt", b"\xef\xbb\xbf1\n\xff\n", "marked.srt:2: not valid utf-8"),
         ("slides.pptx", b"Hello.", "file format not supported"),
         ("big.txt", b"Hello. " * 40000, "exceeds file limit (200000)"),
     ],
@@ -112,6 +115,34 @@ def test_bad_files_are_400s_and_the_server_stays_up(http, name, content, message
     )
     assert answer.status_code == 400 and message in answer.json()["error"]
     assert http.get("/health").json() == {"status": "ok"}
+
+
+def download(http, name: str, content: bytes) -> bytes:
+    upload = {"file": (name, content, "application/octet-stream")}
+    answer = http.post("/translate_file", data={"source": "en", "target": "zh"}, files=upload)
+    assert answer.status_code == 200, answer.text
+    fetched = httpx.get(answer.json()["translatedFileUrl"], timeout=60)
+    assert fetched.headers["content-type"].endswith("charset=utf-8")
+    return fetched.content
+
+
+def test_files_in_any_encoding_come_back_in_utf8(http, translator):
+    """A Latin-1 page declared so, a UTF-16 subtitle file with its mark, and an undeclared
+    windows-1252 note: read exactly, answered in UTF-8 (the declaration says so, a mark kept)."""
+    page = (
+        "<html><head><meta charset=ISO-8859-1></head>"
+        f"<body><p>{SENTENCES[0]}</p><pre>na\xefve code</pre></body></html>\n"
+    )
+    expected = translator.translate_text([page], "html")[0].replace("ISO-8859-1", "UTF-8")
+    assert download(http, "page.html", page.encode("latin-1")) == expected.encode("utf-8")
+    assert "<pre>na\xefve code</pre>" in expected
+    subs = FILES["subs.srt"]
+    marked = codecs.BOM_UTF16_LE + subs.encode("utf-16-le")
+    expected = translator.translate_text([subs], "srt")[0]
+    assert download(http, "subs.srt", marked) == codecs.BOM_UTF8 + expected.encode("utf-8")
+    note = f"{SENTENCES[2]} The caf\xe9 is na\xefve.\n"
+    expected = translator.translate_text([note], "text")[0]
+    assert download(http, "note.txt", note.encode("cp1252")) == expected.encode("utf-8")
 
 
 def test_file_route_arguments_and_settings(http):

@@ -95,6 +95,7 @@ def version_line() -> str:
 
 def _add_translate(p: argparse.ArgumentParser) -> None:
     from seq2seq.formats import FORMATS
+    from seq2seq.formats.encoding import OUTPUT_ENCODINGS
 
     add_search_options(p)
     p.add_argument("--input", help="file of English text (default: stdin)")
@@ -105,6 +106,22 @@ def _add_translate(p: argparse.ArgumentParser) -> None:
         default=None,
         help="text: one output line per input line; html, markdown, srt: the "
         "markup is kept (default: from --input's extension, else text)",
+    )
+    p.add_argument(
+        "--encoding",
+        default=None,
+        metavar="NAME",
+        help="the encoding the document (html, markdown, srt) is in, over its own declaration; "
+        "a byte-order mark still wins (default: found: byte-order mark, <meta charset> or "
+        "<?xml encoding>, UTF-8, else detected; see docs/documents.md)",
+    )
+    p.add_argument(
+        "--output-encoding",
+        choices=OUTPUT_ENCODINGS,
+        default=OUTPUT_ENCODINGS[0],
+        help="utf-8: a document is written in UTF-8, its declaration rewritten to say so; "
+        "input: in the input's encoding, declaration untouched, characters it cannot hold "
+        "as &#NNNNN; in HTML (default %(default)s; plain text is always UTF-8)",
     )
     add_split(p)
     p.add_argument(

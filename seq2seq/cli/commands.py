@@ -51,9 +51,16 @@ def _load_translator(args: argparse.Namespace):  # noqa: ANN202 (Translator)
 
 def run_translate(args: argparse.Namespace) -> int:
     from seq2seq.formats import format_of, parse
-    from seq2seq.textio import read_text, write_text
+    from seq2seq.formats.encoding import check_output_encoding, decode_document, encode_document
+    from seq2seq.textio import read_bytes, write_bytes
 
     text_format = args.format or format_of(args.input)
+    if text_format == "text" and (args.encoding is not None or args.output_encoding != "utf-8"):
+        option = "--encoding" if args.encoding is not None else "--output-encoding"
+        raise ValueError(
+            f"{option} takes a document (--format html, markdown, srt); plain text is read "
+            "as UTF-8 (UTF-16 or UTF-32 with a byte-order mark) and written as UTF-8"
+        )
     if args.n_best is not None and text_format != "text":
         raise ValueError(f"--n-best takes plain text, not --format {text_format}")
     glossary = _read_glossary(args)
@@ -61,9 +68,14 @@ def run_translate(args: argparse.Namespace) -> int:
     if text_format == "text":
         return _translate_lines(translator, args, glossary)
     source = args.input or "<stdin>"
-    document = parse(read_text(args.input), text_format, source)
+    decoded = decode_document(read_bytes(args.input), text_format, source, args.encoding)
+    for warning in decoded.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    check_output_encoding(decoded, text_format, args.output_encoding)
+    document = parse(decoded.text, text_format, source)
+    show = args.input is not None
     try:
-        with progress_bar(None, "sentences", show=args.input is not None) as bar:
+        with progress_bar(None, "sentences", show, "seq2seq translate") as bar:
             [output] = translator.translate_documents(
                 [document],
                 args.beam_size,
@@ -80,7 +92,9 @@ def run_translate(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return interrupt_status(interrupt)
-    write_text(output, args.output)
+    destination = args.output or "<stdout>"
+    encoded = encode_document(output, text_format, decoded, args.output_encoding, destination)
+    write_bytes(encoded, args.output)
     return 0
 
 
@@ -97,7 +111,7 @@ def _translate_lines(translator, args: argparse.Namespace, glossary=None) -> int
     destination = args.output or "stdout"
     with (
         LineWriter(args.output) as out,
-        progress_bar(total, "lines", show=args.input is not None) as bar,
+        progress_bar(total, "lines", args.input is not None, "seq2seq translate") as bar,
     ):
         lines = LineProgress(bar)
         try:
@@ -244,7 +258,7 @@ def run_generate(args: argparse.Namespace) -> int:
     if args.prompt is not None and args.output is None and args.beam_size == 1:
         return _stream_one(generator, args.prompt, options)
     show = len(prompts) > 1 and (args.input is not None or args.output is not None)
-    with progress_bar(len(prompts), "prompts", show) as bar:
+    with progress_bar(len(prompts), "prompts", show, "seq2seq generate") as bar:
         outputs = generator.generate(prompts, on_batch=bar.advance, **options)
     write_lines(outputs, args.output)
     return 0

@@ -69,7 +69,8 @@ def _check_inputs(args: argparse.Namespace) -> None:
 
 
 def _check_runtime(args: argparse.Namespace) -> None:
-    """The quantization and the device, then what an import or an export reads."""
+    """The quantization and the device, then what an import or an export reads, and the
+    encoding a document is read in."""
     if _given(args, "quantize") is not None:  # int8 on a GPU says so, whatever the GPU
         from seq2seq.inference.cpu import check_quantize
 
@@ -78,10 +79,25 @@ def _check_runtime(args: argparse.Namespace) -> None:
         checks.device(args.device, _given(args, "engine") or "torch")
     if _given(args, "hf") is not None:
         _check_hf_source(args.hf)
+    if _given(args, "encoding") is not None:
+        _check_encoding(args.encoding)
     if _given(args, "eval_json") is not None:
         from seq2seq.inference.evaluation import read_eval_json
 
         read_eval_json(args.eval_json)
+
+
+def _check_encoding(label: str) -> None:
+    """``translate --encoding``: a text encoding Python knows (read as a browser reads it)."""
+    from seq2seq.formats.encoding import codec_name
+
+    try:
+        codec_name(label)
+    except ValueError:
+        raise ValueError(
+            f"--encoding {label}: not an encoding Python knows (e.g. utf-8, windows-1252, "
+            "gb18030, shift_jis)"
+        ) from None
 
 
 def _check_hf_source(name: str) -> None:

@@ -1,8 +1,10 @@
 """LibreTranslate's file translation: ``POST /translate_file`` (multipart ``file``, ``source``,
 ``target``, ``api_key``) answers ``{"translatedFileUrl": ...}``, and ``GET
 /download_file/{name}`` serves the translated file. Text, HTML, Markdown and SRT files keep
-their markup (``seq2seq.formats``); translated files are kept in memory (the newest
-``KEPT_FILES``), as LibreTranslate keeps them in a temporary folder.
+their markup (``seq2seq.formats``); a file in any encoding is read (``seq2seq.formats.encoding``:
+byte-order mark, declaration, UTF-8, else detected) and answered in UTF-8, its declaration
+rewritten to say so and its byte-order mark kept. Translated files are kept in memory (the
+newest ``KEPT_FILES``), as LibreTranslate keeps them in a temporary folder.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.datastructures import UploadFile
 
+from seq2seq.errors import DataError
 from seq2seq.formats import EXTENSIONS
+from seq2seq.formats.encoding import Decoded, decode_document, encode_document
 from seq2seq.serve.handling import ServerSettings, authorize
 from seq2seq.serve.protocol import ApiError, translate_args
 
@@ -60,18 +64,19 @@ class FileRoutes:
         form = await _form(request)
         authorize(self.settings, form.get("api_key"), request)
         upload, name, extension = _checked_upload(form.get("file"), self.settings.file_limit)
-        text = _text(await upload.read(), name, self.settings.file_limit)
+        text_format = EXTENSIONS[extension]
+        decoded = _decoded(await upload.read(), text_format, name, self.settings.file_limit)
         translate_args(
             {"q": "", "source": form.get("source"), "target": form.get("target")},
             self.settings.limits,
         )  # the languages, checked as /translate checks them
         if not self.translates:
             raise ApiError(400, "this model is a language model, not a translator")
-        text_format = EXTENSIONS[extension]
         [result] = await self.translate_texts(
-            request, [text], text_format, True, self.settings.beam_size, 1
+            request, [decoded.text], text_format, True, self.settings.beam_size, 1
         )
-        key = self._keep(name, result.text.encode("utf-8"), text_format)
+        body = encode_document(result.text, text_format, decoded)  # UTF-8, declared so
+        key = self._keep(name, body, text_format)
         return {
             "translatedFileUrl": f"{str(request.base_url).rstrip('/')}/download_file/{quote(key)}"
         }
@@ -117,7 +122,8 @@ def _checked_upload(upload: UploadFile | str | None, limit: int) -> tuple[Upload
             f"supported: {', '.join(SUPPORTED)})",
             "file",
         )
-    if upload.size is not None and upload.size > 4 * limit:  # UTF-8: <= 4 bytes a character
+    # At most 4 bytes a character (UTF-8, UTF-32), after a byte-order mark of at most 4.
+    if upload.size is not None and upload.size > 4 * limit + 4:
         raise ApiError(
             400,
             f"Invalid request: file ({upload.size} bytes) exceeds file limit ({limit} characters)",
@@ -135,22 +141,17 @@ async def _form(request: Request):
         raise ApiError(400, f"Invalid request: malformed form body ({error})") from None
 
 
-def _text(data: bytes, name: str, limit: int) -> str:
-    """The file as text: UTF-8 (a byte-order mark dropped), within ``limit`` characters."""
-    if b"\x00" in data:
-        raise ApiError(
-            400, f"Invalid request: {name} is not a text file (it holds NUL bytes)", "file"
-        )
+def _decoded(data: bytes, text_format: str, name: str, limit: int) -> Decoded:
+    """The file as text, in whatever encoding it came (``decode_document``), within ``limit``
+    characters; a binary file, or one its byte-order mark miscalls, is a 400."""
     try:
-        text = data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as error:
-        raise ApiError(
-            400, f"Invalid request: {name} is not UTF-8 text (byte {error.start})", "file"
-        ) from None
-    if len(text) > limit:
+        decoded = decode_document(data, text_format, name)
+    except DataError as error:
+        raise ApiError(400, f"Invalid request: {error}", "file") from None
+    if len(decoded.text) > limit:
         raise ApiError(
             400,
-            f"Invalid request: file ({len(text)} characters) exceeds file limit ({limit})",
+            f"Invalid request: file ({len(decoded.text)} characters) exceeds file limit ({limit})",
             "file",
         )
-    return text
+    return decoded
