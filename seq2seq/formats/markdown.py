@@ -1,9 +1,37 @@
-"""Markdown as a ``Document``: markdown-it-py (CommonMark, with tables) finds the blocks; the
-text of each paragraph, heading, list item and table cell is a segment, with its emphasis,
-links and code spans as markup. Everything else stays as written: heading marks, list markers,
-quote marks, indentation, code fences and indented code, HTML blocks, images. Link targets are
-written back as markdown-it reads them (normalised: a non-ASCII URL comes back
-percent-encoded, a reference link as an inline one).
+"""Markdown as a ``Document``: markdown-it-py (CommonMark with GitHub's tables, strikethrough
+and footnotes) finds the blocks; the text of each paragraph, heading, list item, table cell and
+footnote is a segment, with its emphasis, links, code spans and inline HTML as markup.
+Everything the model should not read stays as written:
+
+- structure: heading marks, list markers, quote marks, indentation, code fences and indented
+  code, HTML blocks, link reference definitions (``[ref]: url``);
+- front matter: a YAML block between ``---`` lines (closed by ``---`` or ``...``) or a TOML
+  block between ``+++`` lines at the very top, byte for byte (not translated);
+- a task list item's ``[ ]``/``[x]``, a GitHub alert's ``> [!NOTE]`` line, and a footnote
+  definition's ``[^1]:`` label (its note is translated); a footnote reference ``[^1]`` is
+  kept where its words went;
+- link targets and images as written: ``[text](target "title")`` and ``[text][ref]`` come back
+  with the same target, a collapsed or shortcut reference (``[text][]``, ``[text]``) as
+  ``[translated][text]`` (its label was its text, which is now translated);
+- code spans, autolinks, and the code-like inline HTML elements ``<code>``, ``<kbd>``,
+  ``<samp>``, ``<tt>``, ``<var>``: kept with their content. Other inline HTML is paired like
+  emphasis (``Press <b>Save</b> now``: the tags go around the translated word); a void or
+  unpaired tag (``<br>``, ``<img>``) is a point.
+
+Translated text is escaped where it would read as markup (``*``, ``_``, ``~``, brackets, ``<``,
+and ``|`` in a table cell).
+
+Emphasis is written with ``*``, ``**`` and ``~~`` (``_`` neither opens nor closes beside a
+Chinese letter: ``这个_很_重要`` shows its underscores). Even ``*`` fails where the
+translation puts punctuation just inside a marker and a letter just outside
+(``是*“很”*的``) or two spans side by side (``**绿色****和**``), so each rendered segment is
+parsed again: if its emphasis is not the source's (the same em/strong/strikethrough, in the
+same order), the whole segment is written with HTML tags instead (``<em>``, ``<strong>``,
+``<del>``), which CommonMark renders wherever they stand.
+
+Front matter and task-list markers are read here rather than with mdit-py-plugins' plugins:
+``front_matter_plugin`` reads only YAML, and ``tasklists_plugin`` replaces the marker with a
+checkbox tag, where all that is needed is to leave the marker out of the segment as written.
 
 A paragraph written over several lines is translated as one text and written on its first
 line (Chinese has no spaces to wrap at); its markers stay in place.
@@ -12,47 +40,148 @@ line (Chinese has no spaces to wrap at); its markers stay in place.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from seq2seq.formats.inline import Document, Markup, Segment, has_text
+from seq2seq.formats.inline import Alignment, Document, Markup, Segment, has_text, render
 
-_SPECIAL = re.compile(r"([\\`*_\[\]<])")
-_PAIRED = {
+_SPECIAL = re.compile(r"([\\`*_~\[\]<])")
+_CLOSERS = {
     "em_open": "em_close",
     "strong_open": "strong_close",
     "s_open": "s_close",
     "link_open": "link_close",
 }
+_MARKERS = {"em_open": "*", "strong_open": "**", "s_open": "~~"}
+_HTML = {"*": ("<em>", "</em>"), "**": ("<strong>", "</strong>"), "~~": ("<del>", "</del>")}
+_EMPHASIS = {"*": "em", "**": "strong", "~~": "s"}  # marker: markdown-it's token name
+_VOID = frozenset(
+    "area base br col embed hr img input keygen link meta param source track wbr".split()
+)
+_CODE_TAGS = frozenset({"code", "kbd", "samp", "tt", "var"})
+_OPEN_TAG = re.compile(r"<([A-Za-z][A-Za-z0-9-]*)(?:\s[^>]*)?>\Z")
+_CLOSE_TAG = re.compile(r"</([A-Za-z][A-Za-z0-9-]*)\s*>\Z")
+_LEADING_MARKERS = {
+    "list_item_open": re.compile(r"\[[ xX]\](?:[ \t]+|(?=\n)|\Z)"),  # a task: [ ], [x]
+    "blockquote_open": re.compile(
+        r"\[!(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION)\][ \t]*(?:\n|\Z)", re.IGNORECASE
+    ),  # a GitHub alert, alone on its line
+}
+_FRONT_MATTER_ENDS = {"---": ("---", "..."), "+++": ("+++",)}
 
 
-@lru_cache(maxsize=1)
-def _parser():
-    from markdown_it import MarkdownIt
+@dataclass
+class MarkdownSegment(Segment):
+    """A segment of Markdown, whose emphasis is written as HTML tags where markers would not
+    render."""
 
-    return MarkdownIt("commonmark").enable("table")
+    def render(self, translation: str, alignment: Alignment) -> str:
+        written = render(self, translation, alignment)
+        expected = list(_source_emphasis(self.markup))
+        if not expected or _rendered_emphasis(written) == expected:
+            return written
+        return render(replace(self, markup=_as_html(self.markup)), translation, alignment)
+
+
+def _rendered_emphasis(text: str) -> list[str]:
+    """The emphasis tokens markdown-it reads in ``text``, in order."""
+    [inline] = _parser().parseInline(text)
+    names = {f"{name}_{end}" for name in _EMPHASIS.values() for end in ("open", "close")}
+    return [token.type for token in inline.children or [] if token.type in names]
+
+
+def _source_emphasis(markups: list[Markup]) -> Iterator[str]:
+    """The emphasis tokens the markup stands for, in order."""
+    for markup in markups:
+        name = _EMPHASIS.get(markup.open) if markup.literal is None else None
+        if name:
+            yield f"{name}_open"
+        yield from _source_emphasis(markup.children)
+        if name:
+            yield f"{name}_close"
+
+
+def _as_html(markups: list[Markup]) -> list[Markup]:
+    """A copy of the markup with emphasis markers replaced by HTML tags."""
+    copied = []
+    for markup in markups:
+        tags = _HTML.get(markup.open) if markup.literal is None else None
+        opening, closing = tags or (markup.open, markup.close)
+        children = _as_html(markup.children)
+        copied.append(replace(markup, open=opening, close=closing, children=children))
+    return copied
 
 
 def parse_markdown(document: str) -> Document:
     """``document`` as raw parts and segments, one per block of inline text."""
+    front = _front_matter(document)
+    # The front matter's lines are parsed as blank ones, so token lines stay document lines.
+    source = "\n" * document.count("\n", 0, front) + document[front:]
     line_starts = [0] + [m.end() for m in re.finditer("\n", document)]
+    tokens = _parser().parse(source)
     parts: Document = []
     cursor = 0  # everything before it is in parts
-    for token in _parser().parse(document):
-        if token.type != "inline" or token.map is None or not token.children:
+    for index, token in enumerate(tokens):
+        if token.map is None:
             continue
-        located = _locate(document, token.content, max(cursor, line_starts[token.map[0]]))
-        if located is None:
-            continue  # not found as written (cannot happen for CommonMark sources): kept
-        segment = _segment(token.children)
-        start, end = located
-        if not has_text(segment):  # nothing to translate (code, an image): kept as written
-            parts.append(document[cursor:end])
+        line_start = max(cursor, front, line_starts[token.map[0]])
+        if token.type == "footnote_reference_open":  # [^label]: as written, the note after it
+            label = f"[^{token.meta['label']}]:"
+            found = document.find(label, line_start)
+            if found >= 0:
+                parts.append(document[cursor : found + len(label)])
+                cursor = found + len(label)
+        elif token.type == "inline" and token.children:
+            located = _inline_segment(document, tokens, index, line_start)
+            if located is None:
+                continue  # not found as written (cannot happen for CommonMark sources): kept
+            segment, start, end = located
+            if has_text(segment):
+                parts += [document[cursor:start], segment]
+            else:  # nothing to translate (code, an image): kept as written
+                parts.append(document[cursor:end])
             cursor = end
-            continue
-        parts += [document[cursor:start], segment]
-        cursor = end
     parts.append(document[cursor:])
     return parts
+
+
+def _inline_segment(
+    document: str, tokens, index: int, start: int
+) -> tuple[MarkdownSegment, int, int] | None:
+    """Inline token ``index`` as a segment, and the span of the document it replaces (found
+    from ``start``), or None where its text is not found as written."""
+    token = tokens[index]
+    in_cell = tokens[index - 1].type in ("th_open", "td_open")
+    # markdown-it reads a cell's \| as |: every | in a cell was written \| and must be again
+    content = token.content.replace("|", "\\|") if in_cell else token.content
+    located = _locate(document, content, start)
+    if located is None:
+        return None
+    start, end = located
+    segment = _segment(token.children, token.content, token.map[0] + 1)
+    if in_cell:
+        segment.escape = _escape_cell
+        _escape_pipes(segment.markup)
+    segment, cut = _without_marker(segment, token.content, _leading_marker(tokens, index))
+    if cut:  # the segment starts after the marker (a GitHub alert's text on the next line)
+        start = (_locate(document, token.content[cut:], start + cut) or located)[0]
+    return segment, start, end
+
+
+def _front_matter(document: str) -> int:
+    """How many characters of front matter open the document: YAML between ``---`` lines or
+    TOML between ``+++`` lines (0 if none; an opening line never closed is not one)."""
+    lines = document.split("\n")
+    ends = _FRONT_MATTER_ENDS.get(lines[0].removeprefix("\ufeff").rstrip())
+    if ends is None:
+        return 0
+    length = len(lines[0]) + 1
+    for line in lines[1:]:
+        length += len(line) + 1
+        if line.rstrip() in ends:
+            return min(length, len(document))
+    return 0
 
 
 def _locate(document: str, content: str, start: int) -> tuple[int, int] | None:
@@ -69,66 +198,198 @@ def _locate(document: str, content: str, start: int) -> tuple[int, int] | None:
     return (first, last) if first is not None and last is not None else None
 
 
-def _segment(children) -> Segment:
-    """Inline tokens as plain text and markup; markup nests as the tokens do."""
-    text: list[str] = []
-    length = 0
-    top: list[Markup] = []
-    stack: list[tuple[Markup, str]] = []
+def _leading_marker(tokens, index: int) -> re.Pattern | None:
+    """The marker the first paragraph of a block may open with, kept as written: a task list
+    item's ``[ ]``/``[x]``, a GitHub alert's ``[!NOTE]`` (inline token ``index``)."""
+    if index < 2 or tokens[index - 1].type != "paragraph_open":
+        return None
+    return _LEADING_MARKERS.get(tokens[index - 2].type)
 
-    def attach(markup: Markup) -> None:
-        (stack[-1][0].children if stack else top).append(markup)
 
-    for token in children:
-        kind = token.type
-        if kind == "text":
-            text.append(token.content)
-            length += len(token.content)
-        elif kind in ("softbreak", "hardbreak"):
-            if kind == "hardbreak":  # written on one line, the break becomes an HTML <br>
-                attach(Markup(length, length, "<br>"))
-            text.append(" ")
-            length += 1
-        elif kind == "code_inline":
-            fence = token.markup
-            pad = " " if token.content.startswith("`") or token.content.endswith("`") else ""
-            literal = f"{fence}{pad}{token.content}{pad}{fence}"
-            attach(Markup(length, length + len(token.content), "", "", literal=literal))
-            text.append(token.content)
-            length += len(token.content)
-        elif kind in _PAIRED:
-            markup = Markup(length, length, *_delimiters(token))
-            attach(markup)
-            stack.append((markup, _PAIRED[kind]))
-        elif stack and kind == stack[-1][1]:
-            markup, _ = stack.pop()
-            markup.end = length
-            if markup.open == "<":  # an autolink: its text is its target, kept as written
-                markup.literal = "".join(text)[markup.start :]
-        else:  # image, hardbreak, inline HTML: kept as written where it stood
-            attach(Markup(length, length, _point(token)))
-    for markup, _ in stack:
-        markup.end = length
-    return Segment("".join(text), top, escape=_escape, keep_empty=False)
+def _without_marker(
+    segment: MarkdownSegment, content: str, marker: re.Pattern | None
+) -> tuple[MarkdownSegment, int]:
+    """The segment without the ``marker`` its ``content`` opens with, and the marker's length
+    (0: none, the segment as it was)."""
+    match = marker.match(content) if marker else None
+    if match is None or any(m.start < match.end() for m in segment.markup):
+        return segment, 0
+    cut = match.end()
+    _shift(segment.markup, -cut)
+    return replace(segment, text=segment.text[cut:]), cut
+
+
+def _escape_pipes(markups: list[Markup]) -> None:
+    """Each | in the markup written as \\| again (in a table cell, where | ends the cell)."""
+    for markup in markups:
+        markup.open = markup.open.replace("|", "\\|")
+        markup.close = markup.close.replace("|", "\\|")
+        if markup.literal is not None:
+            markup.literal = markup.literal.replace("|", "\\|")
+        _escape_pipes(markup.children)
+
+
+def _shift(markups: list[Markup], by: int) -> None:
+    for markup in markups:
+        markup.start += by
+        markup.end += by
+        _shift(markup.children, by)
+
+
+class _Inline:
+    """A segment being read from inline tokens: its plain text so far and the markup over
+    it; elements not yet closed are on a stack with what closes each (a token type, or the
+    index of an inline HTML closing tag)."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.length = 0
+        self.top: list[Markup] = []
+        self.stack: list[tuple[Markup, str | int]] = []
+
+    def add(self, text: str) -> None:
+        self.text.append(text)
+        self.length += len(text)
+
+    def attach(self, markup: Markup) -> None:
+        (self.stack[-1][0].children if self.stack else self.top).append(markup)
+
+    def open(self, opening: str, closing: str, closer: str | int) -> None:
+        markup = Markup(self.length, self.length, opening, closing)
+        self.attach(markup)
+        self.stack.append((markup, closer))
+
+    def closes(self, kind: str, index: int) -> bool:
+        return bool(self.stack) and self.stack[-1][1] in (kind, index)
+
+    def close(self) -> Markup:
+        markup, _ = self.stack.pop()
+        markup.end = self.length
+        return markup
+
+
+def _segment(children, source: str, line: int) -> MarkdownSegment:
+    """Inline tokens as plain text and markup; markup nests as the tokens do. ``source`` is
+    the inline text the tokens were read from (their recorded spans index it)."""
+    pairs = _pair_tags(children)
+    inline = _Inline()
+    index = 0
+    while index < len(children):
+        index = _read(children, index, pairs, source, inline)
+    while inline.stack:
+        inline.close()
+    return MarkdownSegment("".join(inline.text), inline.top, escape=_escape, line=line)
+
+
+def _read(children, index: int, pairs: dict[int, int], source: str, inline: _Inline) -> int:
+    """Reads token ``index`` into ``inline``; returns the index of the next token to read."""
+    token = children[index]
+    kind = token.type
+    if kind == "text":
+        inline.add(token.content)
+    elif kind in ("softbreak", "hardbreak"):
+        if kind == "hardbreak":  # written on one line, the break becomes an HTML <br>
+            inline.attach(Markup(inline.length, inline.length, "<br>"))
+        inline.add(" ")  # the words do not run together
+    elif kind == "code_inline":
+        fence = token.markup
+        pad = " " if token.content.startswith("`") or token.content.endswith("`") else ""
+        literal = f"{fence}{pad}{token.content}{pad}{fence}"
+        inline.attach(Markup(inline.length, inline.length + len(token.content), "", "", literal))
+        inline.add(token.content)
+    elif index in pairs and _tag_name(token.content) in _CODE_TAGS:
+        return _read_code_tag(children, index, pairs[index], source, inline)
+    elif index in pairs:
+        inline.open(token.content, children[pairs[index]].content, pairs[index])
+    elif kind in _CLOSERS:
+        inline.open(*_delimiters(token), _CLOSERS[kind])
+    elif inline.closes(kind, index):
+        markup = inline.close()
+        if markup.open == "<":  # an autolink: its text is its target, kept as written
+            markup.literal = "".join(inline.text)[markup.start :]
+    else:  # an image, a footnote reference, a lone HTML tag: kept as written where it stood
+        inline.attach(Markup(inline.length, inline.length, _point(token, source)))
+    return index + 1
+
+
+def _read_code_tag(children, index: int, close: int, source: str, inline: _Inline) -> int:
+    """A code-like HTML element (``<kbd>Ctrl</kbd>``) kept as written, its text read."""
+    text = "".join(_plain(token) for token in children[index + 1 : close])
+    start, end = children[index].meta["span"][0], children[close].meta["span"][1]
+    inline.attach(Markup(inline.length, inline.length + len(text), "", "", source[start:end]))
+    inline.add(text)
+    return close + 1
+
+
+def _plain(token) -> str:
+    if token.type in ("text", "code_inline"):
+        return token.content
+    return " " if token.type in ("softbreak", "hardbreak") else ""
+
+
+def _pair_tags(children) -> dict[int, int]:
+    """Which inline HTML opening tag is closed by which closing tag (token indices): the
+    nearest open one of the same name, inside the same emphasis or link. A void tag, one
+    never closed and a closing tag that closes nothing are left out (points)."""
+    pairs: dict[int, int] = {}
+    stack: list[tuple[int, str | None]] = []  # open HTML tags by name; None: emphasis or link
+    for index, token in enumerate(children):
+        if token.type in _CLOSERS:
+            stack.append((index, None))
+        elif token.type in _CLOSERS.values():
+            while stack and stack.pop()[1] is not None:
+                pass  # HTML tags opened inside and never closed
+        elif token.type == "html_inline":
+            opening, closing = _OPEN_TAG.match(token.content), _CLOSE_TAG.match(token.content)
+            if opening and not token.content.endswith("/>"):
+                name = opening.group(1).lower()
+                if name not in _VOID:
+                    stack.append((index, name))
+            elif closing:
+                _pair_closing(stack, closing.group(1).lower(), index, pairs)
+    return pairs
+
+
+def _pair_closing(stack: list[tuple[int, str | None]], name: str, index: int, pairs) -> None:
+    for depth in range(len(stack) - 1, -1, -1):
+        opened, opened_name = stack[depth]
+        if opened_name is None:
+            return  # not across an emphasis or link boundary
+        if opened_name == name:
+            pairs[opened] = index
+            del stack[depth:]
+            return
+
+
+def _tag_name(tag: str) -> str:
+    match = _OPEN_TAG.match(tag)
+    return match.group(1).lower() if match else ""
 
 
 def _delimiters(token) -> tuple[str, str]:
     """What opens and closes an emphasis or a link (whose target is kept as written)."""
     if token.type != "link_open":
-        return token.markup, token.markup
+        marker = _MARKERS[token.type]
+        return marker, marker
     if token.markup == "autolink":
         return "<", ">"
-    return "[", f"]({_target(token)})"
+    return "[", token.meta.get("close") or f"]({_target(token)})"
 
 
-def _point(token) -> str:
+def _point(token, source: str) -> str:
+    if token.type == "footnote_ref":
+        return f"[^{token.meta['label']}]"
+    if token.type == "image" and "span" in token.meta:
+        start, end = token.meta["span"]
+        return source[start:end]
     if token.type == "image":
         return f"![{token.content}]({_target(token, 'src')})"
     return token.content  # inline HTML
 
 
 def _target(token, name: str = "href") -> str:
-    """A link or image target: the destination (in <> when it holds a space) and its title."""
+    """A link or image target as markdown-it read it: the destination (in <> when it holds a
+    space) and its title."""
     destination = str(token.attrs.get(name, ""))
     if " " in destination or not destination:
         destination = f"<{destination}>"
@@ -141,3 +402,62 @@ def _target(token, name: str = "href") -> str:
 
 def _escape(text: str) -> str:
     return _SPECIAL.sub(r"\\\1", text)
+
+
+def _escape_cell(text: str) -> str:
+    return _escape(text).replace("|", "\\|")
+
+
+@lru_cache(maxsize=1)
+def _parser():
+    """CommonMark with GitHub's tables, strikethrough and footnotes (definitions left where
+    they stand, no inline ``^[notes]``), recording where links, images and inline HTML stood
+    in the source so they can be written back as written."""
+    from markdown_it import MarkdownIt
+    from markdown_it.rules_inline import html_inline, image
+    from mdit_py_plugins.footnote import footnote_plugin
+
+    md = MarkdownIt("commonmark").enable(["table", "strikethrough"]).use(footnote_plugin)
+    md.disable(["footnote_tail", "footnote_inline"])
+    md.inline.ruler.at("link", _link)
+    md.inline.ruler.at("image", _spanned(image, "image"))
+    md.inline.ruler.at("html_inline", _spanned(html_inline, "html_inline"))
+    return md
+
+
+def _spanned(rule, kind: str):
+    """markdown-it's inline ``rule``, recording on the token it makes the span of the source
+    it read (``meta["span"]``)."""
+
+    def spanned(state, silent: bool) -> bool:
+        start, count = state.pos, len(state.tokens)
+        if not rule(state, silent):
+            return False
+        if not silent:
+            made = next((t for t in state.tokens[count:] if t.type == kind), None)
+            if made is not None:
+                made.meta["span"] = (start, state.pos)
+        return True
+
+    return spanned
+
+
+def _link(state, silent: bool) -> bool:
+    """markdown-it's link rule, recording on ``link_open`` how the link closes as written:
+    ``](target "title")`` or ``][ref]``; a collapsed or shortcut reference (whose label is its
+    text, to be translated) closes as ``][text]``."""
+    from markdown_it.rules_inline import link
+
+    start, count = state.pos, len(state.tokens)
+    if not link(state, silent):
+        return False
+    if not silent:
+        text_end = state.md.helpers.parseLinkLabel(state, start, True)
+        after = state.src[text_end + 1 : state.pos]
+        if after in ("", "[]"):
+            after = f"[{state.src[start + 1 : text_end]}]"
+        after = after.replace("\n", " ")  # the paragraph is written on one line
+        opening = next((t for t in state.tokens[count:] if t.type == "link_open"), None)
+        if opening is not None and text_end >= 0:
+            opening.meta["close"] = "]" + after
+    return True

@@ -1,0 +1,181 @@
+"""Markdown keeps what it does not translate (issue 38): front matter, footnotes, task-list
+markers, link targets and reference links, inline HTML around its words; and its emphasis still
+renders beside Chinese. No model: translations and alignments are written by hand, or made by
+``chinese`` (one character per word, aligned to it)."""
+
+import re
+
+from markdown_it import MarkdownIt
+
+from seq2seq.formats import parse, rebuild, segments
+
+COMMONMARK = MarkdownIt("commonmark")
+
+
+def identity(segment):
+    """The segment 'translated' as itself, every character aligned to itself."""
+    return segment.text, [(i, i + 1) for i in range(len(segment.text))]
+
+
+def chinese(segment):
+    """One Chinese-looking character per word, and Chinese punctuation for ``.`` and ``,``,
+    each aligned to its source: a translation with no spaces, as the model's would be."""
+    translation, alignment = [], []
+    for word in re.finditer(r"[^\s.,]+|[.,]", segment.text):
+        translation.append({".": "。", ",": "，"}.get(word.group(), "文"))
+        alignment.append(word.span())
+    return "".join(translation), alignment
+
+
+def translate(text, fake=chinese):
+    """``text`` parsed as Markdown, each segment rendered from ``fake``'s translation."""
+    document = parse(text, "markdown")
+    return rebuild(document, [s.render(*fake(s)) for s in segments(document)])
+
+
+def render_one(text, translation, alignment):
+    [segment] = segments(parse(text, "markdown"))
+    return segment.render(translation, alignment)
+
+
+def test_yaml_and_toml_front_matter_are_kept_byte_for_byte():
+    yaml = "---\ntitle: Getting started\ntags: [install, usage]\n---\n"
+    toml = '+++\r\ntitle = "Getting started"\r\ndraft = false\r\n+++\r\n'
+    for front in (yaml, toml):
+        text = front + "\n# Install it\n\nRun the installer.\n"
+        document = parse(text, "markdown")
+        assert [s.text for s in segments(document)] == ["Install it", "Run the installer."]
+        assert [s.line for s in segments(document)] == [6, 8]  # lines of the document
+        assert translate(text, identity) == text
+        assert translate(text) == front + "\n# 文文\n\n文文文。\n"
+
+
+def test_a_thematic_break_never_closed_is_not_front_matter():
+    text = "---\n\nSome text.\n"
+    assert translate(text) == "---\n\n文文。\n"
+
+
+def test_footnote_references_and_definition_labels_are_kept():
+    text = (
+        "Results are good[^1] and fast[^speed].\n\n"
+        "[^1]: Measured on one GPU.\n"
+        "[^speed]: Speed is tokens per second.\n"
+    )
+    document = parse(text, "markdown")
+    assert [s.text for s in segments(document)] == [
+        "Results are good and fast.",
+        "Measured on one GPU.",
+        "Speed is tokens per second.",
+    ]
+    assert translate(text, identity) == text
+    assert (
+        translate(text) == "文文文[^1]文文[^speed]。\n\n[^1]: 文文文文。\n[^speed]: 文文文文文。\n"
+    )
+
+
+def test_task_list_markers_are_kept_and_not_translated():
+    text = "- [ ] Install the package\n- [x] Run the tests\n* [X] Done\n- [ ]\n"
+    document = parse(text, "markdown")
+    assert [s.text for s in segments(document)] == [
+        "Install the package",
+        "Run the tests",
+        "Done",
+    ]
+    assert translate(text, identity) == text
+    assert translate(text) == "- [ ] 文文文\n- [x] 文文文\n* [X] 文\n- [ ]\n"
+    assert translate("- [x] x\n") == "- [x] 文\n"  # the x after the marker is the one translated
+
+
+def test_a_github_alert_keeps_its_marker_line():
+    text = "> [!IMPORTANT]\n> Back up your data first.\n"
+    [segment] = segments(parse(text, "markdown"))
+    assert segment.text == "Back up your data first."
+    assert translate(text, identity) == text
+    assert translate(text) == "> [!IMPORTANT]\n> 文文文文文。\n"
+
+
+def test_underscore_emphasis_is_written_with_stars_that_render_beside_chinese():
+    out = render_one(
+        "This is _very_ important.",
+        "这是很重要。",
+        [(0, 4), (5, 7), (8, 12), (13, 22), (13, 22), (22, 23)],
+    )
+    assert out == "这是*很*重要。"
+    assert COMMONMARK.renderInline(out) == "这是<em>很</em>重要。"
+
+
+def test_emphasis_that_would_not_render_is_written_as_html_tags():
+    # two bold spans side by side: **绿色****和** would be one bold span with stars inside
+    alignment = [(4, 9), (4, 9), (10, 13), (14, 18), (14, 18), (18, 19)]
+    out = render_one("The **green** **and** blue.", "绿色和蓝色。", alignment)
+    assert out == "<strong>绿色</strong><strong>和</strong>蓝色。"
+    # punctuation just inside a marker, a letter just outside: *“新”* is not emphasis
+    alignment = [(12, 17), (12, 17), (0, 2), (3, 5), (6, 7), (7, 10), (10, 11), None, (17, 18)]
+    out = render_one('It is *"new"* today.', "今天它是“新”的。", alignment)
+    assert out == "今天它是<em>“新”</em>的。"
+    assert COMMONMARK.renderInline(out) == out  # inline HTML: rendered as it stands
+
+
+def test_emphasis_markers_that_render_stay_markers():
+    alignment = [(0, 1), (2, 6), (2, 6), (7, 12), (13, 16), (16, 17)]
+    assert render_one("I like __green__ tea.", "我喜欢绿茶。", alignment) == "我喜欢**绿**茶。"
+    out = render_one("A ~~bad~~ idea.", "坏主意。", [(2, 5), (6, 10), (6, 10), (10, 11)])
+    assert out == "~~坏~~主意。"
+
+
+def test_inline_html_wraps_its_words_void_tags_are_points_code_tags_are_kept():
+    text = "Press <b>Save</b> now."
+    [segment] = segments(parse(text, "markdown"))
+    assert segment.text == "Press Save now."
+    # the words moved to the front: the tags go with them, not left empty where they were
+    out = segment.render("保存现在按。", [(6, 10), (6, 10), (11, 14), (11, 14), (0, 5), (14, 15)])
+    assert out == "<b>保存</b>现在按。"
+    text = 'Hit <kbd>Ctrl</kbd> and <kbd>S</kbd>,<br>then <span class="x">go <i>home</i></span>.'
+    assert translate(text, identity) == text
+    out = translate(text)
+    assert out == '文<kbd>Ctrl</kbd>文<kbd>S</kbd>，<br>文<span class="x">文<i>文</i></span>。'
+
+
+def test_reference_links_keep_their_targets_and_stay_reference_links():
+    definitions = "\n\n[guide]: https://example.org/guide\n[the faq]: https://example.org/faq\n"
+    definitions += '[help]: <https://example.org/help> "Help"\n'
+    text = "Read [the guide][guide], [the FAQ][] or [Help]." + definitions
+    assert translate(text, identity) == text.replace("[the FAQ][]", "[the FAQ][the FAQ]").replace(
+        "[Help]", "[Help][Help]"
+    )
+    # [text][] and [text] take their text as label: translated, the text is no longer it
+    out = translate(text)
+    assert out == "文[文文][guide]，[文文][the FAQ]文[文][Help]。" + definitions
+    hrefs = re.findall(r'href="([^"]+)"', COMMONMARK.render(out))
+    assert hrefs == [f"https://example.org/{page}" for page in ("guide", "faq", "help")]
+
+
+def test_a_bar_of_language_links_keeps_every_target():
+    names = (
+        "English Deutsch Español Français Italiano 日本語 한국어 Português Русский Türkçe "
+        "Polski Nederlands Svenska Čeština Ελληνικά العربية हिन्दी Suomi Dansk"
+    ).split()
+    targets = [f"docs/README.{i}.md" for i in range(len(names))]
+    text = " | ".join(f"[{n}]({t})" for n, t in zip(names, targets, strict=True)) + "\n"
+    [segment] = segments(parse(text, "markdown"))
+    spans = [m.span() for m in re.finditer(r"[^ |]+", segment.text)]
+    # every link gets one character, but in the reverse order (attention is not monotone)
+    out = segment.render("文" * len(spans), spans[::-1])
+    assert re.findall(r'href="([^"]+)"', COMMONMARK.renderInline(out)) == targets
+
+
+def test_links_and_images_are_written_as_they_were():
+    text = '[a *link*](https://x.org/a_b "T") ![alt *x*](i.png) [![badge](b.svg)](https://b)\n'
+    assert translate(text, identity) == text
+    out = translate(text)
+    assert '](https://x.org/a_b "T")' in out and "![alt *x*](i.png)" in out
+    assert "[![badge](b.svg)](https://b)" in out
+
+
+def test_a_table_cell_keeps_its_escaped_pipes():
+    text = "| a \\| b | `x\\|y` c |\n|---|---|\n| d | e |\n"
+    document = parse(text, "markdown")
+    assert [s.text for s in segments(document)] == ["a | b", "x|y c", "d", "e"]
+    assert translate(text, identity) == text
+    cell = segments(document)[0]
+    assert cell.render("甲|乙", [(0, 1), (2, 3), (4, 5)]) == "甲\\|乙"  # | would end the cell
