@@ -195,3 +195,46 @@ def test_ctranslate2_outputs_lose_their_broken_bytes_and_say_so(tmp_path, capsys
     assert "byte piece(s) that form no UTF-8 character" in capsys.readouterr().err
     ours = Translator.from_checkpoint(tmp_path / "model.ckpt").translate(LINES, 1)
     assert not any("\ufffd" in line for line in ours)  # our searches never write them
+
+
+def test_plain_ctranslate2_reads_sources_as_the_model_was_trained(tmp_path):
+    """CTranslate2 used the standard way (SentencePiece pieces in, no code of ours) gives our
+    engine's tokens: the export's config.json says add_source_eos. An export written before
+    (add_source_eos false) still translates the same through our engine."""
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    import sentencepiece
+
+    from seq2seq.inference.ctranslate2_engine import SPM_FILE
+    from seq2seq.inference.translator import Translator
+    from seq2seq.tools.export import export_ctranslate2
+
+    checkpoint = tiny_checkpoint(tmp_path / "model.ckpt", source_ends_with_eos=True)
+    exported = export_ctranslate2(checkpoint, tmp_path / "ct2")
+    config = json.loads((exported / "config.json").read_text(encoding="utf-8"))
+    assert config["add_source_eos"] is True
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(exported / SPM_FILE))
+    ours = without_byte_rule(Translator.from_ctranslate2(exported))
+    sources = ours.encode(LINES)
+    found = ours.engine.hypotheses(sources, 1)
+    # An untrained model runs to the length limit and likes <s>, which a trained one never
+    # writes: plain CTranslate2 gets our limit, and <s> and <pad> banned as ours are.
+    limits = ours.search.max_lengths(torch.tensor([len(s) for s in sources])) - 1
+
+    def plain(translator):
+        return [
+            translator.translate_batch(
+                [sp.encode(line, out_type=str)],
+                beam_size=1,
+                max_decoding_length=int(limit),
+                suppress_sequences=[["<s>"], ["<pad>"]],
+            )[0].hypotheses[0]
+            for line, limit in zip(LINES, limits, strict=True)
+        ]
+
+    standard = plain(ctranslate2.Translator(str(exported)))
+    assert standard == [[sp.id_to_piece(t) for t in h[0].tokens] for h in found]
+    config["add_source_eos"] = False  # as exports were written before
+    (exported / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    assert plain(ctranslate2.Translator(str(exported))) != standard  # the eos matters
+    old = without_byte_rule(Translator.from_ctranslate2(exported))
+    assert old.translate(LINES, 1) == ours.translate(LINES, 1)

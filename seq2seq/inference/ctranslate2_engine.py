@@ -28,7 +28,7 @@ class CTranslate2Engine:
     """A CTranslate2 model directory as an ``Engine`` (``seq2seq.inference.engines``).
 
     Greedy output equals ours exactly: the source pieces are the same (ending with ``</s>``
-    exactly when the model was trained so: CTranslate2 adds nothing), and a greedy output cut
+    exactly when the model was trained so), and a greedy output cut
     to a sentence's own length limit is what our search gives (CTranslate2 takes one limit per
     batch). Beam search differs in its length penalty: CTranslate2 divides by length^alpha,
     GNMT's penalty is ((5 + length) / 6)^alpha.
@@ -49,6 +49,10 @@ class CTranslate2Engine:
         self.tokenizer = load_tokenizer(directory / SPM_FILE, with_eos)
         self.search, self.config = read_settings(settings, self.tokenizer)
         self.byte_ids = byte_piece_ids(self.tokenizer)  # its outputs' half characters dropped
+        # Exports since 0.3 say add_source_eos in CTranslate2's own config.json, so that
+        # translate_batch(sp.encode(text, out_type=str)) reads sources as the model was
+        # trained; ours then leave the eos the tokenizer appended to CTranslate2.
+        self.adds_source_eos = adds_source_eos(directory)
         self.truecase: dict[str, str] | None = settings.get("truecase")  # exports since 0.3
         self.device = device
         self.translator = ctranslate2.Translator(
@@ -81,6 +85,10 @@ class CTranslate2Engine:
         lengths = torch.tensor([len(source) for source in sources])
         limits = (self.search.max_lengths(lengths, cap=config.max_positions) - 1).tolist()
         longest = max(limits)  # 0 when every sentence may hold only its eos
+        if self.adds_source_eos:  # CTranslate2 appends the </s> our tokenizer did
+            sources = [
+                source[:-1] if source[-1:] == [config.eos_id] else source for source in sources
+            ]
         results = self.translator.translate_batch(
             [[sp.id_to_piece(t) for t in source] for source in sources],
             beam_size=beam_size,
@@ -111,6 +119,14 @@ class CTranslate2Engine:
         if self.tokenizer.appended_pad:
             return [config.bos_id, *tags]
         return [config.pad_id, config.bos_id, *tags]
+
+
+def adds_source_eos(directory: Path) -> bool:
+    """Whether CTranslate2 appends ``</s>`` to the sources it is given (its ``config.json``)."""
+    path = directory / "config.json"
+    if not path.is_file():
+        return False
+    return bool(json.loads(path.read_text(encoding="utf-8")).get("add_source_eos", False))
 
 
 def read_settings(settings: dict[str, Any], tokenizer) -> tuple[SearchConfig, ModelConfig]:

@@ -268,6 +268,16 @@ def convert(hf_dir: Path, output: Path, quantization: str | None = None) -> None
         loaders["MarianConfig"] = original
 
 
+def declare_source_eos(directory: Path, with_eos: bool) -> None:
+    """Say in CTranslate2's ``config.json`` whether sources end with ``</s>`` (the converter
+    writes false): ``translate_batch`` on ``sp.encode(text, out_type=str)``, as Argos
+    Translate and any plain user call it, then reads sources as the model was trained."""
+    path = directory / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config["add_source_eos"] = bool(with_eos)
+    path.write_text(json.dumps(config, indent=2), encoding="utf-8")
+
+
 def export_ctranslate2(
     checkpoint: str | Path,
     output: str | Path,
@@ -289,6 +299,7 @@ def export_ctranslate2(
         hf_dir = write_hf(loaded, checkpoint, Path(tmp) / "hf", eval_json)
         convert(hf_dir, out, quantization)
         shutil.copy(hf_dir / "README.md", out / "README.md")
+    declare_source_eos(out, loaded.tokenizer.source_ends_with_eos)
     loaded.tokenizer.save(out / SPM_FILE)  # the SentencePiece model, or a PairedTokenizer
     settings = {
         "search": asdict(loaded.search),
