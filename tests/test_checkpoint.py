@@ -18,7 +18,7 @@ from seq2seq.data.tokenizer import (
 from seq2seq.decoding.decode import translate_ids
 from seq2seq.errors import ConfigError
 from seq2seq.inference.checkpoint import atomic_save, load_model, read_checkpoint
-from seq2seq.inference.engines import TorchEngine
+from seq2seq.inference.engines import TorchEngine, token_rules
 from seq2seq.inference.translator import Translator
 from seq2seq.training.module import TranslationModule
 
@@ -47,9 +47,12 @@ def test_atomic_save_replaces_the_file_and_clears_a_killed_saves_temporary(tmp_p
 
 
 def greedy(loaded, sources: list[list[int]]) -> list[str]:
-    """Each source's greedy translation, decoded straight from its ids."""
+    """Each source's greedy translation, decoded straight from its ids, under the rules a
+    ``Translator`` takes from its tokenizer (``engines.token_rules``)."""
+    rules = token_rules(loaded.tokenizer)
     found = [
-        translate_ids(loaded.model, torch.tensor([ids]), 1, loaded.search)[0][0] for ids in sources
+        translate_ids(loaded.model, torch.tensor([ids]), 1, loaded.search, rules=rules)[0][0]
+        for ids in sources
     ]
     return [loaded.tokenizer.decode(h.tokens) for h in found]
 

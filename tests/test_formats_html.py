@@ -72,3 +72,18 @@ def test_a_warning_names_the_line_a_paragraph_starts_on(tmp_path, capsys):
     )
     windowed.translate_text([subtitles], "srt")
     assert "not as a whole: line 7" in capsys.readouterr().err
+
+
+def test_a_subtitle_cue_of_tagged_lines_keeps_every_tag_with_text():
+    timing = "1\n00:00:01,000 --> 00:00:04,000\n"
+    cue = timing + "<i>Where are you?</i>\n<b>Over here.</b>\n<u>Come on.</u>\n"
+    batch = TextBatch([parse(cue, "srt")])
+    found = [
+        SentenceTranslation([], [text], alignment=[None] * len(text))
+        for text in ["你在哪", "这里", "来"][: len(batch.sentences)]
+    ]
+    out = batch.rebuild(found)[0]
+    for tag in ("i", "b", "u"):
+        inner = re.search(f"<{tag}>(.*?)</{tag}>", out)
+        assert inner and inner.group(1).strip(), out
+    assert out.startswith(timing)

@@ -18,7 +18,7 @@ from seq2seq.decoding.sampling import SamplingConfig
 from seq2seq.decoding.search import SearchConfig
 from seq2seq.inference import packed as packing
 from seq2seq.inference.checkpoint import load_model
-from seq2seq.inference.engines import TorchEngine
+from seq2seq.inference.engines import TorchEngine, token_rules
 from seq2seq.inference.generation import Generator
 from seq2seq.inference.packed import (
     PACKING_AVAILABLE,
@@ -239,7 +239,8 @@ def test_a_translator_from_a_checkpoint_decodes_with_packed_weights(tmp_path, to
     translator = Translator.from_checkpoint(path)
     assert is_packed(translator.engine.model)
     loaded = load_model(path)
-    unpacked = Translator(TorchEngine(loaded.model, loaded.search), loaded.tokenizer)
+    engine = TorchEngine(loaded.model, loaded.search, token_rules(loaded.tokenizer))
+    unpacked = Translator(engine, loaded.tokenizer)
     assert not is_packed(unpacked.engine.model)
     lines = [en for en, _ in synthetic_pairs()[:40:9]]
     for beam in (1, 3):
