@@ -16,4 +16,6 @@ points; they find this package beside them, so nothing needs installing):
 - ``serve_load``: ``bench_serve``'s concurrent clients and what they measure;
 - ``serve_report``: ``bench_serve``'s results, their ratios and printed tables;
 - ``terminology_report``: ``bench_terminology``'s printed report.
+- ``documents_wild``: ``bench_documents_wild``'s comparisons of real documents with their
+  translations, and its table.
 """
