@@ -31,7 +31,7 @@ COMMANDS = {
     "evaluate": "score a checkpoint with sacreBLEU BLEU and chrF",
     "generate": "continue text with a decoder-only model (--prompt, or stdin lines)",
     "average": "average the parameters of several checkpoints",
-    "export": "export a checkpoint to Hugging Face (MarianMTModel) or CTranslate2",
+    "export": "export a checkpoint to Hugging Face (MarianMTModel), CTranslate2 or Argos Translate",
     "import": "import a Hugging Face MarianMTModel (OPUS-MT) as a checkpoint",
     "attention": "draw a model's attention for one sentence as heatmaps (PNG)",
     "plot": "draw a run's training curves: loss, validation BLEU, learning rate (PNG)",
@@ -216,16 +216,25 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
 def _add_export(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", required=True, help="an encoder-decoder .ckpt")
     p.add_argument(
-        "--format", choices=("hf", "ctranslate2"), default="hf", help="what to write (%(default)s)"
+        "--format",
+        choices=("hf", "ctranslate2", "argos"),
+        default="hf",
+        help="what to write (%(default)s): hf, a MarianMTModel directory; ctranslate2, a "
+        "CTranslate2 directory; argos, an Argos Translate package (.argosmodel) that "
+        "LibreTranslate serves (docs/libretranslate.md)",
     )
-    p.add_argument("--output", required=True, help="directory to write")
+    p.add_argument(
+        "--output",
+        required=True,
+        help="directory to write (argos: translate-en_zh-1_0.argosmodel is written into it)",
+    )
     p.add_argument(
         "--eval-json", help="'seq2seq evaluate --json' output: its BLEU goes into the model card"
     )
     p.add_argument(
         "--quantization",
         default=None,
-        help="ctranslate2 only: weight type, e.g. int8 (default: float32)",
+        help="ctranslate2 and argos only: weight type, e.g. int8 (default: float32)",
     )
     p.set_defaults(run=commands.run_export)
 

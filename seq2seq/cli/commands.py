@@ -288,6 +288,10 @@ def run_export(args: argparse.Namespace) -> int:
 
     if args.format == "hf":
         out = export.export_hf(args.checkpoint, args.output, args.eval_json)
+    elif args.format == "argos":
+        from seq2seq.tools.argos import export_argos
+
+        out = export_argos(args.checkpoint, args.output, args.eval_json, args.quantization)
     else:
         out = export.export_ctranslate2(
             args.checkpoint, args.output, args.eval_json, args.quantization

@@ -1,0 +1,174 @@
+"""LibreTranslate serving our Argos package against our CTranslate2 engine at Argos' settings.
+
+Exports CHECKPOINT with ``seq2seq export --format argos``, installs the package into the real
+argostranslate of the LibreTranslate environment (scripts/libretranslate_env.sh), starts the real
+``libretranslate`` on 127.0.0.1 offline, and translates the first N sentences of the checkpoint's
+test split through its /translate (libretranslatepy) and through
+``Translator.from_ctranslate2(<package>/model).with_search(length_penalty=0.2)`` at beam 4.
+Every output that differs is put down to its cause:
+
+* touch-up: LibreTranslate's ``improve_translation_formatting`` of our output gives its answer;
+* splitting: Argos' splitter cut the sentence otherwise than ours (pysbd);
+* joining: with Argos' sentences, our outputs joined as Argos joins them (pieces decoded
+  together) and touched up give its answer;
+* normalisation: our NFKC/truecasing changed the source;
+* length limit: our output stopped at our limit (1.2 x source + 10 tokens; Argos': 256);
+* other: none of these.
+
+Rows other than equal and touch-up are printed; ``--json`` writes every row.
+
+  python scripts/bench_libretranslate.py --checkpoint runs/demo/checkpoints/last.ckpt
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import platform
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import ctranslate2
+import torch
+
+from seq2seq.data.clean import normalize_en
+from seq2seq.data.sentences import split_sentences
+from seq2seq.inference.evaluation import held_out_split
+from seq2seq.inference.translator import Translator
+from seq2seq.tools import argos
+
+REPO = Path(__file__).resolve().parents[1]  # as scripts/bench_libretranslate.py
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def touch_up_kind(ours: str, answer: str) -> str:
+    """Which of LibreTranslate's touch-ups changed our output into its answer."""
+    if ours[:-1] == answer[:-1]:
+        return f"final {ours[-1]!r} -> {answer[-1]!r}"
+    if answer.startswith(ours):
+        return f"{answer[len(ours) :]!r} appended after {ours[-1]!r}"
+    if ours.startswith(answer):
+        return f"final {ours[len(answer) :]!r} dropped"
+    return "other touch-up"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--sentences", type=int, default=200)
+    parser.add_argument("--python", help="LibreTranslate venv python (default: the script's)")
+    parser.add_argument("--json", help="write the rows here")
+    args = parser.parse_args()
+    python = (
+        args.python
+        or subprocess.run(
+            [str(REPO / "scripts/libretranslate_env.sh")],
+            env={**os.environ, "SEQ2SEQ_CTRANSLATE2": ctranslate2.__version__},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    sources = held_out_split(args.checkpoint, "test")[0][: args.sentences]
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / "lt"
+        start = time.perf_counter()
+        package = argos.export_argos(args.checkpoint, Path(tmp) / "out")
+        print(f"export: {time.perf_counter() - start:.1f} s, {package.stat().st_size / 1e6:.1f} MB")
+        installed = argos.install_package(python, package, home)
+        from libretranslatepy import LibreTranslateAPI
+
+        start = time.perf_counter()
+        with argos.libretranslate(python, home, free_port()) as url:
+            up = time.perf_counter() - start
+            api = LibreTranslateAPI(url)
+            start = time.perf_counter()
+            answers = [api.translate(s, "en", "zh") for s in sources]
+            lt_time = time.perf_counter() - start
+        print(f"LibreTranslate: up in {up:.1f} s; {len(sources)} requests in {lt_time:.1f} s")
+        translator = Translator.from_ctranslate2(installed / "model").with_search(
+            length_penalty=argos.ARGOS_LENGTH_PENALTY
+        )
+        start = time.perf_counter()
+        ours = translator.translate(sources, beam_size=argos.ARGOS_BEAM_SIZE)
+        print(f"ours (CTranslate2, beam 4, lp 0.2): {time.perf_counter() - start:.1f} s")
+        default = Translator.from_checkpoint(args.checkpoint).translate(sources, beam_size=5)
+        touched = argos.libretranslate_touch_ups(python, sources, ours, home)
+        argos_split = argos.argos_sentences(python, installed, sources, home)
+        our_split = [[s.text for s in split_sentences(t)] for t in sources]
+        flat = [s for sentences in argos_split for s in sentences]
+        found = translator.translate_hypotheses(flat, argos.ARGOS_BEAM_SIZE)
+        lengths = [len(translator.encode_sentence(s)) for s in flat]
+        limits = translator.search.max_lengths(torch.tensor(lengths)).tolist()
+        at_limit = iter(
+            [len(h[0].tokens) >= limit - 1 for h, limit in zip(found, limits, strict=True)]
+        )
+        limited = [any([next(at_limit) for _ in s]) for s in argos_split]
+        pieces = iter([[translator.tokenizer.id_to_piece(t) for t in h[0].tokens] for h in found])
+        joined = [
+            argos.argos_text([next(pieces) for _ in s], installed / "sentencepiece.model")
+            for s in argos_split
+        ]
+        predicted = argos.libretranslate_touch_ups(python, sources, joined, home)
+    causes = collections.Counter()
+    kinds = collections.Counter()
+    rows = []
+    for i, source in enumerate(sources):
+        answer = answers[i]
+        if answer == ours[i]:
+            cause = "equal"
+        elif answer == touched[i]:
+            cause = "touch-up"
+            kinds[touch_up_kind(ours[i], answer)] += 1
+        elif argos_split[i] != our_split[i]:
+            cause = "splitting"
+        elif answer == predicted[i]:
+            cause = "joining"
+        elif translator.truecaser.normalize(normalize_en(source)) != source:
+            cause = "normalisation"
+        elif limited[i]:
+            cause = "length limit"
+        else:
+            cause = "other"
+        causes[cause] += 1
+        rows.append(
+            {
+                "source": source,
+                "libretranslate": answer,
+                "ours": ours[i],
+                "seq2seq_translate": default[i],
+                "cause": cause,
+                "argos_sentences": argos_split[i],
+                "our_sentences": our_split[i],
+                "predicted": predicted[i],
+            }
+        )
+    print(f"{len(sources)} sentences, {platform.processor() or platform.machine()}: {dict(causes)}")
+    print("touch-ups:", dict(kinds))
+    print(
+        "predicted from our tokens == LibreTranslate:",
+        sum(r["predicted"] == r["libretranslate"] for r in rows),
+    )
+    print(
+        "seq2seq translate (torch, beam 5, lp 0.6) == ours at Argos' settings:",
+        sum(r["seq2seq_translate"] == r["ours"] for r in rows),
+    )
+    for row in rows:
+        if row["cause"] not in ("equal", "touch-up"):
+            print(json.dumps(row, ensure_ascii=False))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, ensure_ascii=False, indent=1), "utf-8")
+
+
+if __name__ == "__main__":
+    main()
