@@ -44,8 +44,10 @@ number when it differs from m; ``-``: not applicable to the format) and in total
   ``<kbd>``, ``<var>``; ``→k``: the output's count.
 - emphasis lost (Markdown): em, strong and s (strikethrough) tokens of the input missing from
   the output's, per kind, parsed by markdown-it-py ``MarkdownIt("commonmark").enable("table")``
-  with the strikethrough rule: an emphasis whose delimiters no longer flank (``_很重要_``
-  between Chinese characters) is not emphasis there, so it counts.
+  with the strikethrough rule and mdit-py-plugins' footnotes (as GitHub reads Markdown): an
+  emphasis whose delimiters no longer flank (``_很重要_`` between Chinese characters) is not
+  emphasis there, so it counts. Inline HTML ``<em>``, ``<strong>``, ``<del>``/``<s>`` pairs
+  count as the emphasis they render.
 - front matter (Markdown): a YAML (``---`` ... ``---``/``...``) or TOML (``+++`` ... ``+++``)
   block at the very top of the input: ``kept`` if the output starts with the same characters,
   else ``changed``.
@@ -54,13 +56,15 @@ number when it differs from m; ``-``: not applicable to the format) and in total
   open a list item followed by white space; per kind, the input's count minus the output's
   when positive.
 - U+FFFD added: U+FFFD characters in the decoded output minus those in the decoded input.
-- encoding errors: a byte-order mark of the input missing (or another) in the output; the
-  output not decodable, strictly, in the encoding it declares (its byte-order mark, else for
+- encoding errors: a byte-order mark of the input missing (or another, but UTF-8's in an
+  output written in UTF-8) in the output; the output not decodable, strictly, in the
+  encoding it declares (its byte-order mark, else for
   HTML its first ``<meta>`` charset or XML declaration, else UTF-8); or, decodable there, a
   declared non-UTF-8 charset over non-ASCII bytes that are valid UTF-8. At most 2 per file.
 - tags/cues changed: HTML: the sequence of start and end tags with their attributes
-  (``html.parser`` events, attribute values as parsed); SRT: the sequence of (cue number,
-  timing line); the items inserted, deleted or replaced between input and output
+  (``html.parser`` events, attribute values as parsed, a ``<meta>``'s charset label left
+  out: an output in UTF-8 says so there, checked under encoding errors); SRT: the sequence
+  of (cue number, timing line); the items inserted, deleted or replaced between input and output
   (``difflib`` opcodes; m items replaced by n count max(m, n)), over the input's count.
 
 ``--json FILE`` writes every count; ``--table FILE`` the table as printed.

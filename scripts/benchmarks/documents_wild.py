@@ -142,13 +142,15 @@ def encoding_mistakes(
     raw_in: bytes, raw_out: bytes, format: str, source_codec: str = "utf-8"
 ) -> list[str]:
     """What is wrong with the output's encoding, one short phrase per mistake (at most two):
-    a byte-order mark of the input dropped or changed, and the output not decodable in the
+    a byte-order mark of the input dropped or changed (other than to UTF-8's, in an output
+    written in UTF-8), and the output not decodable in the
     encoding it declares (its byte-order mark, else for HTML its first declared charset, else
     UTF-8 or the input's own codec) or, decodable there, a declared non-UTF-8 charset over
     bytes that are UTF-8."""
     mistakes = []
     bom_in, bom_out = bom_of(raw_in), bom_of(raw_out)
-    if bom_in and bom_in != bom_out:
+    # A UTF-16 document translated into UTF-8 keeps its mark as UTF-8's: not a mistake.
+    if bom_in and bom_in != bom_out and bom_out != "utf-8":
         mistakes.append(f"{bom_in} BOM dropped" if not bom_out else f"BOM {bom_in}->{bom_out}")
     body, _ = _body(raw_out)
     declared = declared_charsets(raw_out) if format == "html" else []
@@ -208,7 +210,7 @@ class _Reader(HTMLParser):
 
     def _tag(self, tag: str, attrs, closed: bool) -> None:
         values = dict(attrs)
-        self.events.append(("<" + tag, tuple(attrs), closed))
+        self.events.append(("<" + tag, _without_charset(tag, attrs), closed))
         if tag == "a" and values.get("href") is not None:
             self.targets.append(values["href"] or "")
         if tag == "img" and values.get("src") is not None:
@@ -241,6 +243,24 @@ class _Reader(HTMLParser):
             self.words += len(data.split())
 
 
+def _without_charset(tag: str, attrs) -> tuple:
+    """A tag's attributes with a ``<meta>``'s charset label left out: a translation written
+    in UTF-8 says so there (``encoding_mistakes`` checks what it says)."""
+    if tag != "meta":
+        return tuple(attrs)
+    return tuple(
+        (name, _CHARSET_LABEL.sub("charset=*", value) if value else value)
+        if name in ("charset", "content")
+        else (name, value)
+        for name, value in attrs
+        if name != "charset"
+    ) + (("charset", "*"),) * any(name == "charset" for name, _ in attrs)
+
+
+_CHARSET_LABEL = re.compile(r"charset\s*=\s*[A-Za-z0-9_.:-]+", re.I)
+_HTML_EMPHASIS = re.compile(r"<(/?)(em|strong|del|s)>", re.I)
+
+
 def read_html(text: str) -> _Reader:
     reader = _Reader()
     reader.feed(text)
@@ -253,10 +273,13 @@ def read_html(text: str) -> _Reader:
 
 @lru_cache(maxsize=1)
 def markdown_parser():
-    """CommonMark with tables and strikethrough, as GitHub-flavoured readers render."""
+    """CommonMark with tables, strikethrough and footnotes, as GitHub-flavoured readers render
+    (without footnotes, a definition ``[^1]: 注释`` with no space in it reads as a link
+    reference definition: its text would vanish)."""
     from markdown_it import MarkdownIt
+    from mdit_py_plugins.footnote import footnote_plugin
 
-    return MarkdownIt("commonmark").enable("table").enable("strikethrough")
+    return MarkdownIt("commonmark").enable("table").enable("strikethrough").use(footnote_plugin)
 
 
 @dataclass
@@ -297,8 +320,8 @@ def read_markdown(text: str) -> MarkdownFacts:
         facts.notes["task markers"] += bool(item_starts and _TASK.match(content))
         item_starts = False
         _read_inline(token.children or [], facts)
-    labels = env.get("references", {})
-    facts.notes["footnote defs"] += sum(label.startswith("^") for label in labels)
+    # Definitions [^x]: as the footnote plugin reads them (referenced or not).
+    facts.notes["footnote defs"] += len(env.get("footnotes", {}).get("refs", {}))
     return facts
 
 
@@ -325,8 +348,22 @@ def _read_inline(children, facts: MarkdownFacts) -> None:
                 facts.code.append(child.content)
             else:
                 facts.words += len(child.content.split())
+        elif kind == "html_inline" and (tag := _HTML_EMPHASIS.fullmatch(child.content)):
+            _html_emphasis(tag, open_, facts)  # <em> renders as *...* does
         elif kind == "html_inline":
             facts.targets += read_html(child.content).targets
+
+
+def _html_emphasis(tag: re.Match, open_: list[Element], facts: MarkdownFacts) -> None:
+    name = {"del": "s"}.get(tag.group(2).lower(), tag.group(2).lower())
+    if tag.group(1):  # a closing tag
+        if open_ and open_[-1].tag == name:
+            open_.pop()
+        return
+    element = Element(name)
+    facts.elements.append(element)
+    open_.append(element)
+    facts.emphasis[name] += 1
 
 
 def front_matter(text: str) -> str | None:
