@@ -128,13 +128,14 @@ def spawn(impl: Implementation, mode: str, params: dict[str, Any], run: Path, ta
     """Starts ``child(mode, params)`` in a fresh interpreter importing ``impl``'s package.
 
     The child runs in ``run`` (``python -c`` puts the working directory first on sys.path, so
-    it must hold no ``seq2seq``); its scratch (datasets' cache, temporary files) stays in ``run``.
+    it must hold no ``seq2seq``) and finds ``benchmarks`` in ``scripts/`` through PYTHONPATH,
+    after ``impl``'s package; its scratch (datasets' cache, temporary files) stays in ``run``.
     """
     for sub in ("hf", "tmp", "logs"):
         (run / sub).mkdir(parents=True, exist_ok=True)
     env = dict(
         os.environ,
-        PYTHONPATH=str(impl.root),
+        PYTHONPATH=os.pathsep.join([str(impl.root), str(ROOT / "scripts")]),
         HF_DATASETS_CACHE=str(run / "hf"),
         TMPDIR=str(run / "tmp"),
         HF_DATASETS_DISABLE_PROGRESS_BARS="1",
@@ -142,10 +143,7 @@ def spawn(impl: Implementation, mode: str, params: dict[str, Any], run: Path, ta
     if mode == "rank":
         rank = str(params["rank"])
         env |= {"RANK": rank, "LOCAL_RANK": rank, "WORLD_SIZE": str(params["world"])}
-    code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); "
-        f"from benchmarks.data_child import child; child({mode!r}, {params!r})"
-    )
+    code = f"from benchmarks.data_child import child; child({mode!r}, {params!r})"
     stdout, stderr = run / "logs" / f"{tag}.out", run / "logs" / f"{tag}.err"
     with stdout.open("wb") as out, stderr.open("wb") as err:
         proc = subprocess.Popen(

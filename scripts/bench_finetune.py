@@ -25,17 +25,15 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from seq2seq.data.clean import normalize_en  # noqa: E402
-from seq2seq.inference.evaluation import (  # noqa: E402
+from seq2seq.data.clean import normalize_en
+from seq2seq.inference.evaluation import (
     group_references,
     held_out_split,
     reference_streams,
     score_translations,
 )
 
+ROOT = Path(__file__).resolve().parents[1]
 Test = tuple[list[str], list[list[str]]]  # distinct sources, and each one's references
 
 

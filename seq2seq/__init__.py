@@ -18,7 +18,8 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from seq2seq.cache import KVCache
-from seq2seq.config import ConfigError, ModelConfig
+from seq2seq.config import ModelConfig
+from seq2seq.errors import ConfigError
 from seq2seq.model import Transformer
 
 if TYPE_CHECKING:
@@ -65,4 +66,16 @@ __all__ = [
     "prepare_for_inference",
     "translate_ids",
 ]
-__version__ = "0.2.0"
+
+
+def _installed_version() -> str:
+    """The version ``pyproject.toml`` sets (its one home), from the installed metadata."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("seq2seq")
+    except PackageNotFoundError:  # a source tree on sys.path, never installed
+        return "0+unknown"
+
+
+__version__ = _installed_version()

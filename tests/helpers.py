@@ -112,9 +112,9 @@ def tiny_checkpoint(
     with the term annotation's tags (``seq2seq.data.terms``), as a term-trained model has."""
     from dataclasses import asdict
 
-    from seq2seq.data.tokenizer import SEP, Tokenizer
+    from seq2seq.data.tokenizer import SEP, SOURCE_EOS_KEY, Tokenizer
     from seq2seq.decoding.search import SearchConfig
-    from seq2seq.inference.checkpoint import CHECKPOINT_KEY, SOURCE_EOS_KEY
+    from seq2seq.inference.checkpoint import CHECKPOINT_KEY
 
     texts = [text for pair in synthetic_pairs() for text in pair]
     # 150 + the 256 byte pieces

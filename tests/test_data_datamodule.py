@@ -11,7 +11,7 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 
 from helpers import synthetic_pairs
 from seq2seq.data import UNK_ID, Batch, DataError, Tokenizer, TranslationDataModule, prepare
-from seq2seq.data.datamodule import DATA_LOCATION
+from seq2seq.data.data_location import DATA_LOCATION
 from seq2seq.data.split import split_name
 
 

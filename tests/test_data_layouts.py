@@ -6,13 +6,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from seq2seq.config import ConfigError
 from seq2seq.data.batching import collate as default_collate
 from seq2seq.data.layouts import BlockLayout, JoinedPairLayout, PairLayout, choose_layout
 from seq2seq.data.lm import TokenBlocks
 from seq2seq.data.prepare import PrepareSettings
 from seq2seq.data.sources import CorpusSpec
 from seq2seq.data.tokenized_pairs import TokenizedPairs
+from seq2seq.errors import ConfigError
 
 TOKENIZER = SimpleNamespace(sep_id=4, pad_id=0, bos_id=2, eos_id=3)  # what collation reads
 SETTINGS = PrepareSettings(

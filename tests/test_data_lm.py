@@ -2,17 +2,19 @@
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
 from helpers import synthetic_pairs
-from seq2seq.config import ConfigError, ModelConfig
+from seq2seq.config import ModelConfig
 from seq2seq.data import DataError
 from seq2seq.data.batching import collate_blocks, collate_joined
 from seq2seq.data.datamodule import TranslationDataModule
-from seq2seq.data.lm import clean_documents, pack_blocks, split_documents
-from seq2seq.data.sources import CorpusSpec, load_texts
+from seq2seq.data.lm import clean_document_batch, pack_flat
+from seq2seq.data.sources import CorpusSpec, text_batches
 from seq2seq.decoding.decode import translation_prompt
+from seq2seq.errors import ConfigError
 
 PAD, BOS, EOS, SEP = 0, 2, 3, 4
 
@@ -20,7 +22,8 @@ PAD, BOS, EOS, SEP = 0, 2, 3, 4
 def test_packed_blocks_predict_every_token_once_with_document_boundaries():
     docs = [[10, 11, 12], [20], [30, 31, 32, 33, 34], [40, 41]]
     stream = [t for doc in docs for t in (BOS, *doc, EOS)]  # 19 tokens
-    blocks = pack_blocks(docs, block_size=4, bos_id=BOS, eos_id=EOS, pad_id=PAD)
+    ids, lengths = [t for doc in docs for t in doc], [len(doc) for doc in docs]
+    blocks = pack_flat(np.array(ids), np.array(lengths), 4, bos_id=BOS, eos_id=EOS, pad_id=PAD)
     assert blocks.shape == (5, 5)  # ceil(18 / 4) blocks of 4 + 1
     batch = collate_blocks(list(blocks))
     inputs, targets = batch.tgt_in.tolist(), batch.tgt_out.tolist()
@@ -34,14 +37,12 @@ def test_packed_blocks_predict_every_token_once_with_document_boundaries():
     assert batch.n_tgt_tokens == len(stream) - 1 and batch.src.shape == (5, 0)
 
 
-def test_documents_are_cleaned_deduplicated_and_split_by_hash():
-    texts = ["我們走吧!", "  ", "我们走吧！", "你好。"] + [f"第{i}句。" for i in range(300)]
-    docs, report = clean_documents(texts, "zh")
-    assert docs[0] == "我们走吧！"  # traditional -> simplified, full-width punctuation
-    assert report == {"total": 304, "empty": 1, "duplicates": 1, "kept": 302}
-    splits = split_documents(docs)
-    assert sum(map(len, splits.values())) == 302 and splits["dev"] and splits["test"]
-    assert split_documents(reversed(docs))["test"] == list(reversed(splits["test"]))
+def test_documents_are_normalised_flagged_empty_and_keyed_for_deduplication():
+    cleaned = clean_document_batch(["我們走吧!", "  ", "我们走吧！", "你好。"], "zh")
+    assert cleaned["text"][0] == "我们走吧！"  # traditional -> simplified, full-width punctuation
+    assert cleaned["empty"] == [False, True, False, False]
+    keys = list(zip(cleaned["key_hi"].tolist(), cleaned["key_lo"].tolist(), strict=True))
+    assert keys[0] == keys[2] and len(set(keys)) == 3  # the same text after cleaning, one key
 
 
 def test_joined_pairs_put_the_loss_on_exactly_the_target():
@@ -63,6 +64,11 @@ def write(path, text):
     return path
 
 
+def load_texts(spec: CorpusSpec, side: str = "zh", text_field: str | None = None) -> list[str]:
+    """All of a corpus's monolingual text, as the language-model pipeline reads it."""
+    return [text for batch in text_batches(spec, side, text_field) for text in batch]
+
+
 def test_monolingual_text_from_files_jsonl_fields_and_one_side_of_pairs(tmp_path):
     text = write(tmp_path / "mono.txt", "第一行。\n\n第二行。\n")
     assert load_texts(CorpusSpec(kind="text", path=str(text))) == ["第一行。", "", "第二行。"]
@@ -78,8 +84,11 @@ def test_monolingual_text_from_files_jsonl_fields_and_one_side_of_pairs(tmp_path
     with pytest.raises(DataError, match=r"bad.jsonl:2: missing string key 'text'"):
         load_texts(CorpusSpec(kind="jsonl", path=str(bad)), text_field="text")
     empty = write(tmp_path / "empty.txt", "\n \n")
+    dm = TranslationDataModule(
+        corpus="text", path=str(empty), task="lm", decoder_only=True, cache_dir=str(tmp_path)
+    )
     with pytest.raises(DataError, match="corpus is empty"):
-        load_texts(CorpusSpec(kind="text", path=str(empty)))
+        dm.prepare_data()
 
 
 def test_hf_text_column_from_a_saved_dataset(tmp_path):
@@ -95,7 +104,8 @@ def test_hf_text_column_from_a_saved_dataset(tmp_path):
 @pytest.fixture(scope="module")
 def chinese_text(tmp_path_factory):
     path = tmp_path_factory.mktemp("lm") / "zh.txt"
-    path.write_text("".join(zh + "\n" for _, zh in synthetic_pairs()), encoding="utf-8")
+    # A blank document, and the synthetic pairs' traditional duplicate: both cleaned away.
+    path.write_text(" \n" + "".join(zh + "\n" for _, zh in synthetic_pairs()), encoding="utf-8")
     return path
 
 
@@ -114,6 +124,9 @@ def test_language_model_datamodule_packs_blocks_and_caches_them(tmp_path, chines
     dm.setup("fit")
     assert dm.cache_path.name.startswith("lm-text-")
     assert dm.report["blocks"]["train"] == len(dm.dataset("train"))
+    assert dm.report["clean"] == {"total": 962, "empty": 1, "duplicates": 1, "kept": 960}
+    split = dm.report["split"]  # by each document's hash
+    assert sum(split.values()) == 960 and split["dev"] and split["test"]
     batch = next(iter(dm._loader("train", shuffle=True)))
     assert batch.tgt_in.shape == (8, 16) and batch.tgt_out.shape == (8, 16)
     assert torch.equal(batch.tgt_in[:, 1:], batch.tgt_out[:, :-1])

@@ -5,13 +5,13 @@ cache of a run without modifiers unchanged."""
 import numpy as np
 import pytest
 
-from seq2seq.config import ConfigError
 from seq2seq.data.datamodule import TranslationDataModule
 from seq2seq.data.dictionary import dictionary_pairs, plain_gloss
 from seq2seq.data.modifiers import Modifiers, remove_end_punctuation, title_case
 from seq2seq.data.permutation import uniforms
 from seq2seq.data.sources import _load_hsk
 from seq2seq.data.split import SPLITS
+from seq2seq.errors import ConfigError
 
 ON = {"uppercase": 0.1, "titlecase": 0.1, "no_end_punctuation": 0.2, "dictionary": 300}
 

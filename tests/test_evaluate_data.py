@@ -14,7 +14,8 @@ import torch
 
 from helpers import synthetic_pairs, tiny_checkpoint
 from seq2seq.cli import main
-from seq2seq.data.datamodule import DATA_LOCATION, TranslationDataModule
+from seq2seq.data.data_location import DATA_LOCATION
+from seq2seq.data.datamodule import TranslationDataModule
 from seq2seq.errors import DataError
 from seq2seq.inference.checkpoint import read_checkpoint
 from seq2seq.inference.evaluation import (

@@ -1,4 +1,4 @@
-"""The text-level Generator (generation.py); the id-level ``generate_ids`` is in test_scoring.py."""
+"""The text-level Generator (generation.py); the id-level ``generate_ids`` is in test_decode.py."""
 
 from helpers import LLAMA, tiny_model
 from seq2seq.decoding.sampling import SamplingConfig

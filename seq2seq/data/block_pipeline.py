@@ -29,7 +29,7 @@ from seq2seq.data.prepare import (
 )
 from seq2seq.data.sources import text_batches
 from seq2seq.data.split import SPLITS, bucket_codes, bucket_of_keys, dense_ids, first_occurrences
-from seq2seq.data.tokenizer import PairedTokenizer, Tokenizer
+from seq2seq.data.tokenizer import TokenizerLike
 from seq2seq.errors import DataError
 
 
@@ -120,7 +120,7 @@ def _pack_split(
     cleaned: Any,
     split_rows: np.ndarray,
     name: str,
-    tokenizer: Tokenizer | PairedTokenizer,
+    tokenizer: TokenizerLike,
     settings: PrepareSettings,
     out: Path,
 ) -> tuple[int, int]:

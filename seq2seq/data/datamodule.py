@@ -54,12 +54,7 @@ from seq2seq.data.sampler import TokenBatchSampler
 from seq2seq.data.sources import CorpusSpec
 from seq2seq.data.split import SPLITS
 from seq2seq.data.tables import default_num_proc, progress_bars
-from seq2seq.data.tokenizer import (
-    PairedTokenizer,
-    Tokenizer,
-    checkpoint_tokenizer,
-    load_tokenizer,
-)
+from seq2seq.data.tokenizer import TokenizerLike, checkpoint_tokenizer, load_tokenizer
 from seq2seq.data.truecase import Truecaser
 from seq2seq.errors import DataError
 from seq2seq.textio import stream_lines
@@ -171,9 +166,9 @@ class TranslationDataModule(LightningDataModule):
         self.num_workers = num_workers
         self.seed = seed
         self.tokenizer_from = tokenizer_from
-        self._given_tokenizer: Tokenizer | PairedTokenizer | None = None
+        self._given_tokenizer: TokenizerLike | None = None
         self.layout.check_budget(max_tokens, self._settings())
-        self._tokenizer: Tokenizer | PairedTokenizer | None = None
+        self._tokenizer: TokenizerLike | None = None
         self._data: dict[str, Dataset] = {}
         self._reported = False
         self._found_cache: Path | None = None  # see use_cache
@@ -319,7 +314,7 @@ class TranslationDataModule(LightningDataModule):
         return read_report(self.cache_path)
 
     @property
-    def tokenizer(self) -> Tokenizer | PairedTokenizer:
+    def tokenizer(self) -> TokenizerLike:
         """The tokenizer (after :meth:`setup`)."""
         if self._tokenizer is None:
             # AttributeError, so getattr(dm, "tokenizer", None) and hasattr() work before setup.

@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from seq2seq.config import ConfigError
 from seq2seq.data.batching import (
     Batch,
     collate,
@@ -42,7 +41,8 @@ from seq2seq.data.lm import TokenBlocks
 from seq2seq.data.pair_pipeline import prepare_pairs
 from seq2seq.data.prepare import PrepareSettings, cache_name
 from seq2seq.data.tokenized_pairs import TokenizedPairs
-from seq2seq.data.tokenizer import SEP, Tokenizer
+from seq2seq.data.tokenizer import SEP, TokenizerLike
+from seq2seq.errors import ConfigError
 
 TASKS = ("translation", "lm")
 
@@ -85,7 +85,7 @@ class Layout(ABC):
         return None
 
     @abstractmethod
-    def collate(self, tokenizer: Tokenizer) -> Collate | None:
+    def collate(self, tokenizer: TokenizerLike) -> Collate | None:
         """Builds a batch from examples (None: the loader's default pair collation)."""
 
     @abstractmethod
@@ -133,7 +133,7 @@ class PairLayout(Layout):
     def order(self, data: Dataset) -> np.ndarray | None:
         return data.stored_order
 
-    def collate(self, tokenizer: Tokenizer) -> Collate | None:
+    def collate(self, tokenizer: TokenizerLike) -> Collate | None:
         return partial(
             collate, pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id
         )
@@ -167,7 +167,7 @@ class JoinedPairLayout(PairLayout):
         # No </s> inside [bos] src [sep] tgt: <sep> ends the source.
         prepare_pairs(out, settings, self.pair_length, (SEP,), source_ends_with_eos=False)
 
-    def collate(self, tokenizer: Tokenizer) -> Collate:
+    def collate(self, tokenizer: TokenizerLike) -> Collate:
         return partial(collate_joined, sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id)
 
 
@@ -198,7 +198,7 @@ class BlockLayout(Layout):
     def lengths(self, data: Dataset) -> np.ndarray:
         return data.lengths()
 
-    def collate(self, tokenizer: Tokenizer) -> Collate:
+    def collate(self, tokenizer: TokenizerLike) -> Collate:
         return partial(collate_blocks, pad_id=tokenizer.pad_id)
 
     def summary(self, report: dict[str, Any], settings: PrepareSettings) -> str:

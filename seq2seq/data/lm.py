@@ -10,13 +10,11 @@ starts something unrelated.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from seq2seq.data.clean import normalize_en, normalize_zh, text_key
-from seq2seq.data.split import SPLITS, split_name
 
 
 def clean_document_batch(texts: list[str], lang: str) -> dict[str, Any]:
@@ -34,54 +32,16 @@ def clean_document_batch(texts: list[str], lang: str) -> dict[str, Any]:
     }
 
 
-def clean_documents(texts: Iterable[str], lang: str) -> tuple[list[str], dict[str, int]]:
-    """Normalised, non-empty, de-duplicated documents (first occurrence kept) and counts."""
-    normalize = normalize_zh if lang == "zh" else normalize_en
-    seen: set[str] = set()
-    kept: list[str] = []
-    report = {"total": 0, "empty": 0, "duplicates": 0}
-    for text in texts:
-        report["total"] += 1
-        doc = normalize(text)
-        if not doc:
-            report["empty"] += 1
-        elif doc in seen:
-            report["duplicates"] += 1
-        else:
-            seen.add(doc)
-            kept.append(doc)
-    report["kept"] = len(kept)
-    return kept, report
-
-
-def split_documents(docs: Iterable[str]) -> dict[str, list[str]]:
-    """``train``/``dev``/``test`` by a hash of each document (2% dev, 2% test)."""
-    splits: dict[str, list[str]] = {name: [] for name in SPLITS}
-    for doc in docs:
-        splits[split_name(doc)].append(doc)
-    return splits
-
-
-def pack_blocks(
-    documents: Sequence[Sequence[int]], block_size: int, bos_id: int, eos_id: int, pad_id: int
-) -> np.ndarray:
-    """Token ids of documents -> (n_blocks, block_size + 1) int32 blocks (tail padded).
-
-    Block i holds stream positions ``[i * block_size, (i + 1) * block_size]``: consecutive
-    blocks share one token, the last input of one being the first of the next.
-    """
-    lengths = np.fromiter(map(len, documents), dtype=np.int64, count=len(documents))
-    ids = np.fromiter(
-        (t for doc in documents for t in doc), dtype=np.int32, count=int(lengths.sum())
-    )
-    return pack_flat(ids, lengths, block_size, bos_id, eos_id, pad_id)
-
-
 def pack_flat(
     ids: np.ndarray, lengths: np.ndarray, block_size: int, bos_id: int, eos_id: int, pad_id: int
 ) -> np.ndarray:
-    """:func:`pack_blocks` of documents given flat: ``ids`` (all documents' ids, one after the
-    other) and each document's length ``lengths``; vectorised, for millions of documents."""
+    """Token ids of documents -> (n_blocks, block_size + 1) int32 blocks (tail padded).
+
+    The documents come flat, ``ids`` (all documents' ids, one after the other) and each one's
+    length ``lengths``: vectorised, for millions of documents. Block i holds stream positions
+    ``[i * block_size, (i + 1) * block_size]``: consecutive blocks share one token, the last
+    input of one being the first of the next.
+    """
     if block_size < 1:
         raise ValueError(f"block_size must be >= 1, got {block_size}")
     lengths = np.asarray(lengths, dtype=np.int64)

@@ -39,7 +39,7 @@ from seq2seq.data.split import (
     split_codes,
 )
 from seq2seq.data.terms import TERM_TAGS, annotated_source_ids
-from seq2seq.data.tokenizer import PairedTokenizer, Tokenizer
+from seq2seq.data.tokenizer import TokenizerLike
 from seq2seq.errors import DataError
 from seq2seq.textio import read_lines
 
@@ -142,7 +142,7 @@ def _read_and_clean(settings: PrepareSettings, work: Path) -> Any:
 
 def _encode(
     cleaned: Any,
-    tokenizer: Tokenizer | PairedTokenizer,
+    tokenizer: TokenizerLike,
     settings: PrepareSettings,
     work: Path,
     training: np.ndarray,
@@ -175,7 +175,7 @@ def _encode(
 def _add_dictionary(
     encoded: Any,
     row_split: np.ndarray,
-    tokenizer: Tokenizer | PairedTokenizer,
+    tokenizer: TokenizerLike,
     settings: PrepareSettings,
     work: Path,
     out: Path,
@@ -251,7 +251,7 @@ def _sentence_ids(cleaned: Any, side: str, rows: np.ndarray) -> np.ndarray:
 
 def _pair_tokenizer(
     cleaned: Any, train_rows: np.ndarray, settings: PrepareSettings, user_symbols: Sequence[str]
-) -> tuple[Tokenizer | PairedTokenizer, float]:
+) -> tuple[TokenizerLike, float]:
     """The tokenizer, trained on both sides of (a sample of) the training pairs.
 
     SentencePiece learns from at most :data:`TOKENIZER_SENTENCES` sentences: a corpus with
@@ -314,7 +314,7 @@ def _save_splits(
     row_split: np.ndarray,
     out: Path,
     max_len: int,
-    tokenizer: Tokenizer | PairedTokenizer,
+    tokenizer: TokenizerLike,
     pair_lengths: PairLengths,
 ) -> dict[str, int]:
     """Writes each split's :class:`~seq2seq.data.tokenized_pairs.TokenizedPairs` files into

@@ -12,7 +12,7 @@ that changes what is written). A translation cache holds::
     report.json                     counts: raw, cleaning drops, split sizes, too-long drops
 
 and a language model's (prefix ``lm-``) holds ``spm.model``, ``{split}/blocks.npy`` with the
-packed blocks, (n_blocks, block_size + 1) int32 (:func:`seq2seq.data.lm.pack_blocks`),
+packed blocks, (n_blocks, block_size + 1) int32 (:func:`seq2seq.data.lm.pack_flat`),
 ``{split}.txt`` (the cleaned documents) and ``report.json``.
 
 Translation pairs are prepared on Arrow tables with ``datasets`` (:mod:`seq2seq.data.tables`):
@@ -50,7 +50,7 @@ from seq2seq.data.cache_dir import fingerprint
 from seq2seq.data.modifiers import Modifiers
 from seq2seq.data.sources import CorpusSpec
 from seq2seq.data.split import SPLITS
-from seq2seq.data.tokenizer import PairedTokenizer, Tokenizer, tokenizer_from_bytes
+from seq2seq.data.tokenizer import Tokenizer, TokenizerLike, tokenizer_from_bytes
 
 CACHE_VERSION = 3  # bump when the cached format or the pipeline's output changes
 # (2: byte-fallback tokenizer; an English sentence in one split only; no HSK placeholders;
@@ -116,7 +116,7 @@ def sizes(splits: dict[str, list]) -> str:
 
 def train_tokenizer(
     texts: list[str], settings: PrepareSettings, user_symbols: Sequence[str] = ()
-) -> tuple[Tokenizer | PairedTokenizer, float]:
+) -> tuple[TokenizerLike, float]:
     """The joint tokenizer trained on ``texts``, and the seconds it took; the given one
     (``settings.tokenizer``, when fine-tuning a checkpoint) as it is."""
     if settings.tokenizer is not None:
@@ -174,13 +174,13 @@ class Encode:
 
     def __init__(self, tokenizer_bytes: bytes, source_ends_with_eos: bool = False) -> None:
         self.tokenizer_bytes, self.source_ends_with_eos = tokenizer_bytes, source_ends_with_eos
-        self._tokenizer: Tokenizer | PairedTokenizer | None = None
+        self._tokenizer: TokenizerLike | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_tokenizer": None}
 
     @property
-    def tokenizer(self) -> Tokenizer | PairedTokenizer:
+    def tokenizer(self) -> TokenizerLike:
         if self._tokenizer is None:
             self._tokenizer = tokenizer_from_bytes(self.tokenizer_bytes, self.source_ends_with_eos)
         return self._tokenizer

@@ -311,18 +311,6 @@ def _read_tsv(path: Path, src_field: int, tgt_field: int, n_fields: int | None) 
         yield fields[src_field], fields[tgt_field]
 
 
-def load_texts(spec: CorpusSpec, side: str = "zh", text_field: str | None = None) -> list[str]:
-    """Monolingual text for a language model, all of it: :func:`text_batches` joined.
-
-    Raises:
-        DataError: For malformed input, an unknown side, or no text at all.
-    """
-    texts = [text for batch in text_batches(spec, side, text_field) for text in batch]
-    if not any(text.strip() for text in texts):
-        raise DataError.at(spec.name, None, "corpus is empty (no text)")
-    return texts
-
-
 def text_batches(
     spec: CorpusSpec, side: str = "zh", text_field: str | None = None, size: int = BATCH_PAIRS
 ) -> Iterator[list[str]]:

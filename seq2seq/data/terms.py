@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from seq2seq.data.tokenizer import UNK_ID
+from seq2seq.data.tokenizer import UNK_ID, TokenizerLike
 from seq2seq.errors import DataError
 from seq2seq.textio import numbered_lines
 
@@ -47,7 +47,7 @@ class TermSpan:
     target: str
 
 
-def term_tag_ids(tokenizer) -> tuple[int, int, int] | None:  # noqa: ANN001 (any tokenizer)
+def term_tag_ids(tokenizer: TokenizerLike) -> tuple[int, int, int] | None:
     """The ids of :data:`TERM_TAGS` in ``tokenizer``'s vocabulary; None when it has none (a
     model trained without term annotation)."""
     ids = tuple(tokenizer.piece_to_id(tag) for tag in TERM_TAGS)

@@ -23,6 +23,7 @@ import io
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import sentencepiece as spm
 
@@ -39,6 +40,42 @@ SEP = "<sep>"  # between source and target of a decoder-only translation model
 # sources ending with eos; absent in checkpoints written before that convention, whose models read
 # none.
 SOURCE_EOS_KEY = "source_ends_with_eos"
+
+
+class TokenizerLike(Protocol):
+    """What translation, data preparation and export use of a tokenizer: our
+    :class:`Tokenizer`, or an imported Marian model's
+    :class:`~seq2seq.data.paired_tokenizer.PairedTokenizer`.
+
+    Only :class:`Tokenizer` has ``encode``/``encode_batch`` (one model for any text): the
+    decoder-only models and term annotation, which only ours serve, use those."""
+
+    @property
+    def pad_id(self) -> int: ...
+    @property
+    def unk_id(self) -> int: ...
+    @property
+    def bos_id(self) -> int: ...
+    @property
+    def eos_id(self) -> int: ...
+    @property
+    def sep_id(self) -> int | None: ...
+    @property
+    def vocab_size(self) -> int: ...
+    @property
+    def appended_pad(self) -> bool: ...
+    @property
+    def source_ends_with_eos(self) -> bool: ...
+
+    def encode_source(self, text: str) -> list[int]: ...
+    def encode_target(self, text: str) -> list[int]: ...
+    def encode_sources(self, texts: Sequence[str]) -> list[list[int]]: ...
+    def encode_targets(self, texts: Sequence[str]) -> list[list[int]]: ...
+    def decode(self, ids: Sequence[int]) -> str: ...
+    def id_to_piece(self, token_id: int) -> str: ...
+    def piece_to_id(self, piece: str) -> int: ...
+    def to_bytes(self) -> bytes: ...
+    def save(self, path: str | Path) -> None: ...
 
 
 class Tokenizer:
@@ -196,7 +233,7 @@ class Tokenizer:
         return cls(Path(path).read_bytes(), source_ends_with_eos)
 
 
-def blank_ids(tokenizer: Tokenizer | PairedTokenizer) -> tuple[int, ...]:
+def blank_ids(tokenizer: TokenizerLike) -> tuple[int, ...]:
     """The pieces that write no visible character: a bare ``▁`` (which decodes to nothing at
     the start of a line), pieces of ``▁`` and whitespace alone, and the byte pieces of ASCII
     whitespace and control bytes. A search never ends an output made of these alone
@@ -213,7 +250,7 @@ def blank_ids(tokenizer: Tokenizer | PairedTokenizer) -> tuple[int, ...]:
     return tuple(blank)
 
 
-def byte_piece_ids(tokenizer: Tokenizer | PairedTokenizer) -> tuple[int, ...]:
+def byte_piece_ids(tokenizer: TokenizerLike) -> tuple[int, ...]:
     """The ids of the 256 byte-fallback pieces ``<0x00>`` .. ``<0xFF>``, in byte order; empty
     for a vocabulary without all of them (an imported Marian model's). The searches keep them
     valid UTF-8 (``seq2seq.decoding.utf8``)."""
@@ -228,9 +265,7 @@ def byte_piece_ids(tokenizer: Tokenizer | PairedTokenizer) -> tuple[int, ...]:
 _BYTE_PIECE = re.compile(r"<0x([0-9A-F]{2})>")
 
 
-def tokenizer_from_bytes(
-    data: bytes, source_ends_with_eos: bool = True
-) -> Tokenizer | PairedTokenizer:
+def tokenizer_from_bytes(data: bytes, source_ends_with_eos: bool = True) -> TokenizerLike:
     """The tokenizer a checkpoint or data cache stores: a SentencePiece model (ours), or an
     imported Marian model's :class:`PairedTokenizer` (whose sources always end with eos, so
     ``source_ends_with_eos`` is ignored)."""
@@ -239,14 +274,12 @@ def tokenizer_from_bytes(
     return Tokenizer.from_bytes(data, source_ends_with_eos)
 
 
-def load_tokenizer(
-    path: str | Path, source_ends_with_eos: bool = True
-) -> Tokenizer | PairedTokenizer:
+def load_tokenizer(path: str | Path, source_ends_with_eos: bool = True) -> TokenizerLike:
     """:func:`tokenizer_from_bytes` of a file."""
     return tokenizer_from_bytes(Path(path).read_bytes(), source_ends_with_eos)
 
 
-def checkpoint_tokenizer(path: str | Path) -> Tokenizer | PairedTokenizer:
+def checkpoint_tokenizer(path: str | Path) -> TokenizerLike:
     """The tokenizer a seq2seq checkpoint holds, its sources ending with eos as the model was
     trained (False for a checkpoint written before the convention), read without building its
     model: what fine-tuning from the checkpoint cuts its data with.
@@ -257,7 +290,7 @@ def checkpoint_tokenizer(path: str | Path) -> Tokenizer | PairedTokenizer:
     return section_tokenizer(_tokenizer_section(path))
 
 
-def section_tokenizer(section: dict) -> Tokenizer | PairedTokenizer:
+def section_tokenizer(section: dict) -> TokenizerLike:
     """The tokenizer of a checkpoint's ``seq2seq`` section, reading sources as its model was
     trained: a section without :data:`SOURCE_EOS_KEY` was written before sources ended with
     eos, by a model trained without."""

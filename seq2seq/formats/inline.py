@@ -254,8 +254,3 @@ def has_text(segment: Segment) -> bool:
             kept[markup.start : markup.end] = [True] * (markup.end - markup.start)
         stack += markup.children
     return any(not k and not c.isspace() for k, c in zip(kept, segment.text, strict=True))
-
-
-def plain_segment(text: str) -> Segment:
-    """A segment with no markup (a line of plain text)."""
-    return Segment(text)

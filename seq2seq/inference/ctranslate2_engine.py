@@ -15,9 +15,10 @@ import torch
 
 from seq2seq.config import ModelConfig
 from seq2seq.data.terms import term_tag_ids
+from seq2seq.data.tokenizer import SOURCE_EOS_KEY, TokenizerLike
 from seq2seq.decoding.search import Hypothesis, SearchConfig
 from seq2seq.errors import CheckpointError
-from seq2seq.inference.checkpoint import SOURCE_EOS_KEY, search_from_dict
+from seq2seq.inference.checkpoint import search_from_dict
 from seq2seq.inference.engines import whole_characters
 
 SETTINGS_FILE = "seq2seq_search.json"  # our decoding defaults and model config, beside CT2's
@@ -129,7 +130,9 @@ def adds_source_eos(directory: Path) -> bool:
     return bool(json.loads(path.read_text(encoding="utf-8")).get("add_source_eos", False))
 
 
-def read_settings(settings: dict[str, Any], tokenizer) -> tuple[SearchConfig, ModelConfig]:
+def read_settings(
+    settings: dict[str, Any], tokenizer: TokenizerLike
+) -> tuple[SearchConfig, ModelConfig]:
     """The decoding defaults and the model config (positions, special ids) of an export's
     settings file."""
     search = search_from_dict(settings["search"])

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import torch
 
 from seq2seq.data.terms import term_tag_ids
-from seq2seq.data.tokenizer import blank_ids, byte_piece_ids
+from seq2seq.data.tokenizer import TokenizerLike, blank_ids, byte_piece_ids
 from seq2seq.decoding.constrained import Constraints
 from seq2seq.decoding.decode import translate_ids, translation_prompt
 from seq2seq.decoding.search import Hypothesis, SearchConfig, TokenRules
@@ -26,7 +26,7 @@ from seq2seq.inference.attention_maps import cross_attention_maps, self_attentio
 from seq2seq.model import Transformer
 
 
-def token_rules(tokenizer) -> TokenRules:  # noqa: ANN001 (either tokenizer)
+def token_rules(tokenizer: TokenizerLike) -> TokenRules:
     """What our searches must know of ``tokenizer``'s pieces: those that write nothing visible
     (``blank_ids``), the term tags, never generated (``seq2seq.data.terms``), and the byte
     pieces, kept valid UTF-8 (``byte_piece_ids``)."""

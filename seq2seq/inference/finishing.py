@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
+from seq2seq.data.tokenizer import TokenizerLike
 from seq2seq.decoding.search import Hypothesis
 from seq2seq.inference.documents import SentenceTranslation, combine_hypotheses
 from seq2seq.inference.glossary import Term, missing_terms
@@ -26,7 +26,7 @@ def finish_sentences(
     sentences: Sequence[str],
     plans: list[list[Piece]],
     found: list[list[Hypothesis]],
-    tokenizer: Any,
+    tokenizer: TokenizerLike,
     attention: Attention | None,
     n_best: int = 1,
     aligned: Sequence[bool] | None = None,
@@ -58,7 +58,7 @@ def sentence_translation(
     plan: list[Piece],
     hyps: list[list[Hypothesis]],
     n_best: int,
-    tokenizer: Any,
+    tokenizer: TokenizerLike,
     align: bool,
     attention: Attention | None,
 ) -> SentenceTranslation:
@@ -84,7 +84,7 @@ def sentence_translation(
     return result
 
 
-def _text(tokens: Sequence[int], tokenizer: Any) -> str:
+def _text(tokens: Sequence[int], tokenizer: TokenizerLike) -> str:
     """The text of output tokens, on one line (as ``Translator.text``)."""
     return one_line(tokenizer.decode(tokens))
 

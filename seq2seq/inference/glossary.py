@@ -8,8 +8,8 @@ constraints of its beam search (``seq2seq.decoding.constrained``), spelled in th
 ``term_constraints``; whether a term was honoured is read on the detokenized output
 (``missing_terms``), so a term the model wrote in pieces of its own still counts.
 
-No model here, and no tokenizer class: ``term_constraints`` takes any tokenizer with
-``encode_target``, ``id_to_piece``, ``piece_to_id`` and ``vocab_size`` (ours and Marian's).
+No model here, and no tokenizer class: ``term_constraints`` takes any
+:class:`~seq2seq.data.tokenizer.TokenizerLike` (ours and Marian's).
 ``Translator`` finds each piece's terms (``piece_terms``), searches a sentence with terms at
 ``constrained_beam``'s beam, and names the inputs whose terms could not be placed
 (``warn_missing_terms``).
@@ -32,6 +32,7 @@ from seq2seq.errors import DataError
 from seq2seq.textio import warn_lines
 
 if TYPE_CHECKING:
+    from seq2seq.data.tokenizer import TokenizerLike
     from seq2seq.data.truecase import Truecaser
     from seq2seq.inference.documents import SentenceTranslation, TextBatch
     from seq2seq.inference.pieces import Piece
@@ -232,7 +233,7 @@ def missing_terms(terms: Sequence[Term], translation: str) -> list[Term]:
     return [term for term in terms if unicodedata.normalize("NFKC", term.target) not in text]
 
 
-def term_constraints(tokenizer, terms: Sequence[Term]) -> TermConstraints:
+def term_constraints(tokenizer: TokenizerLike, terms: Sequence[Term]) -> TermConstraints:
     """The beam-search constraints of one sentence: its terms' Chinese sides, each spelled
     in ``tokenizer``'s pieces from any point of the term on (``TermConstraints``)."""
     return TermConstraints(
@@ -326,7 +327,7 @@ def warn_missing_terms(batch: TextBatch, found: list[SentenceTranslation], first
 
 
 @lru_cache(maxsize=4)
-def _surfaces(tokenizer) -> tuple[bytes, ...]:
+def _surfaces(tokenizer: TokenizerLike) -> tuple[bytes, ...]:
     """The UTF-8 bytes each token id adds to a text: its piece, the word-start mark as a
     space; a byte piece ``<0xE5>`` its one byte; special pieces nothing."""
     out = []
@@ -341,7 +342,7 @@ def _surfaces(tokenizer) -> tuple[bytes, ...]:
     return tuple(out)
 
 
-def _spell(tokenizer, text: str, first: bool) -> list[int]:
+def _spell(tokenizer: TokenizerLike, text: str, first: bool) -> list[int]:
     """Token ids that write ``text``: as SentencePiece encodes it at the start of a
     translation (``first``), or with no word-start mark, to continue text already written
     (Chinese runs on without spaces). [] when a character cannot be written at all."""

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 from seq2seq.data.clean import normalize_en
 from seq2seq.data.sentences import clauses
+from seq2seq.data.tokenizer import TokenizerLike
 
 # The decoding batch budget every command, the server and the API default to: source tokens x
 # beam size per batch (decoder rows, after finished sentences leave).
@@ -34,13 +34,13 @@ class Piece:
     windowed: bool = False
 
 
-def encode_sentence(text: str, tokenizer: Any) -> list[int]:
+def encode_sentence(text: str, tokenizer: TokenizerLike) -> list[int]:
     """Source ids of one sentence (normalised; [] for white space), not cut."""
     text = normalize_en(text)
     return tokenizer.encode_source(text) if text.strip() else []
 
 
-def sentence_pieces(sentence: str, limit: int, tokenizer: Any) -> list[Piece]:
+def sentence_pieces(sentence: str, limit: int, tokenizer: TokenizerLike) -> list[Piece]:
     """The pieces ``sentence`` is decoded as: itself when it holds at most ``limit`` tokens,
     else its clauses packed up to the limit (a clause still too long in windows of tokens)."""
     ids = encode_sentence(sentence, tokenizer)
@@ -61,7 +61,7 @@ def sentence_pieces(sentence: str, limit: int, tokenizer: Any) -> list[Piece]:
     return pieces
 
 
-def clause_length(text: str, tokenizer: Any) -> int:
+def clause_length(text: str, tokenizer: TokenizerLike) -> int:
     """Tokens ``text`` adds to a source it is joined into: a source's eos comes once,
     however many clauses it joins."""
     return len(encode_sentence(text, tokenizer)) - int(tokenizer.source_ends_with_eos)
@@ -83,7 +83,7 @@ def _pack(texts: list[str], limit: int, length: Callable[[str], int]) -> list[st
     return packed
 
 
-def token_windows(ids: list[int], limit: int, word: int, tokenizer: Any) -> list[Piece]:
+def token_windows(ids: list[int], limit: int, word: int, tokenizer: TokenizerLike) -> list[Piece]:
     """``ids`` (a clause whose first word is the sentence's word ``word``) cut into windows of
     at most ``limit`` tokens, each starting a word where possible (a source that ends with eos
     keeps it at the end of every window)."""
@@ -101,7 +101,7 @@ def token_windows(ids: list[int], limit: int, word: int, tokenizer: Any) -> list
     return windows
 
 
-def cut_source(ids: list[int], limit: int, tokenizer: Any) -> list[int]:
+def cut_source(ids: list[int], limit: int, tokenizer: TokenizerLike) -> list[int]:
     """The first ``limit`` ids of an encoded source. A source that ends in an eos (the
     tokenizer's ``source_ends_with_eos``) keeps it: the model has never seen one without."""
     if len(ids) <= limit:

@@ -10,10 +10,10 @@ markup by these alignments.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import torch
 
+from seq2seq.data.tokenizer import TokenizerLike
 from seq2seq.decoding.search import Hypothesis
 from seq2seq.formats.inline import Alignment, monotonic_alignment
 from seq2seq.inference.pieces import WORD_START, Piece
@@ -25,7 +25,11 @@ Attention = Callable[[list[int], list[int]], torch.Tensor]
 
 
 def piece_alignment(
-    piece: Piece, best: Hypothesis, words: list[Span], tokenizer: Any, attention: Attention | None
+    piece: Piece,
+    best: Hypothesis,
+    words: list[Span],
+    tokenizer: TokenizerLike,
+    attention: Attention | None,
 ) -> Alignment:
     """For each character of ``best``'s text (``piece``'s translation): the span of the
     sentence word its token attends to most; ``words``: the sentence's word spans."""
@@ -52,7 +56,7 @@ def piece_alignment(
     return spans + [None] * (len(text) - len(spans))
 
 
-def _token_ends(best: Hypothesis, tokenizer: Any) -> list[int]:
+def _token_ends(best: Hypothesis, tokenizer: TokenizerLike) -> list[int]:
     """Where each output token's text ends in the decoded output (kept monotone: a piece can
     change how the text before it decodes)."""
     ends, longest = [], 0
@@ -62,7 +66,7 @@ def _token_ends(best: Hypothesis, tokenizer: Any) -> list[int]:
     return ends
 
 
-def _source_spans(ids: list[int], tokenizer: Any, words: list[Span]) -> list[Span | None]:
+def _source_spans(ids: list[int], tokenizer: TokenizerLike, words: list[Span]) -> list[Span | None]:
     """For each source token, the characters of the sentence it spells: its word's, narrowed
     by the lengths of the pieces before it in the word (so "." in "tea." is apart from
     "tea"). None before the first word (a language token); an eos counts with the last word."""

@@ -36,8 +36,9 @@ from typing import Any
 
 from seq2seq.config import ModelConfig
 from seq2seq.data.paired_tokenizer import PairedTokenizer
+from seq2seq.data.tokenizer import SOURCE_EOS_KEY
 from seq2seq.errors import CheckpointError
-from seq2seq.inference.checkpoint import SOURCE_EOS_KEY, LoadedModel, load_model, read_checkpoint
+from seq2seq.inference.checkpoint import LoadedModel, load_model, read_checkpoint
 from seq2seq.inference.ctranslate2_engine import SETTINGS_FILE, SPM_FILE
 from seq2seq.inference.evaluation import read_eval_json
 

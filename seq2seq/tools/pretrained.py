@@ -34,7 +34,7 @@ from torch import Tensor
 
 from seq2seq.config import ModelConfig
 from seq2seq.data.paired_tokenizer import PairedTokenizer
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer import Tokenizer, TokenizerLike
 from seq2seq.decoding.search import SearchConfig
 from seq2seq.errors import CheckpointError
 from seq2seq.inference.checkpoint import CHECKPOINT_KEY, atomic_save, checkpoint_section
@@ -187,7 +187,7 @@ def _tokenizer(
     ids: dict[str, Any],
     target_token: str | None,
     marian_config: Any,
-) -> Tokenizer | PairedTokenizer:
+) -> TokenizerLike:
     """The checkpoint's tokenizer: a model our own export wrote gets its SentencePiece model
     back, its sources ending with eos as the export's config records (an export written
     before it recorded that came from a model trained without); any other a

@@ -23,11 +23,11 @@ from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor
 
 from seq2seq.config import ModelConfig
+from seq2seq.data.tokenizer import SOURCE_EOS_KEY
 from seq2seq.decoding.search import SearchConfig
 from seq2seq.errors import ConfigError, TrainingStopped
 from seq2seq.inference.checkpoint import (
     CHECKPOINT_KEY,
-    SOURCE_EOS_KEY,
     TRUECASE_KEY,
     checkpoint_section,
 )

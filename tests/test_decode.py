@@ -1,7 +1,7 @@
-"""The model scorers and the id-level entry points (scoring.py): ``translate_ids`` and
-``generate_ids`` over encoder-decoder and decoder-only models. Batch composition never changes
-an output, cached decoding equals recomputation, each row keeps its own length limit, and no
-output is empty or holds a special token."""
+"""The model scorers and the id-level entry points (``decoding/decode.py``): ``translate_ids``
+and ``generate_ids`` over encoder-decoder and decoder-only models. Batch composition never
+changes an output, cached decoding equals recomputation, each row keeps its own length limit,
+and no output is empty or holds a special token."""
 
 import math
 

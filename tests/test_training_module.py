@@ -1,4 +1,5 @@
-"""The training recipe: the paper's schedule, the label-smoothed loss and its padding mask."""
+"""The training recipe (``training/module.py``): the paper's schedule, the label-smoothed loss
+and its padding mask."""
 
 import pytest
 import torch
@@ -124,7 +125,7 @@ def test_nonfinite_loss_skips_the_update_and_training_goes_on():
 
 
 def test_a_loss_that_stays_nonfinite_stops_training_with_a_message():
-    from seq2seq.training.module import TrainingStopped
+    from seq2seq.errors import TrainingStopped
 
     module = LossIsNanOn(set(range(100)), max_nonfinite_steps=3)
     with pytest.raises(TrainingStopped, match=r"not finite \(nan\) for 3 batches in a row"):
