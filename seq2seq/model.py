@@ -75,7 +75,7 @@ class Decoder(nn.Module):
 class Transformer(nn.Module):
     """Encoder-decoder Transformer with ONE embedding shared by source, target and output.
 
-    Example:
+    Examples:
         >>> model = Transformer(ModelConfig(vocab_size=100, d_model=32, n_heads=4,
         ...     n_encoder_layers=2, n_decoder_layers=2, d_ff=64))
         >>> logits = model(src_ids, tgt_in_ids)          # (B, T, 100)

@@ -276,7 +276,9 @@ def _add_attention(p: argparse.ArgumentParser) -> None:
         default=20,
         help="LM only: tokens to continue with (%(default)s)",
     )
-    p.add_argument("--font", default=None, help="a CJK font file (default: found, see README)")
+    p.add_argument(
+        "--font", default=None, help="a CJK font file (default: found, see docs/evaluation.md)"
+    )
     p.set_defaults(run=commands.run_attention)
 
 

@@ -50,7 +50,7 @@ def split_sentences(text: str) -> list[Sentence]:
     Lines are split apart first: a newline always ends a sentence (a sentence never spans
     lines), and ``join_translations`` puts it back.
 
-    Example:
+    Examples:
         >>> [s.text for s in split_sentences("Mr. Lee is here. Is it 3.5 m? Yes.")]
         ['Mr. Lee is here.', 'Is it 3.5 m?', 'Yes.']
     """
@@ -99,7 +99,7 @@ def join_translations(translations: list[str], sentences: list[Sentence], source
     """The translations of ``sentences`` (of ``source``) as one text: nothing between them
     but the newlines that stood between the sentences in ``source``.
 
-    Example:
+    Examples:
         >>> text = "Hi. Bye.\\nOk."
         >>> join_translations(["嗨。", "再见。", "好。"], split_sentences(text), text)
         '嗨。再见。\\n好。'

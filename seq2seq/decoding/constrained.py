@@ -249,7 +249,7 @@ def allocate(banks: Sequence[int], scores: Sequence[float], k: int) -> list[int]
     the best of every bank (highest bank first), then the second best of every bank, and so
     on, so a bank left empty gives its share to the others.
 
-    Example:
+    Examples:
         >>> allocate(banks=[0, 0, 0, 1, 1], scores=[-1.0, -2.0, -3.0, -5.0, -6.0], k=3)
         [3, 0, 4]
     """

@@ -53,7 +53,7 @@ class ContinuousBatch:
     holds ``rows`` consecutive cache rows (its beams). Subclasses keep their own per-sentence
     state (``_carry``) and choose tokens (``_choose``).
 
-    Example:
+    Examples:
         >>> decoder = ContinuousGreedy(model, SearchConfig())
         >>> decoder.add([[5, 6, 7]], keys=["a"])
         >>> while decoder.active: finished = decoder.step()   # [(key, result), ...]

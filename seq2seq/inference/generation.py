@@ -37,10 +37,10 @@ class Completion:
 class Generator:
     """A decoder-only model and its tokenizer, continuing prompts.
 
-    Example:
+    Examples:
         >>> generator = Generator.from_checkpoint("runs/lm/checkpoints/last.ckpt")
         >>> generator.generate(["我们明天"], sampling=SamplingConfig(top_p=0.9, seed=3))
-        ['我们明天…']  # a sampled continuation (the README shows some)
+        ['我们明天…']  # a sampled continuation (docs/benchmarks.md shows some)
     """
 
     def __init__(self, model: Transformer, tokenizer, search: SearchConfig) -> None:

@@ -67,7 +67,7 @@ def _words(text: str) -> list[tuple[str, int, int]]:
 class Glossary:
     """Terms, looked up by the words of a sentence.
 
-    Example:
+    Examples:
         >>> glossary = Glossary([Term("teacher", "导师"), Term("machine learning", "机器学习")])
         >>> [t.target for t in glossary.terms_in("My teacher studies Machine Learning.")]
         ['导师', '机器学习']

@@ -61,7 +61,7 @@ DEFAULT_WINDOW = 1000  # lines decoded together when streaming (translate_stream
 class Translator:
     """A decoding engine plus its tokenizer: English lines in, Chinese lines out.
 
-    Example:
+    Examples:
         >>> translator = Translator.from_checkpoint("runs/demo/checkpoints/last.ckpt")
         >>> translator.translate(["I love you."], beam_size=5)
         ['我爱你。']
@@ -174,8 +174,9 @@ class Translator:
         long file shows output early and an interrupted run keeps what was finished.
 
         Sorting by length and token batching happen within a window; with windows of 1,000
-        lines the demo test set decodes as fast as in one pass (README, "Streamed output";
-        ``seq2seq translate`` decodes the same windows, with ``--n-best`` as an option).
+        lines the demo test set decodes as fast as in one pass (docs/benchmarks.md, "Streamed
+        translation"; ``seq2seq translate`` decodes the same windows, with ``--n-best`` as an
+        option).
         ``on_window`` is called with each window's number of lines before it is decoded;
         ``on_batch``, ``on_total`` and ``glossary`` as in ``translate``, per window.
         """

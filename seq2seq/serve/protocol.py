@@ -1,7 +1,7 @@
 """What clients send and get back, checked and shaped without HTTP or a model: LibreTranslate's
 ``/translate`` (arguments from JSON, a form or the query string, the ``q`` shapes, its
 errors), our ``/v1/translate`` and OpenAI's ``/v1/completions`` (``../shared/SERVING.md`` and
-the README's "Serving" section list the shapes)."""
+docs/serving.md list the shapes)."""
 
 from __future__ import annotations
 
