@@ -19,6 +19,8 @@ as a worker loads ``Translator.from_checkpoint`` with the same thread count, war
 sentences, and times ``translate`` of all the sentences as one file with the same beam and
 batch budget (what ``seq2seq translate --input FILE`` does, without loading and writing).
 
+Against LibreTranslate on the same model, same load: scripts/bench_serve_libretranslate.py.
+
 All ratios (x 1 client, % of the ceiling) are between numbers measured in the same run. The
 load generator shares the machine with the server: the CPU table shows the cores that the
 server, this process and everything else used during each measurement.
@@ -36,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -204,16 +207,24 @@ def load_sentences(args: argparse.Namespace) -> list[str]:
 
 
 @contextmanager
-def running_server(args: argparse.Namespace, beam: int, log: Path, startup: float = 300.0):
-    """``seq2seq serve`` with ``beam`` on a free loopback port, its log in ``log``; yields
-    (base url, process) once /health answers ok; SIGTERM on exit."""
+def running_server(
+    args: argparse.Namespace,
+    beam: int,
+    log: Path,
+    startup: float = 300.0,
+    checkpoint: str | Path | None = None,
+    options: Sequence[str] = (),
+):
+    """``seq2seq serve`` of ``checkpoint`` (default ``args.checkpoint``) with ``beam`` and
+    ``options`` on a free loopback port, its log in ``log``; yields (base url, process) once
+    /health answers ok; SIGTERM on exit."""
     command = [
         sys.executable,
         "-m",
         "seq2seq",
         "serve",
         "--checkpoint",
-        args.checkpoint,
+        str(checkpoint or args.checkpoint),
         "--host",
         "127.0.0.1",
         "--port",
@@ -224,6 +235,7 @@ def running_server(args: argparse.Namespace, beam: int, log: Path, startup: floa
         str(args.max_wait_ms),
         "--max-batch-tokens",
         str(args.max_batch_tokens),
+        *options,
         *args.server_option,
     ]
     with open(log, "w", encoding="utf-8") as stream:

@@ -1,13 +1,11 @@
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-# tests/helpers.py is imported as a plain module by the test files; pytest rewrites its asserts
-# (fit's) as it does the tests' own.
-sys.path.insert(0, str(Path(__file__).parent))
-pytest.register_assert_rewrite("helpers")
+# tests/helpers.py is imported by the test files (``tests`` is a package); pytest rewrites its
+# asserts (fit's) as it does the tests' own.
+pytest.register_assert_rewrite("tests.helpers")
 # Two cores: keep torch from oversubscribing them when pytest runs.
 torch.set_num_threads(min(2, torch.get_num_threads()))
 
@@ -16,7 +14,7 @@ torch.set_num_threads(min(2, torch.get_num_threads()))
 # one ``seq2seq fit`` of 30 steps per session, only when a test asks for it.
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory) -> Path:
-    from helpers import synthetic_pairs
+    from tests.helpers import synthetic_pairs
 
     path = tmp_path_factory.mktemp("corpus") / "pairs.tsv"
     path.write_text("".join(f"{en}\t{zh}\n" for en, zh in synthetic_pairs()), encoding="utf-8")
@@ -25,7 +23,7 @@ def corpus(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def run(tmp_path_factory, corpus) -> Path:
-    from helpers import fit
+    from tests.helpers import fit
 
     root = tmp_path_factory.mktemp("run")
     fit(root, corpus, max_steps=30)
@@ -36,14 +34,14 @@ def run(tmp_path_factory, corpus) -> Path:
 # a real ``seq2seq serve`` process on a free 127.0.0.1 port, one per session.
 @pytest.fixture(scope="session")
 def translation_checkpoint(tmp_path_factory) -> Path:
-    from helpers import tiny_checkpoint
+    from tests.helpers import tiny_checkpoint
 
     return tiny_checkpoint(tmp_path_factory.mktemp("serve") / "translator.ckpt")
 
 
 @pytest.fixture(scope="session")
 def lm_checkpoint(tmp_path_factory) -> Path:
-    from helpers import tiny_checkpoint
+    from tests.helpers import tiny_checkpoint
 
     return tiny_checkpoint(tmp_path_factory.mktemp("serve") / "lm.ckpt", lm=True)
 
@@ -51,7 +49,7 @@ def lm_checkpoint(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def translation_server(translation_checkpoint):
     pytest.importorskip("fastapi")
-    from serving import running_server
+    from tests.serving import running_server
 
     with running_server(translation_checkpoint, "--char-limit", "30000") as server:
         yield server
@@ -60,7 +58,7 @@ def translation_server(translation_checkpoint):
 @pytest.fixture(scope="session")
 def lm_server(lm_checkpoint):
     pytest.importorskip("fastapi")
-    from serving import running_server
+    from tests.serving import running_server
 
     with running_server(lm_checkpoint, "--model-name", "tiny-lm") as server:
         yield server

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import tiny_checkpoint, without_byte_rule
 from seq2seq.cli import main
+from tests.helpers import tiny_checkpoint, without_byte_rule
 
 pytest.importorskip("ctranslate2", reason="the Argos package holds a CTranslate2 model")
 pytest.importorskip("transformers", reason="the CTranslate2 export goes through transformers")
@@ -98,6 +98,40 @@ def test_the_splitter_is_a_minisbd_model_with_its_metadata():
     assert json.loads(metadata["config"])["feat_funcs"] == ["space_before"]
 
 
+def test_the_packaged_model_reads_long_sources_and_translates_as_the_plain_export(
+    package, tmp_path
+):
+    """The package's model has a position table of ``ARGOS_POSITIONS`` rows (the tiny model
+    has 128): a source of 300 pieces translates, where the plain CTranslate2 export fails as
+    LibreTranslate did (HTTP 500); on ordinary sentences both give the same tokens and
+    scores."""
+    import ctranslate2
+    import sentencepiece
+
+    from seq2seq.tools.export import export_ctranslate2
+
+    zipfile.ZipFile(package).extractall(tmp_path)
+    checkpoint = package.parents[1] / "model.ckpt"  # what the fixture exported
+    plain_dir = export_ctranslate2(checkpoint, tmp_path / "plain")
+    packaged = ctranslate2.Translator(str(tmp_path / NAME / "model"))
+    plain = ctranslate2.Translator(str(plain_dir))
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(tmp_path / NAME / "model/spm.model"))
+    words = " ".join(["apples", "teacher", "tomorrow", "red"] * 60)
+    long = sp.encode(words, out_type=str)[:300]
+    assert len(long) == 300
+    with pytest.raises(RuntimeError, match="No position encodings"):
+        plain.translate_batch([long], max_decoding_length=4)
+    read = packaged.translate_batch([long], max_decoding_length=4)  # any 4 tokens: it runs
+    assert len(read[0].hypotheses[0]) <= 4
+
+    sources = [sp.encode(line, out_type=str) for line in LINES]
+    settings = dict(beam_size=4, length_penalty=0.2, max_decoding_length=100, return_scores=True)
+    ours = packaged.translate_batch(sources, **settings)
+    theirs = plain.translate_batch(sources, **settings)
+    assert [r.hypotheses for r in ours] == [r.hypotheses for r in theirs]
+    assert [r.scores for r in ours] == [r.scores for r in theirs]
+
+
 def test_without_ctranslate2_the_export_says_what_to_install(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "ctranslate2", None)
     checkpoint = tiny_checkpoint(tmp_path / "model.ckpt")
@@ -112,8 +146,8 @@ def test_without_ctranslate2_the_export_says_what_to_install(tmp_path, monkeypat
 
 def test_a_model_with_a_sentencepiece_model_per_side_is_refused(tmp_path, capsys):
     """Argos cuts sources and decodes outputs with one SentencePiece model."""
-    from opus_mt import build_opus_mt_like
     from seq2seq.tools.pretrained import import_marian
+    from tests.opus_mt import build_opus_mt_like
 
     directory = build_opus_mt_like(tmp_path / "hf")
     checkpoint = import_marian(str(directory), tmp_path / "imported.ckpt", ">>cmn_Hans<<")
@@ -235,3 +269,19 @@ def test_libretranslate_answers_as_our_engine_translates_at_argos_settings(
     gap = " " if pieces[4][1][0].startswith("\u2581") else ""
     assert ours[4] == first + second and joined[4] == first + gap + second
     assert argos.libretranslate_touch_ups(python, LINES[:4], ours[:4], home) == answers[:4]
+
+
+@pytest.mark.slow
+def test_libretranslate_translates_a_sentence_past_the_trained_positions(served):
+    """A sentence of 600 pieces, past the model's 512 positions (HTTP 500 before the package
+    carried ``ARGOS_POSITIONS`` rows): LibreTranslate answers it."""
+    import sentencepiece
+    from libretranslatepy import LibreTranslateAPI
+
+    url, installed, _ = served
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(installed / "sentencepiece.model"))
+    text = "apples"
+    while len(sp.encode(text)) < 600:
+        text += " teacher tomorrow red bag home apples"
+    assert 600 <= len(sp.encode(text)) < argos.ARGOS_POSITIONS
+    assert isinstance(LibreTranslateAPI(url).translate(text, "en", "zh"), str)  # else HTTPError

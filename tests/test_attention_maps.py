@@ -3,9 +3,9 @@ weights, they give the layers' outputs."""
 
 import torch
 
-from helpers import random_ids, tiny_model
 from seq2seq.attention import merge_heads, split_heads
 from seq2seq.inference.attention_maps import cross_attention_maps, self_attention_maps
+from tests.helpers import random_ids, tiny_model
 
 
 def test_cross_attention_maps_reproduce_the_layer_output():

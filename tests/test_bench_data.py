@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
 bench_data = importlib.import_module("bench_data")
 data_corpus = importlib.import_module("benchmarks.data_corpus")
 data_report = importlib.import_module("benchmarks.data_report")

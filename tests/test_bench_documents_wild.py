@@ -9,16 +9,14 @@ import hashlib
 import importlib
 import importlib.util
 import io
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from helpers import tiny_checkpoint
+from tests.helpers import tiny_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
 bench = importlib.import_module("bench_documents_wild")
 wild = importlib.import_module("benchmarks.documents_wild")
 _spec = importlib.util.spec_from_file_location(

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import importlib
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
 bench = importlib.import_module("bench_real_text")
 
 

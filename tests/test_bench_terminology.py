@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import synthetic_pairs, tiny_checkpoint
+from tests.helpers import synthetic_pairs, tiny_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
 bench = importlib.import_module("bench_terminology")
 
 

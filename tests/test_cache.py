@@ -5,8 +5,8 @@ keep past keys and values)."""
 import pytest
 import torch
 
-from helpers import STYLES, random_ids, tiny_model
 from seq2seq.cache import KVCache
+from tests.helpers import STYLES, random_ids, tiny_model
 
 PAD = 0
 

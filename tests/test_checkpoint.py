@@ -6,7 +6,6 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from helpers import synthetic_pairs, tiny_checkpoint, tiny_config
 from seq2seq.data.clean import normalize_en
 from seq2seq.data.tokenizer import (
     EOS_ID,
@@ -21,6 +20,7 @@ from seq2seq.inference.checkpoint import atomic_save, load_model, read_checkpoin
 from seq2seq.inference.engines import TorchEngine, token_rules
 from seq2seq.inference.translator import Translator
 from seq2seq.training.module import TranslationModule
+from tests.helpers import synthetic_pairs, tiny_checkpoint, tiny_config
 
 LINES = ["I will buy tea today.", "Tom can see the red bag.", "We  can cook rice at home."]
 

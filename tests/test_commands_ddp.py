@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import CONFIG, synthetic_pairs
 from seq2seq.config import ModelConfig
 from seq2seq.data.batching import Batch
 from seq2seq.data.datamodule import TranslationDataModule
 from seq2seq.training.module import TranslationModule
+from tests.helpers import CONFIG, synthetic_pairs
 
 pytestmark = pytest.mark.slow
 WORKER = Path(__file__).parent / "workers" / "ddp_worker.py"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import tiny_checkpoint
 from seq2seq.cli import main
 from seq2seq.inference.translator import Translator
+from tests.helpers import tiny_checkpoint
 
 SENTENCES = ["I will buy apples today.", "She can see the book tomorrow."]
 

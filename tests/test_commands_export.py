@@ -9,10 +9,10 @@ import json
 import pytest
 import torch
 
-from helpers import synthetic_pairs
 from seq2seq.cli import main
 from seq2seq.inference.evaluation import score_translations
 from seq2seq.inference.translator import Translator
+from tests.helpers import synthetic_pairs
 
 pytestmark = pytest.mark.slow
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import fit, write_config
 from seq2seq.cli import main
 from seq2seq.inference.checkpoint import read_checkpoint
 from seq2seq.inference.translator import Translator
+from tests.helpers import fit, write_config
 
 pytestmark = pytest.mark.slow
 

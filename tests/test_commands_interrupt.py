@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import write_config
 from seq2seq.cli import main
 from seq2seq.inference.checkpoint import read_checkpoint
 from seq2seq.training.lightning_cli import resume_argv  # imports Lightning now, see below
+from tests.helpers import write_config
 
 # Imported at collection, Lightning's log handler writes to pytest's session-long stderr, not
 # to the first test's capsys stream (closed after that test: "Logging error" in later ones).

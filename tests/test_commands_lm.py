@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import synthetic_pairs
 from seq2seq import ModelConfig, Transformer
 from seq2seq.cli import main
 from seq2seq.inference.generation import Generator
+from tests.helpers import synthetic_pairs
 
 pytestmark = pytest.mark.slow
 CONFIGS = Path(__file__).parent.parent / "configs"

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import synthetic_pairs
 from seq2seq.cli import main
 from seq2seq.cli.progress import LineProgress
 from seq2seq.inference.translator import Translator
+from tests.helpers import synthetic_pairs
 
 SENTENCES = [en for en, _ in synthetic_pairs()]
 

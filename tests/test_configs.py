@@ -39,8 +39,8 @@ def test_config_instantiates_with_the_tokenizers_vocabulary(config):
 
 
 def test_the_finetune_config_takes_the_checkpoints_model_and_tokenizer(tmp_path, corpus):
-    from helpers import tiny_checkpoint
     from seq2seq.inference.checkpoint import load_model
+    from tests.helpers import tiny_checkpoint
 
     checkpoint = tiny_checkpoint(tmp_path / "base.ckpt")
     config = str(Path(__file__).parent.parent / "configs" / "finetune.yaml")

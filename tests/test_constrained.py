@@ -6,12 +6,12 @@ import math
 import pytest
 import torch
 
-from helpers import random_ids, synthetic_pairs, tiny_model
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.constrained import TermConstraints, allocate, constrained_beam_search
 from seq2seq.decoding.decode import TransformerScorer, translate_ids
 from seq2seq.decoding.search import SearchConfig, SpecialTokens, beam_search
 from seq2seq.inference.glossary import Term, term_constraints
+from tests.helpers import random_ids, synthetic_pairs, tiny_model
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 A, B, C, D, XY, ZX, X, Y = range(4, 12)  # tokens of the scripted decoder

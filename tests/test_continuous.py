@@ -8,10 +8,10 @@ import random
 import pytest
 import torch
 
-from helpers import tiny_model
 from seq2seq.decoding.continuous import ContinuousBeam, ContinuousGreedy
 from seq2seq.decoding.decode import translate_ids
 from seq2seq.decoding.search import SearchConfig, TokenRules
+from tests.helpers import tiny_model
 
 
 @pytest.fixture(scope="module")

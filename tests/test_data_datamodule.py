@@ -9,10 +9,10 @@ import pytest
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
-from helpers import synthetic_pairs
 from seq2seq.data import UNK_ID, Batch, DataError, Tokenizer, TranslationDataModule, prepare
 from seq2seq.data.data_location import DATA_LOCATION
 from seq2seq.data.split import split_name
+from tests.helpers import synthetic_pairs
 
 
 @pytest.fixture(scope="module")

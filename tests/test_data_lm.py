@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import synthetic_pairs
 from seq2seq.config import ModelConfig
 from seq2seq.data import DataError
 from seq2seq.data.batching import collate_blocks, collate_joined
@@ -15,6 +14,7 @@ from seq2seq.data.lm import clean_document_batch, pack_flat
 from seq2seq.data.sources import CorpusSpec, text_batches
 from seq2seq.decoding.decode import translation_prompt
 from seq2seq.errors import ConfigError
+from tests.helpers import synthetic_pairs
 
 PAD, BOS, EOS, SEP = 0, 2, 3, 4
 

@@ -3,7 +3,6 @@ generated, and glossaries annotating a term-trained model's sources."""
 
 import pytest
 
-from helpers import tiny_checkpoint
 from seq2seq.data.terms import (
     TERM_TAGS,
     TermSpan,
@@ -14,6 +13,7 @@ from seq2seq.data.terms import (
 )
 from seq2seq.inference.glossary import Glossary
 from seq2seq.inference.translator import Translator
+from tests.helpers import tiny_checkpoint
 
 
 @pytest.fixture(scope="module")
@@ -104,10 +104,9 @@ def test_a_model_without_term_tags_reads_glossaries_as_before(plain_model):
 @pytest.mark.slow
 def test_a_term_model_takes_glossaries_through_the_cli_and_the_deepl_client(tmp_path_factory):
     deepl = pytest.importorskip("deepl")
-    from test_serve_deepl import serving
-
     from seq2seq.cli import main
     from seq2seq.serve.served_model import ServedModel
+    from tests.test_serve_deepl import serving
 
     def run(*argv: str) -> None:
         assert main(list(argv)) == 0

@@ -2,9 +2,9 @@
 
 import pytest
 
-from helpers import synthetic_pairs
 from seq2seq.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, clean_pairs
 from seq2seq.data.tokenizer import SEP, load_tokenizer, tokenizer_from_bytes
+from tests.helpers import synthetic_pairs
 
 VOCAB = 3000  # HSK needs ~1.8k single characters at 0.9995 coverage, plus 256 byte pieces
 

@@ -57,9 +57,9 @@ def test_the_tests_of_case_read_words_not_characters():
 def test_a_translator_reads_shouted_input_as_the_checkpoints_truecaser_writes_it(tmp_path):
     import torch
 
-    from helpers import tiny_checkpoint
     from seq2seq.inference.checkpoint import CHECKPOINT_KEY, TRUECASE_KEY
     from seq2seq.inference.translator import Translator
+    from tests.helpers import tiny_checkpoint
 
     path = tiny_checkpoint(tmp_path / "tiny.ckpt", source_ends_with_eos=True)
     checkpoint = torch.load(path, weights_only=False)

@@ -8,7 +8,6 @@ import math
 import pytest
 import torch
 
-from helpers import GPT, LLAMA, STYLES, random_ids, tiny_config, tiny_model
 from seq2seq import Transformer
 from seq2seq.decoding.decode import (
     PromptScorer,
@@ -25,6 +24,7 @@ from seq2seq.decoding.search import (
     greedy_search,
 )
 from seq2seq.inference.packed import pack_for_cpu_inference
+from tests.helpers import GPT, LLAMA, STYLES, random_ids, tiny_config, tiny_model
 
 PAD, UNK, BOS, EOS, SEP = 0, 1, 2, 3, 4
 IDS = SpecialTokens(pad=PAD, unk=UNK, bos=BOS, eos=EOS)  # as tiny_config's

@@ -10,9 +10,9 @@ from dataclasses import replace
 import pytest
 import torch
 
-from helpers import tiny_checkpoint
 from seq2seq.decoding.search import Hypothesis, SearchConfig
 from seq2seq.inference.translator import Translator
+from tests.helpers import tiny_checkpoint
 
 SENTENCES = ["I will buy apples today.", "She can see the book tomorrow.", "We should eat."]
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import synthetic_pairs, tiny_checkpoint
 from seq2seq.cli import main
 from seq2seq.data.data_location import DATA_LOCATION
 from seq2seq.data.datamodule import TranslationDataModule
@@ -25,6 +24,7 @@ from seq2seq.inference.evaluation import (
     hypotheses_path,
     load_eval_set,
 )
+from tests.helpers import synthetic_pairs, tiny_checkpoint
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import shutil
 import pytest
 import torch
 
-from helpers import synthetic_pairs, tiny_checkpoint, without_byte_rule
+from tests.helpers import synthetic_pairs, tiny_checkpoint, without_byte_rule
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 SOURCES = [[5, 6, 7, 8], [9, 10], [11, 12, 13, 14, 15, 16]]

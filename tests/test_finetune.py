@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from opus_mt import build_opus_mt_like, hsk_pairs
+from tests.opus_mt import build_opus_mt_like, hsk_pairs
 
 pytest.importorskip("transformers")
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")

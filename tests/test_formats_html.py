@@ -56,10 +56,9 @@ def test_links_side_by_side_never_come_back_empty():
 
 
 def test_a_warning_names_the_line_a_paragraph_starts_on(tmp_path, capsys):
-    from test_documents import Counting
-
-    from helpers import tiny_checkpoint
     from seq2seq.inference.translator import Translator
+    from tests.helpers import tiny_checkpoint
+    from tests.test_documents import Counting
 
     translator = Translator.from_checkpoint(tiny_checkpoint(tmp_path / "t.ckpt"))
     windowed = Translator(Counting(translator.engine, 8), translator.tokenizer)

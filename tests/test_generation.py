@@ -1,9 +1,9 @@
 """The text-level Generator (generation.py); the id-level ``generate_ids`` is in test_decode.py."""
 
-from helpers import LLAMA, tiny_model
 from seq2seq.decoding.sampling import SamplingConfig
 from seq2seq.decoding.search import SearchConfig
 from seq2seq.inference.generation import Generator
+from tests.helpers import LLAMA, tiny_model
 
 EOS = 3
 
@@ -33,9 +33,9 @@ def test_streamed_text_waits_for_whole_characters(tmp_path):
     stream shows it only once whole, and shows exactly the final text."""
     import torch
 
-    from helpers import tiny_checkpoint
     from seq2seq.inference.checkpoint import load_model
     from seq2seq.inference.generation import _TextStream
+    from tests.helpers import tiny_checkpoint
 
     tokenizer = load_model(tiny_checkpoint(tmp_path / "lm.ckpt", lm=True)).tokenizer
     prompt, text = tokenizer.encode("我"), "龘你好"

@@ -11,12 +11,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers import fit, random_ids, tiny_config
 from seq2seq import Transformer
 from seq2seq.attention import attend, step_attention
 from seq2seq.decoding.decode import translate_ids
 from seq2seq.decoding.search import SearchConfig
 from seq2seq.loss import label_smoothed_cross_entropy
+from tests.helpers import fit, random_ids, tiny_config
 
 pytestmark = [
     pytest.mark.gpu,

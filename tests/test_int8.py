@@ -8,7 +8,6 @@ import pytest
 import torch
 from torch import nn
 
-from helpers import random_ids, tiny_checkpoint, tiny_config
 from seq2seq import Transformer
 from seq2seq.cli import main
 from seq2seq.decoding.decode import translate_ids
@@ -23,6 +22,7 @@ from seq2seq.inference.int8 import (
 )
 from seq2seq.inference.packed import PackedLinear
 from seq2seq.inference.translator import Translator
+from tests.helpers import random_ids, tiny_checkpoint, tiny_config
 
 pytestmark = pytest.mark.skipif(not QUANTIZATION_AVAILABLE, reason="no fbgemm in this torch")
 VOCAB = 3000

@@ -4,9 +4,9 @@ its formula."""
 import torch
 from torch import nn
 
-from helpers import tiny_config
 from seq2seq.attention import causal_mask, key_mask
 from seq2seq.layers import DecoderLayer, EncoderLayer, RMSNorm
+from tests.helpers import tiny_config
 
 D, H, FF = 32, 4, 64
 

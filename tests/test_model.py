@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from helpers import random_ids, tiny_config, tiny_model
 from seq2seq import ModelConfig, Transformer
 from seq2seq.attention import padding_mask
 from seq2seq.config import paper_parameter_count
+from tests.helpers import random_ids, tiny_config, tiny_model
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,8 @@
 """The decoder style options of ModelConfig (RMSNorm, learned/rotary positions, GELU/SwiGLU, no
 biases) build the named parts of the model (beside test_model.py)."""
 
-from helpers import GPT, LLAMA, tiny_model
 from seq2seq.layers import RMSNorm
+from tests.helpers import GPT, LLAMA, tiny_model
 
 
 def test_style_options_build_the_named_parts():

@@ -10,7 +10,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers import random_ids, synthetic_pairs, tiny_config
 from seq2seq import Transformer
 from seq2seq.data import Tokenizer
 from seq2seq.decoding.decode import generate_ids, translate_ids
@@ -27,6 +26,7 @@ from seq2seq.inference.packed import (
     pack_for_cpu_inference,
 )
 from seq2seq.inference.translator import Translator
+from tests.helpers import random_ids, synthetic_pairs, tiny_config
 
 needs_packing = pytest.mark.skipif(not PACKING_AVAILABLE, reason="no oneDNN in this torch")
 VOCAB = 3000  # float32 and a vocabulary of 3,000: the shapes real models decode with

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from helpers import tiny_checkpoint
-from opus_mt import build_opus_mt_like, hsk_pairs
+from tests.helpers import tiny_checkpoint
+from tests.opus_mt import build_opus_mt_like, hsk_pairs
 
 pytest.importorskip("transformers")
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")

@@ -6,7 +6,6 @@ import math
 import pytest
 import torch
 
-from helpers import random_ids, tiny_model
 from seq2seq.decoding.decode import TransformerScorer, translate_ids
 from seq2seq.decoding.sampling import (
     RowStreams,
@@ -23,6 +22,7 @@ from seq2seq.decoding.search import (
     greedy_search,
     top_k_by_blocks,
 )
+from tests.helpers import random_ids, tiny_model
 
 PAD, UNK, BOS, EOS, A, B = 0, 1, 2, 3, 4, 5
 IDS = SpecialTokens(pad=PAD, unk=UNK, bos=BOS, eos=EOS)  # as tiny_config's

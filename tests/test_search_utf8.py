@@ -5,7 +5,6 @@ import hashlib
 import pytest
 import torch
 
-from helpers import tiny_model
 from seq2seq.decoding.continuous import ContinuousBeam, ContinuousGreedy
 from seq2seq.decoding.decode import translate_ids
 from seq2seq.decoding.sampling import SamplingConfig, sample_search
@@ -17,6 +16,7 @@ from seq2seq.decoding.search import (
     greedy_search,
 )
 from seq2seq.decoding.utf8 import drop_broken_bytes, last_written, next_byte_range
+from tests.helpers import tiny_model
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 BYTES = tuple(range(8, 8 + 256))  # <0x00> .. <0xFF>, as in our SentencePiece models

@@ -239,7 +239,7 @@ def test_requests_are_logged_one_line_each(http, translation_server):
 
 def test_an_int8_server_says_int8_when_it_starts(translation_checkpoint):
     from seq2seq.inference.int8 import QUANTIZATION_AVAILABLE
-    from serving import running_server
+    from tests.serving import running_server
 
     if not QUANTIZATION_AVAILABLE:
         pytest.skip("no fbgemm in this torch")
@@ -255,7 +255,7 @@ def test_an_int8_server_says_int8_when_it_starts(translation_checkpoint):
 def test_api_keys_are_required_when_a_key_file_is_given(translation_checkpoint, tmp_path):
     from libretranslatepy import LibreTranslateAPI
 
-    from serving import running_server
+    from tests.serving import running_server
 
     keys = tmp_path / "keys.txt"
     keys.write_text("# team keys\nsecret-1\n\nsecret-2\n")
@@ -282,8 +282,8 @@ def test_without_a_key_file_a_key_is_accepted_and_ignored(http):
 
 
 def test_a_decoder_only_translator_serves_translate_like_an_encoder_decoder(tmp_path):
-    from helpers import tiny_checkpoint
-    from serving import running_server
+    from tests.helpers import tiny_checkpoint
+    from tests.serving import running_server
 
     checkpoint = tiny_checkpoint(tmp_path / "joined.ckpt", joined=True)
     translator = Translator.from_checkpoint(checkpoint)
@@ -306,7 +306,7 @@ def test_a_decoder_only_translator_serves_translate_like_an_encoder_decoder(tmp_
 def test_a_ctranslate2_export_is_served_with_the_same_api(translation_checkpoint, tmp_path):
     pytest.importorskip("ctranslate2")
     from seq2seq.tools.export import export_ctranslate2
-    from serving import running_server
+    from tests.serving import running_server
 
     directory = export_ctranslate2(translation_checkpoint, tmp_path / "ct2")
     expected = Translator.from_ctranslate2(directory).translate(SENTENCES, beam_size=5)

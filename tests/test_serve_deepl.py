@@ -464,7 +464,7 @@ def test_a_language_model_server_refuses_translation(lm_checkpoint):
 def test_seq2seq_serve_keeps_glossaries_in_its_glossary_dir(translation_checkpoint, tmp_path):
     """The command's --glossary-dir, end to end: a glossary made through the client is a file
     there, and the next server started on the directory serves it."""
-    from serving import running_server
+    from tests.serving import running_server
 
     directory = tmp_path / "glossaries"  # made by the server
     with running_server(translation_checkpoint, "--glossary-dir", str(directory)) as server:

@@ -14,8 +14,8 @@ import time
 import httpx
 import pytest
 
-from helpers import synthetic_pairs
-from serving import running_server
+from tests.helpers import synthetic_pairs
+from tests.serving import running_server
 
 pytest.importorskip("fastapi")
 pytestmark = pytest.mark.slow

@@ -120,7 +120,7 @@ def translate_file_in_page(driver, path: Path) -> str:
 def test_translate_page_matches_the_api(browser, request, tmp_path):
     with ExitStack() as stack:
         if checkpoint := os.environ.get("SEQ2SEQ_SERVE_CHECKPOINT"):
-            from serving import running_server
+            from tests.serving import running_server
 
             server = stack.enter_context(running_server(checkpoint))
         else:

@@ -4,10 +4,10 @@ and its padding mask."""
 import pytest
 import torch
 
-from helpers import tiny_config
 from seq2seq.data.batching import Batch
 from seq2seq.training.module import TranslationModule
 from seq2seq.training.schedule import cooldown_factor, inverse_sqrt_schedule
+from tests.helpers import tiny_config
 
 
 class FakeTimer:

@@ -9,11 +9,11 @@ from types import SimpleNamespace
 import pytest
 
 import seq2seq.training.validation as validation
-from helpers import synthetic_pairs, tiny_config
 from seq2seq.errors import ConfigError
 from seq2seq.training.data_checks import InitCheckpoint, check_data_fits_model
 from seq2seq.training.module import TranslationModule
 from seq2seq.training.validation import ValidationBleu, evenly_spaced
+from tests.helpers import synthetic_pairs, tiny_config
 
 # -- ValidationBleu ----------------------------------------------------------------------------
 

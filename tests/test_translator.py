@@ -5,9 +5,9 @@ runs out of memory is split and retried (on the small fitted run, conftest's ``r
 import pytest
 import torch
 
-from helpers import synthetic_pairs
 from seq2seq.inference.pieces import token_batches
 from seq2seq.inference.translator import Translator
+from tests.helpers import synthetic_pairs
 
 
 @pytest.mark.slow
@@ -69,7 +69,7 @@ def test_n_best_hypotheses_agree_with_translate_and_come_best_first(tmp_path):
     """``translate_hypotheses`` (what a server returns with scores) ranks each line's n-best by
     score, its first is what ``translate`` writes, an empty line has none, and beam 1 keeps
     exactly one hypothesis: greedy's."""
-    from helpers import tiny_checkpoint
+    from tests.helpers import tiny_checkpoint
 
     translator = Translator.from_checkpoint(tiny_checkpoint(tmp_path / "mt.ckpt"))
     lines = [en for en, _ in synthetic_pairs()[:12:4]] + [""]
@@ -91,7 +91,7 @@ def test_cut_sources_keep_their_eos_exactly_when_the_model_reads_one(tmp_path, c
     """An over-long line is cut to the model's positions; a long sentence without clause
     punctuation is decoded in windows; clauses are packed up to the limit. Each of these
     sources ends with the eos when the model was trained so, and only then."""
-    from helpers import tiny_checkpoint
+    from tests.helpers import tiny_checkpoint
 
     translator = Translator.from_checkpoint(
         tiny_checkpoint(tmp_path / "mt.ckpt", source_ends_with_eos=with_eos)

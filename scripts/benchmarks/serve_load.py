@@ -1,5 +1,5 @@
 """``bench_serve``'s load: concurrent LibreTranslate clients against one server, and what one
-client count measures (requests, latencies, the cores each side used)."""
+client count measures (requests, latencies, the cores each side used, the server's memory)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ from typing import Any
 import httpx
 
 from benchmarks.harness import busy_cpu_seconds
+from benchmarks.proc_memory import MIB, descendants, smaps
+
+MEMORY_EVERY = 0.2  # seconds between two readings of the server's resident memory
 
 
 @dataclass
@@ -31,6 +34,7 @@ class Level:
     server_cores: float = 0.0  # CPU the server used during the measurement, in cores
     client_cores: float = 0.0  # CPU this process (the load generator) used, in cores
     other_cores: float = 0.0  # CPU everything else on the machine used, in cores
+    peak_rss_mib: float = 0.0  # the server's process tree, resident, at its highest reading
 
     @property
     def requests_per_s(self) -> float:
@@ -96,7 +100,8 @@ async def run_level(
         offsets = [i * len(sentences) // clients for i in range(clients)]
         tasks = [client_loop(client, sentences, offset, window, level) for offset in offsets]
         cpu = asyncio.create_task(measure_cpu(server_pid, window, level))
-        await asyncio.gather(*tasks, cpu)
+        memory = asyncio.create_task(measure_memory(server_pid, window, level))
+        await asyncio.gather(*tasks, cpu, memory)
     return level
 
 
@@ -153,6 +158,21 @@ async def measure_cpu(server_pid: int, window: Window, level: Level) -> None:
     seconds = window.end - window.start
     level.server_cores, level.client_cores = server / seconds, client / seconds
     level.other_cores = max(0.0, busy - server - client) / seconds
+
+
+async def measure_memory(server_pid: int, window: Window, level: Level) -> None:
+    """The highest resident memory of the server and its children, summed, read every
+    :data:`MEMORY_EVERY` seconds from the start of the warm-up to the end of the window."""
+    while True:
+        level.peak_rss_mib = max(level.peak_rss_mib, tree_rss(server_pid) / MIB)
+        if time.perf_counter() >= window.end:
+            return
+        await asyncio.sleep(MEMORY_EVERY)
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of ``pid`` and every process below it (0 for those gone)."""
+    return sum(smaps(p).get("Rss", 0) for p in descendants(pid))
 
 
 def process_cpu_seconds(pid: int) -> float:

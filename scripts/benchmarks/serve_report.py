@@ -27,6 +27,7 @@ CORES_HEADER = [
     "server cores",
     "load generator cores",
     "other processes' cores",
+    "server peak RSS MiB",
     "failed requests",
 ]
 
@@ -125,6 +126,7 @@ def cores_row(r: dict[str, Any]) -> list[Any]:
         f"{r['server_cores']:.2f}",
         f"{r['client_cores']:.2f}",
         f"{r['other_cores']:.2f}",
+        f"{r['peak_rss_mib']:.0f}",
         r["errors"],
     ]
 
@@ -156,3 +158,122 @@ def print_table(header: list[str], rows: list[list[Any]]) -> None:
     for row in rows:
         print("| " + " | ".join(str(cell) for cell in row) + " |")
     print()
+
+
+# -- servers against each other (bench_serve_libretranslate.py) --------------------------------
+
+SERVERS_HEADER = [
+    "server",
+    "clients",
+    "sentences/s",
+    "p50 ms",
+    "p99 ms",
+    "peak RSS MiB",
+    "server cores",
+    "other cores",
+    "failed",
+]
+RATIOS_HEADER = ["clients", "server", "sentences/s ×", "p50 ×", "p99 ×", "peak RSS ×"]
+
+
+def build_comparison(
+    args: argparse.Namespace,
+    rows: list[dict[str, Any]],
+    servers: dict[str, dict[str, Any]],
+    n_sentences: int,
+    versions: dict[str, str],
+) -> dict[str, Any]:
+    """Everything measured, each server's levels (``server`` added to each level's summary)
+    and the ratios of every server to ``args.reference`` at the same client count."""
+    reference = {r["clients"]: r for r in rows if r["server"] == args.reference}
+    ratios = []
+    for r in rows:
+        base = reference.get(r["clients"])
+        if base is None or r["server"] == args.reference:
+            continue
+        ratios.append(
+            {
+                "clients": r["clients"],
+                "server": r["server"],
+                "reference": args.reference,
+                **{k: _ratio(r[k], base[k]) for k in RATIO_KEYS},
+            }
+        )
+    return {
+        "machine": {**machine(args.threads), **versions},
+        "checkpoint": args.checkpoint,
+        "sentences": n_sentences,
+        "settings": {k: getattr(args, k) for k in COMPARISON_SETTINGS},
+        "servers": servers,
+        "levels": rows,
+        "ratios": ratios,
+    }
+
+
+RATIO_KEYS = ("sentences_per_s", "p50_ms", "p99_ms", "peak_rss_mib")
+COMPARISON_SETTINGS = (
+    "beam",
+    "duration",
+    "warmup",
+    "threads",
+    "request_threads",
+    "max_wait_ms",
+    "max_batch_tokens",
+    "max_other_cores",
+    "retries",
+)
+
+
+def _ratio(value: float, base: float) -> float | None:
+    return value / base if base else None
+
+
+def print_comparison(report: dict[str, Any]) -> None:
+    """The setting, how each server ran, one row per server and client count, the ratios to
+    the reference server and any failures."""
+    m, s = report["machine"], report["settings"]
+    print(
+        f"\n{m['cpu']}, {m['cores']} cores; {s['threads']} compute threads per server; beam "
+        f"{s['beam']}; {report['sentences']} sentences; {s['warmup']:g} s warm-up + "
+        f"{s['duration']:g} s per level (again, up to {s['retries']} times, where other "
+        f"processes used over {s['max_other_cores']:g} cores); "
+        + ", ".join(f"{k} {v}" for k, v in m.items() if k not in ("cpu", "cores", "threads"))
+        + "\n"
+    )
+    for name, server in report["servers"].items():
+        print(f"- {name}: {server['description']} (ready in {server['ready_s']:.1f} s)")
+    print()
+    print_table(SERVERS_HEADER, [server_row(r) for r in report["levels"]])
+    if report["ratios"]:
+        print(f"Ratios to {report['ratios'][0]['reference']} at the same client count:\n")
+        print_table(RATIOS_HEADER, [ratio_row(r) for r in report["ratios"]])
+    for r in report["levels"]:
+        if r["first_error"]:
+            print(
+                f"{r['server']}, {r['clients']} clients: {r['errors']} failed, the first with "
+                f"{r['first_error']}"
+            )
+
+
+def server_row(r: dict[str, Any]) -> list[Any]:
+    """One server at one client count, under :data:`SERVERS_HEADER`."""
+    return [
+        r["server"],
+        r["clients"],
+        f"{r['sentences_per_s']:.1f}",
+        f"{r['p50_ms']:.0f}",
+        f"{r['p99_ms']:.0f}",
+        f"{r['peak_rss_mib']:.0f}",
+        f"{r['server_cores']:.2f}",
+        f"{r['other_cores']:.2f}",
+        r["errors"],
+    ]
+
+
+def ratio_row(r: dict[str, Any]) -> list[Any]:
+    """One server's numbers over the reference's, under :data:`RATIOS_HEADER`."""
+    return [
+        r["clients"],
+        r["server"],
+        *("–" if r[k] is None else f"{r[k]:.2f}" for k in RATIO_KEYS),
+    ]

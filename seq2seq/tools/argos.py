@@ -39,7 +39,7 @@ import tempfile
 import time
 import urllib.request
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,11 @@ FROM_NAME, TO_NAME = "English", "Chinese"
 ARGOS_BEAM_SIZE = 4
 ARGOS_LENGTH_PENALTY = 0.2
 ARGOS_MAX_DECODING_LENGTH = 256
+# CTranslate2 cuts sources at 1,024 tokens (translate_batch's max_input_length, which Argos
+# leaves), and CTranslate2 fails on a position past the model's table (HTTP 500 from
+# LibreTranslate). Our positions are sinusoids, a fixed function of the position: the package's
+# model carries a table of this many rows, its first rows those the model was trained with.
+ARGOS_POSITIONS = 1024
 
 # -- the package ------------------------------------------------------------------------------
 
@@ -99,7 +104,9 @@ def export_argos(
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / name
-        model = export_ctranslate2(checkpoint, root / "model", eval_json, quantization)
+        model = export_ctranslate2(
+            checkpoint, root / "model", eval_json, quantization, positions=ARGOS_POSITIONS
+        )
         shutil.copy(model / SPM_FILE, root / "sentencepiece.model")
         (root / "minisbd").mkdir()
         (root / "minisbd" / "en.onnx").write_bytes(splitter_onnx())
@@ -159,6 +166,10 @@ def package_readme(checkpoint: str | Path) -> str:
             f"Argos decodes with beam {ARGOS_BEAM_SIZE} (`ARGOS_BEAM_SIZE`) and length penalty",
             f"{ARGOS_LENGTH_PENALTY}; `seq2seq translate` with beam 5 and the GNMT penalty of the",
             "checkpoint. See docs/libretranslate.md of seq2seq for every difference.",
+            "",
+            f"The model's sinusoidal position table has {ARGOS_POSITIONS} rows, as many as",
+            "CTranslate2 reads source tokens: a sentence longer than the model was trained on",
+            "is translated (how well is another matter) instead of failing.",
             "",
         ]
     )
@@ -252,17 +263,34 @@ def libretranslate(
 ) -> Iterator[str]:
     """A LibreTranslate server (the venv of ``python``, packages installed under ``home``) on
     127.0.0.1:``port``, offline; yields its URL once ``/languages`` answers, stops it after."""
-    env = {**os.environ, **offline_environment(home)}
+    with libretranslate_process(python, home, port, timeout, args) as (url, _):
+        yield url
+
+
+@contextmanager
+def libretranslate_process(
+    python: str | Path,
+    home: str | Path,
+    port: int,
+    timeout: float = 300,
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    threads: int = 1,
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """:func:`libretranslate` yielding (URL, server process), with ``threads`` request
+    threads (its ``--threads``: waitress') and ``env`` over the offline environment (e.g.
+    ``ARGOS_INTRA_THREADS``); its log is ``home/libretranslate.log``."""
+    env = {**os.environ, **offline_environment(home), **(env or {})}
     command = [str(python), "-m", "libretranslate.main", "--host", "127.0.0.1"]
     command += ["--port", str(port), "--load-only", f"{FROM_CODE},{TO_CODE}"]
-    command += ["--disable-files-translation", "--threads", "1", *args]
+    command += ["--disable-files-translation", "--threads", str(threads), *args]
     log = Path(home) / "libretranslate.log"
     with log.open("wb") as sink:
         server = subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
         try:
             _wait_for(url, server, log, timeout)
-            yield url
+            yield url, server
         finally:
             server.terminate()
             try:

@@ -89,9 +89,15 @@ def export_hf(checkpoint: str | Path, output: str | Path, eval_json: str | None 
 
 
 def write_hf(
-    loaded: LoadedModel, checkpoint: str | Path, output: str | Path, eval_json: str | None
+    loaded: LoadedModel,
+    checkpoint: str | Path,
+    output: str | Path,
+    eval_json: str | None,
+    positions: int | None = None,
 ) -> Path:
-    """:func:`export_hf` of a loaded checkpoint, without the warning."""
+    """:func:`export_hf` of a loaded checkpoint, without the warning. ``positions``: a
+    sinusoid table of that many rows where the model has fewer (the Argos export's; the
+    sinusoids are a fixed function, so the rows the model has are unchanged)."""
     if loaded.model.config.decoder_only:
         raise CheckpointError(f"{checkpoint}: a decoder-only model has no MarianMTModel form")
     check_exportable(loaded.model.config)
@@ -100,6 +106,10 @@ def write_hf(
     marian = to_marian(loaded.model, loaded.tokenizer)
     mc, search = loaded.model.config, loaded.search
     marian.generation_config = generation_config(mc, marian_rows(mc, loaded.tokenizer)[1])
+    if positions is not None and positions > mc.max_positions:
+        # Marian saves no sinusoid table: from_pretrained (and so CTranslate2's converter)
+        # computes one of max_position_embeddings rows, row p depending on p alone.
+        marian.config.max_position_embeddings = positions
     marian.save_pretrained(out)
     write_marian_tokenizer(loaded.tokenizer, loaded.model.config, out)
     card = model_card(checkpoint, mc, search, eval_json, loaded.tokenizer)
@@ -284,9 +294,12 @@ def export_ctranslate2(
     output: str | Path,
     eval_json: str | None = None,
     quantization: str | None = None,
+    positions: int | None = None,
 ) -> Path:
     """Write a CTranslate2 model directory that ``CTranslate2Engine`` (and
-    ``seq2seq translate --engine ctranslate2``) reads."""
+    ``seq2seq translate --engine ctranslate2``) reads; ``positions`` as :func:`write_hf`
+    takes it (its settings file keeps the model's own ``max_positions``, where our engine
+    cuts sources)."""
 
     try:
         import ctranslate2  # noqa: F401
@@ -297,7 +310,7 @@ def export_ctranslate2(
     with tempfile.TemporaryDirectory() as tmp:
         # No warning for a model trained without a source eos: CTranslate2Engine feeds it
         # what seq2seq translate feeds ours.
-        hf_dir = write_hf(loaded, checkpoint, Path(tmp) / "hf", eval_json)
+        hf_dir = write_hf(loaded, checkpoint, Path(tmp) / "hf", eval_json, positions)
         convert(hf_dir, out, quantization)
         shutil.copy(hf_dir / "README.md", out / "README.md")
     declare_source_eos(out, loaded.tokenizer.source_ends_with_eos)
