@@ -85,25 +85,6 @@ def write_bytes(data: bytes, path: str | Path | None) -> None:
         Path(path).write_bytes(data)
 
 
-def read_text(path: str | Path | None) -> str:
-    """A whole UTF-8 document (stdin when ``path`` is None), byte-order mark dropped; invalid
-    bytes become U+FFFD.
-
-    Raises:
-        DataError: the file does not exist.
-    """
-    return read_bytes(path).decode("utf-8", errors="replace").removeprefix("\ufeff")
-
-
-def write_text(text: str, path: str | Path | None) -> None:
-    """A whole document, as it is, to a UTF-8 file or to stdout."""
-    if path is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        Path(path).write_text(text, encoding="utf-8")
-
-
 def stream_lines(path: str | Path | None, encoding: str | None = None) -> Iterator[str]:
     """The lines of a text file (stdin when ``path`` is None), read lazily as ``read_lines``
     reads them: cut at ``\\n`` only, ``\\r`` and a byte-order mark dropped, invalid bytes as

@@ -24,6 +24,7 @@ outputs (and CTranslate2's, which takes no mask) after the search.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 import torch
@@ -53,17 +54,31 @@ def continuations_after(lead: int) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class _Tables:
+    """What the rule reads of a vocabulary, on the device the search runs on."""
+
+    value_of: Tensor  # (V,) each piece's byte value, -1 for an ordinary piece
+    needs: Tensor  # (256,) continuation bytes after each byte as a lead
+    first_low: Tensor  # (256,) the lowest first continuation after each lead
+    first_high: Tensor  # (256,) the highest
+    never_first: Tensor  # ids of the byte pieces that never start a character
+
+
 @lru_cache(maxsize=8)
-def _tables(byte_ids: tuple[int, ...], vocab: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """For a vocabulary of ``vocab`` pieces whose byte pieces are ``byte_ids`` (by value):
-    each piece's byte value (-1 for an ordinary piece), each byte's continuation count, the
-    low and high bound of the next byte after each byte as a first continuation."""
+def _tables(byte_ids: tuple[int, ...], vocab: int, device: str) -> _Tables:
+    """Made once per vocabulary and device, not at every step of a search."""
     value_of = torch.full((vocab,), -1, dtype=torch.long)
     value_of[list(byte_ids)] = torch.arange(256)
-    needs = torch.tensor([continuations_after(b) for b in range(256)])
-    low = torch.tensor([FIRST_CONTINUATION.get(b, (0x80, 0xBF))[0] for b in range(256)])
-    high = torch.tensor([FIRST_CONTINUATION.get(b, (0x80, 0xBF))[1] for b in range(256)])
-    return value_of, needs, low, high
+    ranges = [FIRST_CONTINUATION.get(b, (0x80, 0xBF)) for b in range(256)]
+    tables = _Tables(
+        value_of,
+        torch.tensor([continuations_after(b) for b in range(256)]),
+        torch.tensor([low for low, _ in ranges]),
+        torch.tensor([high for _, high in ranges]),
+        torch.tensor([byte_ids[b] for b in NEVER_FIRST]),
+    )
+    return _Tables(*(t.to(device) for t in vars(tables).values()))
 
 
 def last_written(written: Tensor, pad: int, n: int = 3) -> Tensor:
@@ -86,8 +101,9 @@ def last_written(written: Tensor, pad: int, n: int = 3) -> Tensor:
 def next_byte_range(last: Tensor, byte_ids: tuple[int, ...], vocab: int) -> tuple[Tensor, Tensor]:
     """(..., 3) last tokens -> ((...), (...)): the lowest and highest byte the next piece must
     be, or -1 and -1 where no character is open (the history is valid by construction)."""
-    value_of, needs, first_low, first_high = (t.to(last.device) for t in _tables(byte_ids, vocab))
-    value = value_of[last]  # (..., 3) byte values, -1 for ordinary pieces
+    tables = _tables(byte_ids, vocab, str(last.device))
+    needs, first_low, first_high = tables.needs, tables.first_low, tables.first_high
+    value = tables.value_of[last]  # (..., 3) byte values, -1 for ordinary pieces
     third, second, first = value[..., 0], value[..., 1], value[..., 2]  # first = the newest
 
     def need(byte: Tensor) -> Tensor:
@@ -123,10 +139,10 @@ def ban_broken_bytes_(
     low, high = next_byte_range(last_written(written, pad), byte_ids, vocab)  # (B, R)
     open_rows = (low >= 0) & ~free[:, None]
     kept = logits[open_rows] if bool(open_rows.any()) else None  # (P, V)
-    never_first = [byte_ids[b] for b in NEVER_FIRST]
-    logits[..., never_first] = NEG_INF
+    tables = _tables(byte_ids, vocab, str(logits.device))
+    logits[..., tables.never_first] = NEG_INF
     if kept is not None:
-        value_of = _tables(byte_ids, vocab)[0].to(logits.device)
+        value_of = tables.value_of
         allowed = (value_of[None] >= low[open_rows][:, None]) & (
             value_of[None] <= high[open_rows][:, None]
         )
