@@ -85,6 +85,43 @@ def test_the_worker_waits_up_to_max_wait_for_company():
     assert run.batches == [["a", "b"]]
 
 
+def test_waiting_for_arrivals_a_lone_request_never_waits_for_company():
+    run = Recorder()
+    worker = BatchingWorker(run, 100, max_wait=30.0, max_queue=100, wait_for_arrivals=True)
+    worker.start()
+    worker.request_started()  # the request whose job this is
+    start = time.monotonic()
+    assert worker.submit(job("alone")).result(5) == "ALONE"
+    assert time.monotonic() - start < 5  # not the 30 s window
+    worker.request_ended()
+    worker.close()
+
+
+def test_waiting_for_arrivals_the_worker_waits_for_a_received_request_and_no_longer():
+    run = Recorder()
+    worker = BatchingWorker(run, 100, max_wait=30.0, max_queue=100, wait_for_arrivals=True)
+    worker.start()
+    worker.request_started(), worker.request_started()  # two requests arrived
+    first = worker.submit(job("a"))
+    time.sleep(0.2)  # the second is still being read: the first waits for it
+    assert not first.done()
+    start = time.monotonic()
+    second = worker.submit(job("b"))  # nobody else in flight: decoded at once, together
+    assert (first.result(5), second.result(5)) == ("A", "B")
+    assert time.monotonic() - start < 5
+    assert run.batches == [["a", "b"]]
+    worker.request_ended(), worker.request_ended()
+    # A request that queues no job (it failed, or its job is done) stops the wait too.
+    worker.request_started(), worker.request_started(), worker.request_started()
+    third = worker.submit(job("c"))
+    time.sleep(0.2)
+    assert not third.done()
+    worker.request_ended()  # one of the others answered without a job
+    worker.request_ended()
+    assert third.result(5) == "C"
+    worker.close()
+
+
 def test_a_full_queue_refuses_at_once_but_a_lone_big_job_is_taken():
     run = Recorder()
     worker = blocked_worker(run, max_queue=3)

@@ -351,7 +351,8 @@ def _add_batching_options(p: argparse.ArgumentParser) -> None:
         "--max-wait-ms",
         type=float,
         default=settings.max_wait_ms,
-        help="how long a request waits for others to share its batch (%(default)g)",
+        help="how long a request waits for others to share its batch, waited only while "
+        "another request the server has received is yet to queue its sentences (%(default)g)",
     )
     p.add_argument(
         "--max-queue",

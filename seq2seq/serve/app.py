@@ -53,6 +53,7 @@ def create_app(served: ServedModel, settings: ServerSettings = ServerSettings())
             if settings.continuous
             else None
         ),
+        wait_for_arrivals=True,
     ).start()
 
     from contextlib import asynccontextmanager
@@ -69,6 +70,7 @@ def create_app(served: ServedModel, settings: ServerSettings = ServerSettings())
     app.state.served, app.state.settings, app.state.worker = served, settings, worker
     app.state.glossaries = store
     app.add_middleware(RequestLog)
+    app.add_middleware(CountRequests, worker=worker)
     _add_error_handlers(app)
     translate_texts = add_translation_routes(app, served, settings, worker)
     add_completion_routes(app, served, settings, worker)
@@ -212,3 +214,21 @@ class RequestLog:
                 sentences,
                 ms,
             )
+
+
+class CountRequests:
+    """Pure ASGI middleware: tells the worker when an HTTP request starts and ends, so it
+    waits for company only while a received request has yet to queue its job."""
+
+    def __init__(self, app, worker: BatchingWorker) -> None:
+        self.app, self.worker = app, worker
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self.worker.request_started()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.worker.request_ended()

@@ -3,7 +3,10 @@
 Requests arrive on the event loop; each becomes a ``Job`` (its sentences, already encoded,
 and how to decode them). The worker takes the oldest job, waits at most ``max_wait`` seconds
 for company, and decodes every waiting job that can share its batch (same ``key``: same
-search settings) up to ``max_batch_tokens``. Because the decoding code makes a sentence's
+search settings) up to ``max_batch_tokens``. With ``wait_for_arrivals`` (the server's way) it
+waits only while a request the server has received has not yet queued its job
+(``request_started``/``request_ended``): a client alone is never kept waiting for company
+that cannot come. Because the decoding code makes a sentence's
 output independent of its batch neighbours, batching changes speed, never a result.
 
 The queue is bounded (``max_queue`` waiting sentences): a request beyond it is refused at once
@@ -93,6 +96,7 @@ class BatchingWorker:
         max_wait: float,
         max_queue: int,
         continuous: Continuous | None = None,
+        wait_for_arrivals: bool = False,
     ) -> None:
         if max_batch_tokens < 1 or max_wait < 0 or max_queue < 1:
             raise ValueError("max_batch_tokens and max_queue must be >= 1, max_wait >= 0")
@@ -101,6 +105,9 @@ class BatchingWorker:
         self.max_batch_tokens = max_batch_tokens
         self.max_wait = max_wait
         self.max_queue = max_queue
+        self.wait_for_arrivals = wait_for_arrivals
+        self._requests = 0  # requests received and not yet answered (request_started/ended)
+        self._unanswered = 0  # jobs submitted whose future is not yet done
         self._pending: deque[Job] = deque()
         self._waiting = 0  # sentences in _pending
         self._closed = False
@@ -140,8 +147,33 @@ class BatchingWorker:
                 )
             self._pending.append(job)
             self._waiting += job.size
+            self._unanswered += 1
             self._condition.notify()
+        job.future.add_done_callback(self._answered)
         return job.future
+
+    def request_started(self) -> None:
+        """A request arrived that may queue a job (counted for ``wait_for_arrivals``)."""
+        with self._condition:
+            self._requests += 1
+            self._condition.notify()
+
+    def request_ended(self) -> None:
+        """A request counted by ``request_started`` was answered."""
+        with self._condition:
+            self._requests -= 1
+            self._condition.notify()
+
+    def _answered(self, _: Future) -> None:
+        with self._condition:
+            self._unanswered -= 1
+
+    def _company_expected(self) -> bool:
+        """Whether waiting for company can pay: always, unless ``wait_for_arrivals``; then
+        only while more requests are in flight than jobs are unanswered (a request is between
+        its arrival and its job, e.g. being read or encoded). A request whose job is answered
+        but whose response is still being written also counts, costing at most one wait."""
+        return not self.wait_for_arrivals or self._requests > self._unanswered
 
     def close(self, timeout: float | None = None) -> None:
         """Finish the jobs already queued, then stop the thread."""
@@ -252,7 +284,7 @@ class BatchingWorker:
             while True:
                 batch, full = self._compatible()
                 left = deadline - time.monotonic()
-                if full or left <= 0 or self._closed:
+                if full or left <= 0 or self._closed or not self._company_expected():
                     break
                 self._condition.wait(left)
             self._take(batch)
