@@ -27,6 +27,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from seq2seq.inference.options import TranslateOptions
+
 ENGINES = ("ours fp32", "ours int8", "CTranslate2 fp32", "CTranslate2 int8")
 BASE = dict(d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6, d_ff=2048)
 
@@ -55,9 +57,9 @@ def run_engine(job: Job) -> dict:
         translator = Translator.from_ctranslate2(job.ct2, quantize=quantize)
     result = {}
     for beam in (1, 5):
-        translator.translate(job.sources[: job.warmup], beam_size=beam)
+        translator.translate(job.sources[: job.warmup], TranslateOptions(beam_size=beam))
         start = time.perf_counter()
-        result[beam] = translator.translate(job.sources, beam_size=beam)
+        result[beam] = translator.translate(job.sources, TranslateOptions(beam_size=beam))
         result[f"seconds {beam}"] = time.perf_counter() - start
     result["peak MiB"], result["imports MiB"] = peak_resident_mib(), baseline
     return result

@@ -24,9 +24,10 @@ after one warm-up translation of 20 sentences; times are ``time.perf_counter`` a
 3. HTML. ``--html-sentences`` test sentences of at least 3 words, each as
    ``<p>before <b>bold</b> after</p>`` where bold is 1-2 consecutive words chosen with a seeded
    random generator (``--seed``), punctuation stripped from its ends so the tag wraps words only.
-   Ours: ``translate_text(docs, "html")`` (the sentence translated whole, the tag placed by
-   cross-attention alignment). Baseline, as LibreTranslate / argos-translate-html do: each text
-   node translated alone (``split=False``) and the fragments concatenated. Columns: BLEU/chrF of
+   Ours: ``translate(docs, TranslateOptions(format="html"))`` (the sentence translated whole,
+   the tag placed by cross-attention alignment). Baseline, as LibreTranslate /
+   argos-translate-html do: each text node translated alone (``split=False``) and the fragments
+   concatenated. Columns: BLEU/chrF of
    the output with its tags stripped; outputs whose tags are well formed (one <b>, one </b>,
    <p>...</p> around them, in that order); outputs whose <b> holds some text; and the mean
    character F1 of the text inside <b> against the bolded words translated alone - multiset
@@ -43,6 +44,8 @@ import random
 import re
 import time
 from collections import Counter
+
+from seq2seq.inference.options import TranslateOptions
 
 WARMUP = 20
 LONG = 40  # sentences in one long line
@@ -198,12 +201,17 @@ def html_table(translator, sources, references, args) -> None:
     cases = html_cases(sources, references, args.html_sentences, args.seed)
     docs = [document(before, bold, after) for before, bold, after, _ in cases]
     streams = reference_streams([refs for *_, refs in cases])
-    bolds = translator.translate([c[1] for c in cases], args.beam_size, split=False)
-    ours, ours_s = timed(translator.translate_text, docs, "html", args.beam_size)
+    bolds = translator.translate(
+        [c[1] for c in cases], TranslateOptions(beam_size=args.beam_size, split=False)
+    )
+    html = TranslateOptions(beam_size=args.beam_size, format="html")
+    ours, ours_s = timed(translator.translate, docs, html)
 
     def libretranslate() -> list[str]:
         fragments = [part for before, bold, after, _ in cases for part in (before, bold, after)]
-        done = translator.translate(fragments, args.beam_size, split=False)
+        done = translator.translate(
+            fragments, TranslateOptions(beam_size=args.beam_size, split=False)
+        )
         return [paragraph(*parts) for parts in groups(done, 3)]
 
     theirs, theirs_s = timed(libretranslate)
@@ -216,7 +224,7 @@ def html_table(translator, sources, references, args) -> None:
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     runs = [
-        ("ours: translate_text html", ours, ours_s),
+        ("ours: translate, format html", ours, ours_s),
         ("text nodes alone (LibreTranslate)", theirs, theirs_s),
     ]
     for name, outputs, seconds in runs:
@@ -268,14 +276,17 @@ def main() -> None:
     sources = all_sources[: args.sentences]
     firsts = [refs[0] for refs in all_references]
     translator = Translator.from_checkpoint(args.checkpoint)
-    translator.translate(all_sources[-WARMUP:], args.beam_size)  # warm-up
+    translator.translate(
+        all_sources[-WARMUP:], TranslateOptions(beam_size=args.beam_size)
+    )  # warm-up
     singles, single_s = timed(translator.translate, sources, args.beam_size, split=False)
     ks = [int(k) for k in args.per_line.split(",")]
     paragraphs(translator, sources, firsts[: len(sources)], singles, single_s, ks, args)
     n_long = args.long_lines * LONG
     if n_long > len(singles):  # the long lines need more sentences than the paragraphs used
         singles += translator.translate(
-            all_sources[len(singles) : n_long], args.beam_size, split=False
+            all_sources[len(singles) : n_long],
+            TranslateOptions(beam_size=args.beam_size, split=False),
         )
     long_lines(translator, all_sources, firsts, singles, args)
     html_table(translator, all_sources, all_references, args)

@@ -32,6 +32,7 @@ from seq2seq.inference.evaluation import (
     reference_streams,
     score_translations,
 )
+from seq2seq.inference.options import TranslateOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 Test = tuple[list[str], list[list[str]]]  # distinct sources, and each one's references
@@ -103,7 +104,9 @@ def bleu(checkpoint: Path, test: Test, beam: int) -> tuple[float, list[str]]:
     from seq2seq.inference.translator import Translator
 
     sources, references = test
-    outputs = Translator.from_checkpoint(checkpoint).translate(sources, beam)
+    outputs = Translator.from_checkpoint(checkpoint).translate(
+        sources, TranslateOptions(beam_size=beam)
+    )
     return score_translations(outputs, reference_streams(references))["bleu"], outputs
 
 

@@ -39,6 +39,7 @@ import torch
 from seq2seq.data.clean import normalize_en
 from seq2seq.data.sentences import split_sentences
 from seq2seq.inference.evaluation import held_out_split
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
 from seq2seq.tools import argos
 
@@ -100,14 +101,18 @@ def main() -> None:
             length_penalty=argos.ARGOS_LENGTH_PENALTY
         )
         start = time.perf_counter()
-        ours = translator.translate(sources, beam_size=argos.ARGOS_BEAM_SIZE)
+        ours = translator.translate(sources, TranslateOptions(beam_size=argos.ARGOS_BEAM_SIZE))
         print(f"ours (CTranslate2, beam 4, lp 0.2): {time.perf_counter() - start:.1f} s")
-        default = Translator.from_checkpoint(args.checkpoint).translate(sources, beam_size=5)
+        default = Translator.from_checkpoint(args.checkpoint).translate(
+            sources, TranslateOptions(beam_size=5)
+        )
         touched = argos.libretranslate_touch_ups(python, sources, ours, home)
         argos_split = argos.argos_sentences(python, installed, sources, home)
         our_split = [[s.text for s in split_sentences(t)] for t in sources]
         flat = [s for sentences in argos_split for s in sentences]
-        found = translator.translate_hypotheses(flat, argos.ARGOS_BEAM_SIZE)
+        found = translator.translate_n_best(
+            flat, TranslateOptions(beam_size=argos.ARGOS_BEAM_SIZE, split=False)
+        )
         lengths = [len(translator.encode_sentence(s)) for s in flat]
         limits = translator.search.max_lengths(torch.tensor(lengths)).tolist()
         at_limit = iter(

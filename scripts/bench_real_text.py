@@ -33,6 +33,7 @@ from pathlib import Path
 
 from seq2seq.data.modifiers import title_case
 from seq2seq.inference.evaluation import load_eval_set, score_translations
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
 
 SHORT_SEGMENTS = Path(__file__).parent / "data" / "short_segments.tsv"
@@ -98,13 +99,13 @@ def bench_checkpoint(path: str, args: argparse.Namespace) -> dict[str, object]:
     figures: dict[str, object] = {"checkpoint": path}
     for name, texts in variants.items():
         start = time.perf_counter()
-        outputs = translator.translate(texts, args.beam_size)
+        outputs = translator.translate(texts, TranslateOptions(beam_size=args.beam_size))
         seconds = time.perf_counter() - start
         scores = score_translations(outputs, streams)
         figures[name] = {"bleu": scores["bleu"], "chrf": scores["chrf"], "seconds": seconds}
         print(f"  {name}: BLEU {scores['bleu']} chrF {scores['chrf']}", file=sys.stderr)
     short_sources, short_references = read_short_segments()
-    outputs = translator.translate(short_sources, args.beam_size)
+    outputs = translator.translate(short_sources, TranslateOptions(beam_size=args.beam_size))
     figures["short segments"] = short_segment_figures(short_sources, outputs, short_references)
     figures["short segment outputs"] = outputs
     figures["signature"] = scores["bleu_signature"]

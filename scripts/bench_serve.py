@@ -51,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.harness import finish_worker, run_worker, thread_env
 from benchmarks.serve_load import Level, run_level  # the clients and what they measure
 from benchmarks.serve_report import build_report, print_report  # the results and tables
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.pieces import MAX_TOKENS
 
 ADDRESS = re.compile(r" at (http://127\.0\.0\.1:\d+)")
@@ -332,9 +333,14 @@ def measure_ceiling(args: argparse.Namespace) -> dict[str, Any]:
 
     sentences = load_sentences(args)
     translator = Translator.from_checkpoint(args.checkpoint)
-    translator.translate(sentences[:CEILING_WARMUP], args.beam, args.max_batch_tokens)
+    translator.translate(
+        sentences[:CEILING_WARMUP],
+        TranslateOptions(beam_size=args.beam, max_tokens=args.max_batch_tokens),
+    )
     start = time.perf_counter()
-    outputs = translator.translate(sentences, args.beam, args.max_batch_tokens)
+    outputs = translator.translate(
+        sentences, TranslateOptions(beam_size=args.beam, max_tokens=args.max_batch_tokens)
+    )
     seconds = time.perf_counter() - start
     assert len(outputs) == len(sentences)
     return {

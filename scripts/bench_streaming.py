@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import time
 
+from seq2seq.inference.options import TranslateOptions
+
 WARMUP = 20
 
 
@@ -38,18 +40,20 @@ def main() -> None:
     lines = read_lines(args.input) if args.input else held_out_split(args.checkpoint, "test")[0]
     lines = lines[: args.lines]
     translator = Translator.from_checkpoint(args.checkpoint)
-    translator.translate(lines[:WARMUP], args.beam_size)
+    translator.translate(lines[:WARMUP], TranslateOptions(beam_size=args.beam_size))
     windows = [int(w) for w in args.windows.split(",")]
     best: dict[str, float] = {}
     first: dict[int, float] = {}
     for _ in range(args.rounds):
         start = time.perf_counter()
-        whole = translator.translate(lines, args.beam_size)
+        whole = translator.translate(lines, TranslateOptions(beam_size=args.beam_size))
         best["one pass"] = min(best.get("one pass", 1e9), time.perf_counter() - start)
         for window in windows:
             start = time.perf_counter()
             streamed, first_at = [], None
-            for chunk in translator.translate_stream(lines, args.beam_size, window=window):
+            for chunk in translator.translate_stream(
+                lines, TranslateOptions(beam_size=args.beam_size), window=window
+            ):
                 first_at = first_at or time.perf_counter() - start
                 streamed += chunk
             name = f"windows of {window}"

@@ -61,6 +61,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.terminology_report import print_report
+from seq2seq.inference.options import TranslateOptions
 
 # (English, forced Chinese, the demo model's usual words for it). Chosen on the demo model
 # (configs/tiny.yaml) and its test split: none of the forced terms is in its plain beam-5
@@ -189,7 +190,9 @@ def timed_translate(translator, lines, beam_size, glossary=None) -> tuple[list[s
     captured = io.StringIO()
     with contextlib.redirect_stderr(captured):
         start = time.perf_counter()
-        outputs = translator.translate(lines, beam_size, glossary=glossary)
+        outputs = translator.translate(
+            lines, TranslateOptions(beam_size=beam_size, glossary=glossary)
+        )
         seconds = time.perf_counter() - start
     return outputs, seconds, captured.getvalue()
 
@@ -412,7 +415,7 @@ def main(argv: list[str] | None = None) -> dict:
         f"glossary: {'annotated in the source' if translator.annotates_terms else 'no annotation'}"
         f", {'constrained beam search' if translator.constrain_terms else 'no constraints'}"
     )
-    translator.translate(sources[:WARMUP], args.beam_size)  # warm-up
+    translator.translate(sources[:WARMUP], TranslateOptions(beam_size=args.beam_size))  # warm-up
     # The first glossary call builds the vocabulary's spelling index: its time less that of
     # the same call again.
     first = [timed_translate(translator, held[:1], args.beam_size, glossary)[1] for _ in "ab"]

@@ -63,6 +63,7 @@ from benchmarks.recipe import Recipe, fit_config, load_recipe
 from benchmarks.reference import trainable_parameters
 from benchmarks.report import print_comparison, score
 from benchmarks.train import model_and_loss, replay_train_tokens, run_fit, train_for
+from seq2seq.inference.options import TranslateOptions
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -178,7 +179,7 @@ def decode_ours(checkpoint_path: Path, sources: list[str], beam_size: int):
 
     translator = Translator.from_checkpoint(checkpoint_path)
     start = time.perf_counter()
-    hypotheses = translator.translate(sources, beam_size=beam_size)
+    hypotheses = translator.translate(sources, TranslateOptions(beam_size=beam_size))
     return hypotheses, time.perf_counter() - start, translator.engine.model.num_parameters()
 
 

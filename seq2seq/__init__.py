@@ -30,12 +30,14 @@ if TYPE_CHECKING:
     from seq2seq.inference.cpu import prepare_for_inference
     from seq2seq.inference.generation import Generator
     from seq2seq.inference.glossary import Glossary
+    from seq2seq.inference.options import TranslateOptions
     from seq2seq.inference.translator import Translator
 
 # The rest of the public API, imported on first use: ``import seq2seq`` stays as light as the
 # model (torch only), and ``from seq2seq import Translator`` still works.
 _PUBLIC = {
     "Translator": "seq2seq.inference.translator",
+    "TranslateOptions": "seq2seq.inference.options",
     "Generator": "seq2seq.inference.generation",
     "Glossary": "seq2seq.inference.glossary",
     "load_model": "seq2seq.inference.checkpoint",
@@ -60,6 +62,7 @@ __all__ = [
     "ModelConfig",
     "SamplingConfig",
     "SearchConfig",
+    "TranslateOptions",
     "Transformer",
     "Translator",
     "load_model",

@@ -22,6 +22,7 @@ from tests.helpers import tiny_checkpoint, without_byte_rule
 pytest.importorskip("ctranslate2", reason="the Argos package holds a CTranslate2 model")
 pytest.importorskip("transformers", reason="the CTranslate2 export goes through transformers")
 
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.tools import argos  # noqa: E402 (after the skips)
 
 ROOT = Path(__file__).parents[1]
@@ -253,8 +254,10 @@ def test_libretranslate_answers_as_our_engine_translates_at_argos_settings(
         max_len_b=argos.ARGOS_MAX_DECODING_LENGTH + 1,  # + the eos our limit counts
     )
     translator = without_byte_rule(translator)  # CTranslate2 in Argos writes any byte piece
-    ours = translator.translate(LINES, beam_size=argos.ARGOS_BEAM_SIZE)
-    hypotheses = translator.translate_hypotheses(sum(sentences, []), argos.ARGOS_BEAM_SIZE)
+    ours = translator.translate(LINES, TranslateOptions(beam_size=argos.ARGOS_BEAM_SIZE))
+    hypotheses = translator.translate_n_best(
+        sum(sentences, []), TranslateOptions(beam_size=argos.ARGOS_BEAM_SIZE, split=False)
+    )
     found = iter(hypotheses)
     pieces = [
         [[translator.tokenizer.id_to_piece(t) for t in next(found)[0].tokens] for _ in line]

@@ -18,6 +18,7 @@ from seq2seq.decoding.decode import translate_ids
 from seq2seq.errors import ConfigError
 from seq2seq.inference.checkpoint import atomic_save, load_model, read_checkpoint
 from seq2seq.inference.engines import TorchEngine, token_rules
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
 from seq2seq.training.module import TranslationModule
 from tests.helpers import synthetic_pairs, tiny_checkpoint, tiny_config
@@ -29,7 +30,9 @@ def test_a_checkpoint_saved_before_unk_id_existed_loads_with_the_tokenizers_unk(
     loaded = load_model(tiny_checkpoint(tmp_path / "old.ckpt", saved_before_unk_id=True))
     assert loaded.model.config.unk_id == 1
     translator = Translator(TorchEngine(loaded.model, loaded.search), loaded.tokenizer)
-    outputs = translator.translate(["I will buy tea today.", "Tom can see the red bag."], 1)
+    outputs = translator.translate(
+        ["I will buy tea today.", "Tom can see the red bag."], TranslateOptions(beam_size=1)
+    )
     assert all(outputs) and not any("⁇" in line for line in outputs)  # sp's <unk>
 
 
@@ -72,7 +75,7 @@ def test_a_checkpoint_written_before_the_key_translates_as_it_did(tmp_path):
         translator = Translator.from_checkpoint(path)
         ids = [loaded.tokenizer.encode(normalize_en(line)) + [EOS_ID] * with_eos for line in LINES]
         assert translator.encode(LINES) == ids
-        assert translator.translate(LINES, beam_size=1) == greedy(loaded, ids)
+        assert translator.translate(LINES, TranslateOptions(beam_size=1)) == greedy(loaded, ids)
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from seq2seq.cli import main
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
 from tests.helpers import tiny_checkpoint
 
@@ -34,7 +35,9 @@ def test_the_extension_picks_the_format(checkpoint, tmp_path, name, text):
     source.write_text(text, encoding="utf-8")
     assert translate(checkpoint, "--input", str(source), "--output", str(output)) == 0
     fmt = {"html": "html", "md": "markdown", "srt": "srt"}[name.rsplit(".", 1)[1]]
-    expected = Translator.from_checkpoint(checkpoint).translate_text([text], fmt, beam_size=1)[0]
+    expected = Translator.from_checkpoint(checkpoint).translate(
+        [text], TranslateOptions(beam_size=1, format=fmt)
+    )[0]
     assert output.read_text(encoding="utf-8") == expected
     assert "keep" in expected or expected.startswith("1\n00:00:01,000 --> 00:00:02,000\n")
 
@@ -51,9 +54,14 @@ def test_format_flag_on_stdin_and_no_split(checkpoint, tmp_path, capsys, monkeyp
     lines.write_text(" ".join(SENTENCES) + "\n", encoding="utf-8")
     translator = Translator.from_checkpoint(checkpoint)
     assert translate(checkpoint, "--input", str(lines)) == 0
-    assert capsys.readouterr().out == "".join(translator.translate(SENTENCES, 1)) + "\n"
+    assert (
+        capsys.readouterr().out
+        == "".join(translator.translate(SENTENCES, TranslateOptions(beam_size=1))) + "\n"
+    )
     assert translate(checkpoint, "--input", str(lines), "--no-split") == 0
-    whole = translator.translate([" ".join(SENTENCES)], 1, split=False)[0]
+    whole = translator.translate([" ".join(SENTENCES)], TranslateOptions(beam_size=1, split=False))[
+        0
+    ]
     assert capsys.readouterr().out == whole + "\n"
 
 
@@ -75,8 +83,13 @@ def test_evaluate_splits_unless_told_not_to(checkpoint, tmp_path, capsys):
     ref.write_text("我今天会买苹果。她明天能看到那本书。\n", encoding="utf-8")
     translator = Translator.from_checkpoint(checkpoint)
     for extra, expected in (
-        ([], "".join(translator.translate(SENTENCES, 1))),
-        (["--no-split"], translator.translate([" ".join(SENTENCES)], 1, split=False)[0]),
+        ([], "".join(translator.translate(SENTENCES, TranslateOptions(beam_size=1)))),
+        (
+            ["--no-split"],
+            translator.translate([" ".join(SENTENCES)], TranslateOptions(beam_size=1, split=False))[
+                0
+            ],
+        ),
     ):
         assert (
             main(

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from seq2seq.cli import main
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
 
 SENTENCES = ["I will buy apples today.", "She can see the book tomorrow."]
@@ -41,7 +42,7 @@ def test_a_latin1_page_comes_back_in_utf8_declared_so(checkpoint, translator, tm
     source, output = tmp_path / "page.html", tmp_path / "out.html"
     source.write_bytes(LATIN_PAGE.encode("latin-1"))
     assert translate(checkpoint, "--input", str(source), "--output", str(output)) == 0
-    expected = translator.translate_text([LATIN_PAGE], "html", beam_size=1)[0]
+    expected = translator.translate([LATIN_PAGE], TranslateOptions(beam_size=1, format="html"))[0]
     written = output.read_bytes().decode("utf-8")  # today: UTF-8 under charset=ISO-8859-1
     assert written == expected.replace("charset=ISO-8859-1", "charset=UTF-8")
     assert "<pre>na\xefve code</pre>" in written  # today: na\ufffdve
@@ -81,7 +82,7 @@ def test_utf16_documents_keep_markup_timings_and_their_mark(
     source.write_bytes(bom + text.encode(codec))
     assert translate(checkpoint, "--input", str(source), "--output", str(output)) == 0
     fmt = "srt" if name.endswith(".srt") else "html"
-    expected = translator.translate_text([text], fmt, beam_size=1)[0]
+    expected = translator.translate([text], TranslateOptions(beam_size=1, format=fmt))[0]
     assert output.read_bytes() == codecs.BOM_UTF8 + expected.encode("utf-8")
     if fmt == "srt":
         assert expected.startswith("1\n00:00:01,000 --> 00:00:02,000\n")
@@ -92,7 +93,7 @@ def test_a_utf16_text_file_is_read_by_its_mark(checkpoint, translator, tmp_path,
     source.write_bytes(codecs.BOM_UTF16_LE + "\r\n".join(SENTENCES).encode("utf-16-le"))
     assert translate(checkpoint, "--input", str(source)) == 0
     assert capsys.readouterr().out == "".join(
-        line + "\n" for line in translator.translate(SENTENCES, 1)
+        line + "\n" for line in translator.translate(SENTENCES, TranslateOptions(beam_size=1))
     )
 
 

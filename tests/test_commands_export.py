@@ -11,6 +11,7 @@ import torch
 
 from seq2seq.cli import main
 from seq2seq.inference.evaluation import score_translations
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
 from tests.helpers import synthetic_pairs
 
@@ -51,7 +52,7 @@ def test_export_hf_gives_the_same_logits_and_greedy_translations(run, tmp_path, 
         theirs = marian(input_ids=src, attention_mask=(src != 0).long(), decoder_input_ids=tgt)
         assert torch.allclose(theirs.logits, ours(src, tgt), atol=1e-4)
     sentences = [en for en, _ in synthetic_pairs()[:60:7]]
-    expected = translator.translate(sentences, beam_size=1)
+    expected = translator.translate(sentences, TranslateOptions(beam_size=1))
     tokenizer = transformers.MarianTokenizer.from_pretrained(out)
     assert translator.tokenizer.source_ends_with_eos  # a model fit now reads sources with </s>
     assert "warning" not in capsys.readouterr().err

@@ -13,6 +13,7 @@ import torch
 
 from seq2seq.cli import main
 from seq2seq.inference.checkpoint import read_checkpoint
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
 from tests.helpers import fit, write_config
 
@@ -84,7 +85,7 @@ def test_checkpoint_is_self_contained(run, tmp_path):
     (run / "cache").rename(tmp_path / "cache")
     try:
         translator = Translator.from_checkpoint(run / "checkpoints" / "last.ckpt")
-        (out,) = translator.translate(["I will buy apples today."], beam_size=2)
+        (out,) = translator.translate(["I will buy apples today."], TranslateOptions(beam_size=2))
         assert out and "\n" not in out
     finally:
         (tmp_path / "cache").rename(run / "cache")

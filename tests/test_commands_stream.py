@@ -19,6 +19,7 @@ import pytest
 
 from seq2seq.cli import main
 from seq2seq.cli.progress import LineProgress
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
 from tests.helpers import synthetic_pairs
 
@@ -46,7 +47,9 @@ def test_streamed_output_equals_the_one_pass_translation(translation_checkpoint,
     lines = lines_with_blanks(16)
     source = tmp_path / "in.en"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    expected = Translator.from_checkpoint(translation_checkpoint).translate(lines, beam_size=2)
+    expected = Translator.from_checkpoint(translation_checkpoint).translate(
+        lines, TranslateOptions(beam_size=2)
+    )
     for window in ("1", "5", "1000"):
         output = tmp_path / f"out{window}.zh"
         code = main(
@@ -137,7 +140,7 @@ def test_an_interrupted_translation_keeps_every_finished_line(
     assert 0 < len(done) < len(lines)
     assert f"the first {len(done):,} input line(s)" in message[0]
     expected = Translator.from_checkpoint(translation_checkpoint).translate(
-        lines[: len(done)], beam_size=2
+        lines[: len(done)], TranslateOptions(beam_size=2)
     )
     assert done == expected
 
@@ -170,15 +173,17 @@ def test_n_best_lists_every_line_best_first(translation_checkpoint, tmp_path, ca
         scores = [float(row[3]) for row in rows if int(row[0]) == line]
         assert scores == sorted(scores, reverse=True)
     # The first of each list is the 1-best translation with the beam widened to 3.
-    best = Translator.from_checkpoint(translation_checkpoint).translate(lines, beam_size=3)
+    best = Translator.from_checkpoint(translation_checkpoint).translate(
+        lines, TranslateOptions(beam_size=3)
+    )
     firsts = [next(row[1] for row in rows if int(row[0]) == i) for i in range(3)]
     assert firsts == best
 
 
 def test_hypotheses_carry_their_text(translator):
     lines = ["I will buy apples today.", "He can see the book."]
-    found = translator.translate_hypotheses(lines, beam_size=3, n_best=2)
-    texts = translator.translate(lines, beam_size=3, split=False)
+    found = translator.translate_n_best(lines, TranslateOptions(beam_size=3, n_best=2, split=False))
+    texts = translator.translate(lines, TranslateOptions(beam_size=3, split=False))
     assert [hyps[0].text for hyps in found] == texts
     assert all(h.text == translator.text(h.tokens) for hyps in found for h in hyps)
 
@@ -372,7 +377,9 @@ def test_a_pipe_as_input_is_read_once_and_translated(translation_checkpoint, tmp
         ]
     )
     writer.join(timeout=30)
-    expected = Translator.from_checkpoint(translation_checkpoint).translate(lines, beam_size=1)
+    expected = Translator.from_checkpoint(translation_checkpoint).translate(
+        lines, TranslateOptions(beam_size=1)
+    )
     assert code == 0 and output.read_text(encoding="utf-8").split("\n")[:-1] == expected
 
 
@@ -404,8 +411,10 @@ def test_warnings_name_lines_of_the_file_not_of_the_window(
 
 def test_n_best_of_a_repeated_sentence_takes_one_hypothesis_for_both(translator):
     sentence = "I will buy apples today."
-    [alone] = translator.translate_n_best([sentence], 3, beam_size=3)
-    [twice] = translator.translate_n_best([f"{sentence} {sentence}"], 3, beam_size=3)
+    [alone] = translator.translate_n_best([sentence], TranslateOptions(beam_size=3, n_best=3))
+    [twice] = translator.translate_n_best(
+        [f"{sentence} {sentence}"], TranslateOptions(beam_size=3, n_best=3)
+    )
     assert [h.text for h in twice] == [h.text * 2 for h in alone]
     assert [h.score for h in twice] == pytest.approx([2 * h.score for h in alone])
 

@@ -12,6 +12,7 @@ from seq2seq.data.terms import (
     term_tag_ids,
 )
 from seq2seq.inference.glossary import Glossary
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
 from tests.helpers import tiny_checkpoint
 
@@ -71,10 +72,12 @@ def test_a_glossary_is_annotated_for_a_term_model_and_its_tags_never_come_out(te
     )
     assert term_tag_ids(term_model.tokenizer)[0] in ids and ids != plans[0][0].ids
     # Constrained search stays on: the term is met even by an untrained model.
-    [out] = term_model.translate([sentence], beam_size=2, glossary=glossary)
+    [out] = term_model.translate([sentence], TranslateOptions(beam_size=2, glossary=glossary))
     assert "导师" in out
     tags = set(term_tag_ids(term_model.tokenizer))
-    for found in term_model.translate_n_best([sentence, "Tom will buy rice."], n_best=2):
+    for found in term_model.translate_n_best(
+        [sentence, "Tom will buy rice."], TranslateOptions(n_best=2)
+    ):
         for hyp in found:
             assert not tags & set(hyp.tokens)
 
@@ -97,7 +100,7 @@ def test_a_model_without_term_tags_reads_glossaries_as_before(plain_model):
     sentence = "My teacher will buy apples today."
     plans = plain_model.plan([sentence])
     assert term_tag_ids(plain_model.tokenizer) is None
-    [out] = plain_model.translate([sentence], beam_size=2, glossary=glossary)
+    [out] = plain_model.translate([sentence], TranslateOptions(beam_size=2, glossary=glossary))
     assert "导师" in out and plans[0][0].ids == plain_model.encode_sentence(sentence)
 
 

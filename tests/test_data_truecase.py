@@ -2,6 +2,7 @@
 form, learnt where case is free; anything else left exactly as written."""
 
 from seq2seq.data.truecase import Truecaser, is_shouted, is_title_cased
+from seq2seq.inference.options import TranslateOptions
 
 CORPUS = [
     "Tom went to Paris with Mary.",
@@ -71,8 +72,10 @@ def test_a_translator_reads_shouted_input_as_the_checkpoints_truecaser_writes_it
     assert translator.encode(["TOM WILL BUY APPLES TODAY."]) == written
     assert translator.encode(["Tom Will Buy Apples Today."]) == written
     # One at a time: an untrained model's near-ties may differ between rows of one batch.
-    shouted = translator.translate(["TOM WILL BUY APPLES TODAY."], beam_size=2)
-    assert shouted == translator.translate(["Tom will buy apples today."], beam_size=2)
+    shouted = translator.translate(["TOM WILL BUY APPLES TODAY."], TranslateOptions(beam_size=2))
+    assert shouted == translator.translate(
+        ["Tom will buy apples today."], TranslateOptions(beam_size=2)
+    )
 
 
 def test_a_title_with_contractions_is_still_a_title():

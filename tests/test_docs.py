@@ -103,6 +103,7 @@ def example_files(tmp_path, monkeypatch, translation_checkpoint, lm_checkpoint):
         folder.mkdir(parents=True)
         (folder / "last.ckpt").symlink_to(checkpoint)
     (tmp_path / "terms.tsv").write_text("teacher\t导师\nmachine learning\t机器学习\n", "utf-8")
+    (tmp_path / "news.en").write_text("I like tea.\nWhere is the station?\n", "utf-8")
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

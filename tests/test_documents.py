@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from seq2seq.decoding.search import Hypothesis, SearchConfig
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
 from tests.helpers import tiny_checkpoint
 
@@ -44,21 +45,21 @@ class Counting:
 
 
 def test_a_line_of_sentences_is_its_sentences_translated_and_joined(translator):
-    alone = translator.translate(SENTENCES, beam_size=2)
-    [together] = translator.translate([" ".join(SENTENCES)], beam_size=2)
+    alone = translator.translate(SENTENCES, TranslateOptions(beam_size=2))
+    [together] = translator.translate([" ".join(SENTENCES)], TranslateOptions(beam_size=2))
     assert together == "".join(alone)
 
 
 def test_a_one_sentence_line_is_the_same_with_and_without_splitting(translator):
     lines = ["I will buy apples today.", "Mr. Lee can see the U.S. map."]
-    split = translator.translate(lines, beam_size=2)
-    assert split == translator.translate(lines, beam_size=2, split=False)
+    split = translator.translate(lines, TranslateOptions(beam_size=2))
+    assert split == translator.translate(lines, TranslateOptions(beam_size=2, split=False))
 
 
 def test_one_output_line_per_input_line_and_each_distinct_sentence_decoded_once(translator):
     counting = Translator(Counting(translator.engine), translator.tokenizer)
     lines = [SENTENCES[0], "", f"{SENTENCES[0]} {SENTENCES[1]}\r", "   ", SENTENCES[1]] * 3
-    out = counting.translate(lines, beam_size=1)
+    out = counting.translate(lines, TranslateOptions(beam_size=1))
     assert len(out) == len(lines) and out[1] == out[3] == "" and "\n" not in "".join(out)
     assert len(counting.engine.decoded) == 2  # two distinct sentences in 15 lines
     assert out[2] == out[0] + out[4]
@@ -69,7 +70,7 @@ def test_an_over_long_sentence_is_translated_in_pieces_never_cut(translator, cap
     limit = max(len(translator.encode_sentence(c)) for c in clauses.split(", ")) + 2
     counting = Translator(Counting(translator.engine, limit), translator.tokenizer)
     windowless = " ".join(["apples"] * 40)
-    out = counting.translate([clauses, windowless], beam_size=1)
+    out = counting.translate([clauses, windowless], TranslateOptions(beam_size=1))
     assert all(out) and all(len(ids) <= limit for ids in counting.engine.decoded)
     pieces = [translator.tokenizer.decode(ids) for ids in counting.engine.decoded]
     assert sum(p.count("apples") for p in pieces) == 41  # every word decoded, none cut off
@@ -106,7 +107,7 @@ def copying(translator) -> Translator:
 
 def test_html_tags_go_around_the_words_they_wrapped(copying):
     page = '<p>I will <b>buy apples</b> today. She can <a href="/b">see</a> the book.</p>'
-    [out] = copying.translate_text([page], "html")
+    [out] = copying.translate([page], TranslateOptions(format="html"))
     # The copy is the sentences joined with no space, as Chinese is; tags where they were.
     assert out == '<p>I will <b>buy apples</b> today.She can <a href="/b">see</a> the book.</p>'
 
@@ -116,7 +117,7 @@ def test_html_untouched_parts_and_entities(copying):
         "<p>We &amp; she <code>x&lt;y</code> eat.</p><pre>we &nbsp; eat</pre>"
         '<p translate="no">we eat</p><script>var a = "we eat";</script>'
     )
-    [out] = copying.translate_text([page], "html")
+    [out] = copying.translate([page], TranslateOptions(format="html"))
     assert out.startswith("<p>We &amp; she <code>x&lt;y</code> eat.</p>")
     assert out.endswith(
         '<pre>we &nbsp; eat</pre><p translate="no">we eat</p><script>var a = "we eat";</script>'
@@ -124,23 +125,24 @@ def test_html_untouched_parts_and_entities(copying):
 
 
 def test_markdown_and_srt_through_the_translator(copying):
-    [md] = copying.translate_text(
-        ["# We eat.\n\n- I will **buy apples** today.\n\n```\nwe\n```\n"], "markdown"
+    [md] = copying.translate(
+        ["# We eat.\n\n- I will **buy apples** today.\n\n```\nwe\n```\n"],
+        TranslateOptions(format="markdown"),
     )
     assert md == "# We eat.\n\n- I will **buy apples** today.\n\n```\nwe\n```\n"
     srt = "1\n00:00:01,000 --> 00:00:02,000\nWe should\n<i>eat.</i>\n"
-    [out] = copying.translate_text([srt], "srt")
+    [out] = copying.translate([srt], TranslateOptions(format="srt"))
     assert out == "1\n00:00:01,000 --> 00:00:02,000\nWe should <i>eat.</i>\n"
 
 
 def test_documents_decode_their_distinct_sentences_in_one_pass(translator):
     counting = Translator(Counting(translator.engine), translator.tokenizer)
     pages = [f"<p>{SENTENCES[0]} <b>{SENTENCES[1]}</b></p>", f"<h1>{SENTENCES[1]}</h1>"]
-    out = counting.translate_text(pages, "html", beam_size=1)
+    out = counting.translate(pages, TranslateOptions(beam_size=1, format="html"))
     assert len(counting.engine.decoded) == 2
     assert [re.sub("<[^>]+>", "", o) for o in out] == [
-        "".join(translator.translate(SENTENCES[:2], beam_size=1)),
-        translator.translate(SENTENCES[1:2], beam_size=1)[0],
+        "".join(translator.translate(SENTENCES[:2], TranslateOptions(beam_size=1))),
+        translator.translate(SENTENCES[1:2], TranslateOptions(beam_size=1))[0],
     ]
 
 
@@ -148,10 +150,11 @@ def test_n_best_of_a_sentence_in_pieces_joins_the_pieces(translator):
     sentence = "I will buy apples today, she can see the book tomorrow"
     limit = max(len(translator.encode_sentence(c)) for c in sentence.split(", ")) + 1
     counting = Translator(Counting(translator.engine, limit), translator.tokenizer)
-    [found] = counting.translate_sentences([sentence], beam_size=3, n_best=2)
+    [found] = counting.translate_sentences([sentence], TranslateOptions(beam_size=3, n_best=2))
     assert found.pieces == 2 and not found.windowed and len(found.texts) == 2
     firsts = counting.translate(
-        ["I will buy apples today,", "she can see the book tomorrow"], beam_size=3, split=False
+        ["I will buy apples today,", "she can see the book tomorrow"],
+        TranslateOptions(beam_size=3, split=False),
     )
     assert found.texts[0] == "".join(firsts)
     assert replace(found, texts=[]).hypotheses[0].tokens == [

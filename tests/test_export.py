@@ -15,6 +15,7 @@ import shutil
 import pytest
 import torch
 
+from seq2seq.inference.options import TranslateOptions
 from tests.helpers import synthetic_pairs, tiny_checkpoint, without_byte_rule
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
@@ -129,7 +130,7 @@ def test_marian_tokenizer_and_generate_give_our_greedy_translations(new_model, c
     tokenizer = MarianTokenizer.from_pretrained(hf)
     translator = Translator.from_checkpoint(checkpoint)
     without_byte_rule(translator)  # generate() has none
-    ours = translator.translate_hypotheses(LINES, beam_size=1)
+    ours = translator.translate_n_best(LINES, TranslateOptions(beam_size=1, split=False))
     for line, [best] in zip(LINES, ours, strict=True):
         encoded = tokenizer(line, return_tensors="pt")
         assert encoded.input_ids[0].tolist() == translator.encode([line])[0]  # ends with </s>
@@ -178,7 +179,9 @@ def test_ctranslate2_reads_sources_as_the_model_was_trained(tmp_path, capsys, wi
     without_byte_rule(ours), without_byte_rule(theirs)  # untrained: broken bytes either way
     assert theirs.tokenizer.source_ends_with_eos is bool(with_eos)
     assert theirs.encode(LINES) == ours.encode(LINES)
-    assert theirs.translate(LINES, beam_size=1) == ours.translate(LINES, beam_size=1)
+    assert theirs.translate(LINES, TranslateOptions(beam_size=1)) == ours.translate(
+        LINES, TranslateOptions(beam_size=1)
+    )
 
 
 def test_ctranslate2_outputs_lose_their_broken_bytes_and_say_so(tmp_path, capsys):
@@ -187,13 +190,17 @@ def test_ctranslate2_outputs_lose_their_broken_bytes_and_say_so(tmp_path, capsys
     from seq2seq.tools.export import export_ctranslate2
 
     exported = export_ctranslate2(tiny_checkpoint(tmp_path / "model.ckpt"), tmp_path / "ct2")
-    raw = without_byte_rule(Translator.from_ctranslate2(exported)).translate(LINES, 1)
+    raw = without_byte_rule(Translator.from_ctranslate2(exported)).translate(
+        LINES, TranslateOptions(beam_size=1)
+    )
     assert any("\ufffd" in line for line in raw)  # untrained, it writes half characters
     capsys.readouterr()
-    cleaned = Translator.from_ctranslate2(exported).translate(LINES, 1)
+    cleaned = Translator.from_ctranslate2(exported).translate(LINES, TranslateOptions(beam_size=1))
     assert not any("\ufffd" in line for line in cleaned)
     assert "byte piece(s) that form no UTF-8 character" in capsys.readouterr().err
-    ours = Translator.from_checkpoint(tmp_path / "model.ckpt").translate(LINES, 1)
+    ours = Translator.from_checkpoint(tmp_path / "model.ckpt").translate(
+        LINES, TranslateOptions(beam_size=1)
+    )
     assert not any("\ufffd" in line for line in ours)  # our searches never write them
 
 
@@ -237,4 +244,6 @@ def test_plain_ctranslate2_reads_sources_as_the_model_was_trained(tmp_path):
     (exported / "config.json").write_text(json.dumps(config), encoding="utf-8")
     assert plain(ctranslate2.Translator(str(exported))) != standard  # the eos matters
     old = without_byte_rule(Translator.from_ctranslate2(exported))
-    assert old.translate(LINES, 1) == ours.translate(LINES, 1)
+    assert old.translate(LINES, TranslateOptions(beam_size=1)) == ours.translate(
+        LINES, TranslateOptions(beam_size=1)
+    )

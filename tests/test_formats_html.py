@@ -7,6 +7,7 @@ import re
 
 from seq2seq.formats import parse, segments
 from seq2seq.inference.documents import SentenceTranslation, TextBatch
+from seq2seq.inference.options import TranslateOptions
 
 
 def translated(page: str, translate, align=None) -> str:
@@ -64,12 +65,12 @@ def test_a_warning_names_the_line_a_paragraph_starts_on(tmp_path, capsys):
     windowed = Translator(Counting(translator.engine, 8), translator.tokenizer)
     long = " ".join(["apples"] * 40)  # no clause punctuation: cut into windows
     page = f"<html>\n<body>\n<p>Short.</p>\n\n<p>\n{long}</p>\n</body>\n"
-    windowed.translate_text([page], "html")
+    windowed.translate([page], TranslateOptions(format="html"))
     assert "not as a whole: line 6" in capsys.readouterr().err
     subtitles = (
         f"1\n00:00:01,000 --> 00:00:02,000\nHello.\n\n2\n00:00:03,000 --> 00:00:04,000\n{long}\n"
     )
-    windowed.translate_text([subtitles], "srt")
+    windowed.translate([subtitles], TranslateOptions(format="srt"))
     assert "not as a whole: line 7" in capsys.readouterr().err
 
 

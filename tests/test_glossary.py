@@ -8,6 +8,7 @@ import pytest
 from seq2seq.cli import main
 from seq2seq.errors import DataError
 from seq2seq.inference.glossary import Glossary, Term, missing_terms
+from seq2seq.inference.options import TranslateOptions
 
 GLOSSARY = Glossary(
     [
@@ -97,13 +98,14 @@ def test_terms_are_forced_only_in_the_sentences_that_hold_them(translator):
         "",
         "He can see a new car tomorrow.",
     ]
-    plain = translator.translate(lines, beam_size=3)
-    forced = translator.translate(lines, beam_size=3, glossary=glossary)
+    plain = translator.translate(lines, TranslateOptions(beam_size=3))
+    forced = translator.translate(lines, TranslateOptions(beam_size=3, glossary=glossary))
     assert forced[1:] == plain[1:]  # no term: byte-identical
     assert "苹果" in forced[0] and "一本书" in forced[0]
     # Each sentence is searched apart: the second holds the book, the first the apples.
     sentences = translator.translate_sentences(
-        ["I will buy apples today.", "She can see the book."], beam_size=3, glossary=glossary
+        ["I will buy apples today.", "She can see the book."],
+        TranslateOptions(beam_size=3, glossary=glossary),
     )
     assert "苹果" in sentences[0].texts[0] and "一本书" not in sentences[0].texts[0]
     assert "一本书" in sentences[1].texts[0] and "苹果" not in sentences[1].texts[0]
@@ -113,7 +115,8 @@ def test_terms_are_forced_only_in_the_sentences_that_hold_them(translator):
 def test_a_term_that_cannot_fit_is_reported_not_raised(translator, capsys):
     long_term = "苹果" * 40  # far beyond the length limit of a two-word sentence
     out = translator.translate(
-        ["Buy apples.", "Eat rice."], beam_size=3, glossary=Glossary([Term("apples", long_term)])
+        ["Buy apples.", "Eat rice."],
+        TranslateOptions(beam_size=3, glossary=Glossary([Term("apples", long_term)])),
     )
     assert len(out) == 2 and long_term not in out[0]
     warning = capsys.readouterr().err
@@ -122,7 +125,8 @@ def test_a_term_that_cannot_fit_is_reported_not_raised(translator, capsys):
 
 def test_greedy_with_a_glossary_still_forces_terms(translator):
     out = translator.translate(
-        ["I will buy apples today."], beam_size=1, glossary=Glossary([Term("apples", "一辆新车")])
+        ["I will buy apples today."],
+        TranslateOptions(beam_size=1, glossary=Glossary([Term("apples", "一辆新车")])),
     )
     assert "一辆新车" in out[0]
 

@@ -20,6 +20,7 @@ from seq2seq.inference.int8 import (
     Int8Linear,
     quantize_for_cpu_inference,
 )
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.packed import PackedLinear
 from seq2seq.inference.translator import Translator
 from tests.helpers import random_ids, tiny_checkpoint, tiny_config
@@ -183,7 +184,10 @@ def test_the_translator_generator_and_server_load_in_int8(tmp_path):
     path = tiny_checkpoint(tmp_path / "t.ckpt")
     translator = Translator.from_checkpoint(path, quantize="int8")
     assert isinstance(translator.engine.model.embedding, Int8Embedding)
-    assert len(translator.translate(["I will buy apples today.", ""], beam_size=2)) == 2
+    assert (
+        len(translator.translate(["I will buy apples today.", ""], TranslateOptions(beam_size=2)))
+        == 2
+    )
     served = ServedModel.load(path, quantize="int8")
     assert isinstance(served.translator.engine.model.embedding, Int8Embedding)
     lm = tiny_checkpoint(tmp_path / "lm.ckpt", lm=True)

@@ -19,6 +19,7 @@ from seq2seq.inference import packed as packing
 from seq2seq.inference.checkpoint import load_model
 from seq2seq.inference.engines import TorchEngine, token_rules
 from seq2seq.inference.generation import Generator
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.packed import (
     PACKING_AVAILABLE,
     PackedEmbedding,
@@ -244,7 +245,9 @@ def test_a_translator_from_a_checkpoint_decodes_with_packed_weights(tmp_path, to
     assert not is_packed(unpacked.engine.model)
     lines = [en for en, _ in synthetic_pairs()[:40:9]]
     for beam in (1, 3):
-        assert translator.translate(lines, beam) == unpacked.translate(lines, beam)
+        assert translator.translate(lines, TranslateOptions(beam_size=beam)) == unpacked.translate(
+            lines, TranslateOptions(beam_size=beam)
+        )
 
 
 @needs_packing

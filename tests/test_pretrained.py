@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from seq2seq.inference.options import TranslateOptions
 from tests.helpers import tiny_checkpoint
 from tests.opus_mt import build_opus_mt_like, hsk_pairs
 
@@ -117,7 +118,9 @@ def test_greedy_translations_equal_generate(opus):
     width = max(map(len, sources))
     batch = torch.tensor([s + [config.pad_id] * (width - len(s)) for s in sources])
     ours = [h[0].tokens for h in translate_ids(loaded.model, batch, 1, search)]
-    texts = Translator.from_checkpoint(opus.ckpt).translate([en for en, _ in opus.pairs], 1)
+    texts = Translator.from_checkpoint(opus.ckpt).translate(
+        [en for en, _ in opus.pairs], TranslateOptions(beam_size=1)
+    )
     for source, tokens, text in zip(sources, ours, texts, strict=True):
         limit = int(search.max_lengths(torch.tensor([len(source)]))[0])  # tokens, eos included
         # Our searches' rules: never pad (Marian's bad_words_ids), unk or the start token; at
@@ -245,7 +248,9 @@ def test_an_imported_model_translates_from_the_command_line(opus, tmp_path, caps
     ]
     assert main(args) == 0
     written = out.read_text(encoding="utf-8").split("\n")[:-1]
-    assert written == Translator.from_checkpoint(opus.ckpt).translate(lines, 3)
+    assert written == Translator.from_checkpoint(opus.ckpt).translate(
+        lines, TranslateOptions(beam_size=3)
+    )
     assert len(written) == len(lines) and written[0] and written[3] == ""
 
 
@@ -316,5 +321,8 @@ def test_an_imported_model_exports_to_ctranslate2_with_the_same_greedy_output(op
 
     exported = export_ctranslate2(opus.ckpt, tmp_path / "ct2")
     lines = [en for en, _ in opus.pairs]
-    ours = Translator.from_checkpoint(opus.ckpt).translate(lines, 1)
-    assert Translator.from_ctranslate2(exported).translate(lines, 1) == ours
+    ours = Translator.from_checkpoint(opus.ckpt).translate(lines, TranslateOptions(beam_size=1))
+    assert (
+        Translator.from_ctranslate2(exported).translate(lines, TranslateOptions(beam_size=1))
+        == ours
+    )

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from seq2seq.inference.glossary import Glossary
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
 
 DATA = Path(__file__).parent / "data"
@@ -32,12 +33,15 @@ def translator() -> Translator:
 
 def test_it_translates_as_the_release_that_wrote_it(translator, expected):
     lines = expected["lines"]
-    assert translator.translate(lines, beam_size=1) == expected["greedy"]
-    assert translator.translate(lines, beam_size=4) == expected["beam4"]
+    assert translator.translate(lines, TranslateOptions(beam_size=1)) == expected["greedy"]
+    assert translator.translate(lines, TranslateOptions(beam_size=4)) == expected["beam4"]
 
 
 def test_its_glossary_and_int8_translations_are_unchanged(translator, expected):
     lines, glossary = expected["lines"], Glossary.from_dict(expected["glossary_terms"])
-    assert translator.translate(lines, beam_size=4, glossary=glossary) == expected["glossary_beam4"]
+    assert (
+        translator.translate(lines, TranslateOptions(beam_size=4, glossary=glossary))
+        == expected["glossary_beam4"]
+    )
     int8 = Translator.from_checkpoint(CHECKPOINT, quantize="int8")
-    assert int8.translate(lines, beam_size=1) == expected["int8_greedy"]
+    assert int8.translate(lines, TranslateOptions(beam_size=1)) == expected["int8_greedy"]

@@ -10,6 +10,7 @@ import urllib.error
 import httpx
 import pytest
 
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
 
 pytest.importorskip("fastapi")
@@ -53,7 +54,7 @@ def test_an_array_q_answers_an_array_in_order_with_alternatives_and_detection(ht
     answer = translate(http, q=q, source="auto", alternatives=2).json()
     assert answer["translatedText"] == translator.translate(q)
     assert [len(a) for a in answer["alternatives"]] == [2, 0, 2]
-    nbest = translator.translate_hypotheses(q, beam_size=5, n_best=3)
+    nbest = translator.translate_n_best(q, TranslateOptions(beam_size=5, n_best=3, split=False))
     decoded = [[translator.tokenizer.decode(h.tokens) for h in hyps] for hyps in nbest]
     assert answer["alternatives"][0] == decoded[0][1:]
     english = {"confidence": 100.0, "language": "en"}
@@ -143,7 +144,9 @@ def test_native_endpoint_gives_scored_nbest_lists_and_attention(http, translator
     answer = http.post("/v1/translate", json=body).json()
     first, empty = answer["translations"]
     assert answer["beam_size"] == 4 and empty == {"text": "", "hypotheses": [], "attention": None}
-    nbest = translator.translate_hypotheses([SENTENCES[0]], beam_size=4, n_best=3)[0]
+    nbest = translator.translate_n_best(
+        [SENTENCES[0]], TranslateOptions(beam_size=4, n_best=3, split=False)
+    )[0]
     assert [h["score"] for h in first["hypotheses"]] == [round(h.score, 4) for h in nbest]
     scores = [h["score"] for h in first["hypotheses"]]
     assert scores == sorted(scores, reverse=True)
@@ -170,7 +173,9 @@ def test_native_endpoint_says_when_it_widens_the_beam_to_fit_n_best(http, transl
     assert answer["warnings"] == [
         "beam_size 2 raised to 3 to return n_best 3 (a beam finds at most beam_size hypotheses)"
     ]
-    nbest = translator.translate_hypotheses([SENTENCES[0]], beam_size=3, n_best=3)[0]
+    nbest = translator.translate_n_best(
+        [SENTENCES[0]], TranslateOptions(beam_size=3, n_best=3, split=False)
+    )[0]
     scores = [h["score"] for h in answer["translations"][0]["hypotheses"]]
     assert scores == [round(h.score, 4) for h in nbest]  # decoded with the beam it names
     # no beam_size asked: the server's 5 widened to n_best 6 overrides nothing the client said
@@ -249,7 +254,9 @@ def test_an_int8_server_says_int8_when_it_starts(translation_checkpoint):
             answer = translate(http, q=SENTENCES[:2]).json()
     [line] = [line for line in server.log if " serving translator " in line]
     assert "(encoder-decoder translator, torch engine on cpu, int8, beam 2)" in line
-    assert answer == {"translatedText": expected.translate(SENTENCES[:2], beam_size=2)}
+    assert answer == {
+        "translatedText": expected.translate(SENTENCES[:2], TranslateOptions(beam_size=2))
+    }
 
 
 def test_api_keys_are_required_when_a_key_file_is_given(translation_checkpoint, tmp_path):
@@ -294,7 +301,9 @@ def test_a_decoder_only_translator_serves_translate_like_an_encoder_decoder(tmp_
                 "/v1/translate", json={"text": SENTENCES[0], "return_attention": True}
             ).json()
             settings = http.get("/frontend/settings").json()
-    assert answer["translatedText"] == translator.translate(SENTENCES[:2], beam_size=2)
+    assert answer["translatedText"] == translator.translate(
+        SENTENCES[:2], TranslateOptions(beam_size=2)
+    )
     assert settings["kind"] == "decoder-only translator" and settings["mode"] == "translate"
     attention = native["translations"][0]["attention"]
     source = translator.encode(SENTENCES[:1])[0]
@@ -309,7 +318,9 @@ def test_a_ctranslate2_export_is_served_with_the_same_api(translation_checkpoint
     from tests.serving import running_server
 
     directory = export_ctranslate2(translation_checkpoint, tmp_path / "ct2")
-    expected = Translator.from_ctranslate2(directory).translate(SENTENCES, beam_size=5)
+    expected = Translator.from_ctranslate2(directory).translate(
+        SENTENCES, TranslateOptions(beam_size=5)
+    )
     with running_server(directory, "--engine", "ctranslate2") as server:
         with httpx.Client(base_url=server.url, timeout=60) as http:
             assert translate(http, q=SENTENCES).json() == {"translatedText": expected}
@@ -342,7 +353,7 @@ def test_n_best_of_a_text_of_sentences_is_the_translate_n_best_of_the_cli(http, 
     text = f"{SENTENCES[0]} {SENTENCES[1]}"
     answer = http.post("/v1/translate", json={"text": text, "n_best": 3, "beam_size": 3}).json()
     served = answer["translations"][0]["hypotheses"]
-    local = translator.translate_n_best([text], 3, beam_size=3)[0]
+    local = translator.translate_n_best([text], TranslateOptions(beam_size=3, n_best=3))[0]
     assert [h["text"] for h in served] == [h.text for h in local]
     assert [h["score"] for h in served] == [round(h.score, 4) for h in local]
     assert [h["score"] for h in served] == sorted((h["score"] for h in served), reverse=True)

@@ -10,6 +10,8 @@ import codecs
 import httpx
 import pytest
 
+from seq2seq.inference.options import TranslateOptions
+
 pytest.importorskip("fastapi")
 pytestmark = pytest.mark.slow
 
@@ -30,7 +32,9 @@ def test_a_paragraph_is_translated_sentence_by_sentence(http, translator):
 def test_format_html_keeps_the_markup(http, translator):
     page = f"<p>{SENTENCES[0]} <b>{SENTENCES[1]}</b></p><pre>{SENTENCES[2]}</pre>"
     answer = libre(http, q=page, format="html").json()
-    assert answer == {"translatedText": translator.translate_text([page], "html")[0]}
+    assert answer == {
+        "translatedText": translator.translate([page], TranslateOptions(format="html"))[0]
+    }
     assert answer["translatedText"].endswith(f"</b></p><pre>{SENTENCES[2]}</pre>")
     form = {"q": page, "source": "en", "target": "zh", "format": "html"}
     assert http.post("/translate", data=form).json() == answer  # as LibreTranslate's page sends
@@ -52,7 +56,9 @@ def test_v1_translate_keeps_newlines_and_takes_format_and_split(http, translator
     assert item["text"] == f"{one[0]}{one[1]}\n\n{one[2]}"
     [whole] = http.post("/v1/translate", json={"text": text, "split": False}).json()["translations"]
     assert whole["text"] == "\n\n".join(
-        translator.translate([f"{SENTENCES[0]} {SENTENCES[1]}", SENTENCES[2]], split=False)
+        translator.translate(
+            [f"{SENTENCES[0]} {SENTENCES[1]}", SENTENCES[2]], TranslateOptions(split=False)
+        )
     )
     md = http.post("/v1/translate", json={"text": f"# {SENTENCES[2]}", "format": "markdown"})
     assert md.json()["translations"][0]["text"] == f"# {one[2]}"
@@ -91,7 +97,9 @@ def test_translate_file_round_trip(http, translator, name):
     download = httpx.get(url, timeout=60)
     assert download.status_code == 200
     assert f"filename*=UTF-8''{name}" in download.headers["content-disposition"]
-    expected = translator.translate_text([body], FORMAT[name.rsplit(".", 1)[1]])[0]
+    expected = translator.translate(
+        [body], TranslateOptions(format=FORMAT[name.rsplit(".", 1)[1]])
+    )[0]
     assert download.content.decode("utf-8") == expected
     if name == "subs.srt":
         assert download.text.startswith("1\n00:00:01,000 --> 00:00:02,000\n")
@@ -133,15 +141,17 @@ def test_files_in_any_encoding_come_back_in_utf8(http, translator):
         "<html><head><meta charset=ISO-8859-1></head>"
         f"<body><p>{SENTENCES[0]}</p><pre>na\xefve code</pre></body></html>\n"
     )
-    expected = translator.translate_text([page], "html")[0].replace("ISO-8859-1", "UTF-8")
+    expected = translator.translate([page], TranslateOptions(format="html"))[0].replace(
+        "ISO-8859-1", "UTF-8"
+    )
     assert download(http, "page.html", page.encode("latin-1")) == expected.encode("utf-8")
     assert "<pre>na\xefve code</pre>" in expected
     subs = FILES["subs.srt"]
     marked = codecs.BOM_UTF16_LE + subs.encode("utf-16-le")
-    expected = translator.translate_text([subs], "srt")[0]
+    expected = translator.translate([subs], TranslateOptions(format="srt"))[0]
     assert download(http, "subs.srt", marked) == codecs.BOM_UTF8 + expected.encode("utf-8")
     note = f"{SENTENCES[2]} The caf\xe9 is na\xefve.\n"
-    expected = translator.translate_text([note], "text")[0]
+    expected = translator.translate([note], TranslateOptions(format="text"))[0]
     assert download(http, "note.txt", note.encode("cp1252")) == expected.encode("utf-8")
 
 

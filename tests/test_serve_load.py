@@ -14,6 +14,7 @@ import time
 import httpx
 import pytest
 
+from seq2seq.inference.options import TranslateOptions
 from tests.helpers import synthetic_pairs
 from tests.serving import running_server
 
@@ -81,7 +82,7 @@ def test_greedy_requests_join_a_running_batch_and_get_their_greedy_answer(transl
         answers = asyncio.run(concurrently(server.url, [translate_body(q) for q in requests]))
         stats = httpx.get(server.url + "/v1/stats").json()
     assert [a.json()["translatedText"] for a in answers] == [
-        translator.translate(q, beam_size=1) for q in requests
+        translator.translate(q, TranslateOptions(beam_size=1)) for q in requests
     ]
     assert stats["jobs"] == 24 and stats["steps"] > 0 and stats["batches"] == 0
 

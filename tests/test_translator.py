@@ -5,6 +5,7 @@ runs out of memory is split and retried (on the small fitted run, conftest's ``r
 import pytest
 import torch
 
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.pieces import token_batches
 from seq2seq.inference.translator import Translator
 from tests.helpers import synthetic_pairs
@@ -14,9 +15,9 @@ from tests.helpers import synthetic_pairs
 def test_batching_does_not_change_translations(run):
     translator = Translator.from_checkpoint(run / "checkpoints" / "last.ckpt")
     lines = [en for en, _ in synthetic_pairs()[:40:3]]
-    together = translator.translate(lines, beam_size=3, max_tokens=4000)
-    alone = [translator.translate([line], beam_size=3)[0] for line in lines]
-    tiny_batches = translator.translate(lines, beam_size=3, max_tokens=30)
+    together = translator.translate(lines, TranslateOptions(beam_size=3, max_tokens=4000))
+    alone = [translator.translate([line], TranslateOptions(beam_size=3))[0] for line in lines]
+    tiny_batches = translator.translate(lines, TranslateOptions(beam_size=3, max_tokens=30))
     assert together == alone == tiny_batches
 
 
@@ -26,7 +27,7 @@ def test_a_batch_out_of_memory_is_split_and_retried(run, monkeypatch, capsys):
 
     translator = Translator.from_checkpoint(run / "checkpoints" / "last.ckpt")
     lines = ["I will buy apples today.", "", "He should eat some fish.", "We can cook rice."] * 3
-    expected = translator.translate(lines, beam_size=2)
+    expected = translator.translate(lines, TranslateOptions(beam_size=2))
     real = engines_module.translate_ids
     tried, done = [], []
 
@@ -38,7 +39,7 @@ def test_a_batch_out_of_memory_is_split_and_retried(run, monkeypatch, capsys):
         return real(model, src, *args)
 
     monkeypatch.setattr(engines_module, "translate_ids", small_memory)
-    assert translator.translate(lines, beam_size=2) == expected
+    assert translator.translate(lines, TranslateOptions(beam_size=2)) == expected
     # 9 non-empty lines hold 3 distinct sentences, each decoded once: the batch of 3 is split
     assert tried[0] == 3 and sum(done) == 3 and max(done) <= 2
     assert capsys.readouterr().err.count("ran out of memory and were split") == 1
@@ -66,23 +67,26 @@ def test_token_batches_cover_each_nonempty_input_once_longest_first_within_budge
 
 
 def test_n_best_hypotheses_agree_with_translate_and_come_best_first(tmp_path):
-    """``translate_hypotheses`` (what a server returns with scores) ranks each line's n-best by
-    score, its first is what ``translate`` writes, an empty line has none, and beam 1 keeps
-    exactly one hypothesis: greedy's."""
+    """``translate_n_best`` of whole lines (what a server returns with scores) ranks each
+    line's n-best by score, its first is what ``translate`` writes, an empty line has one
+    empty hypothesis, and beam 1 keeps exactly one hypothesis: greedy's."""
     from tests.helpers import tiny_checkpoint
 
     translator = Translator.from_checkpoint(tiny_checkpoint(tmp_path / "mt.ckpt"))
     lines = [en for en, _ in synthetic_pairs()[:12:4]] + [""]
-    found = translator.translate_hypotheses(lines, beam_size=4, n_best=3)
-    assert [len(hyps) for hyps in found] == [3, 3, 3, 0]
+    found = translator.translate_n_best(lines, TranslateOptions(beam_size=4, n_best=3, split=False))
+    assert [len(hyps) for hyps in found] == [3, 3, 3, 1]
+    assert (found[3][0].text, found[3][0].score) == ("", 0.0)
     for hyps in found[:3]:
         assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
-    best = [translator.tokenizer.decode(h[0].tokens) if h else "" for h in found]
-    assert best == translator.translate(lines, beam_size=4)
-    greedy = translator.translate_hypotheses(lines, beam_size=1, n_best=1)
-    assert [len(h) for h in greedy] == [1, 1, 1, 0]
+    best = [translator.tokenizer.decode(h[0].tokens) for h in found]
+    assert best == translator.translate(lines, TranslateOptions(beam_size=4))
+    greedy = translator.translate_n_best(
+        lines, TranslateOptions(beam_size=1, n_best=1, split=False)
+    )
+    assert [len(h) for h in greedy] == [1, 1, 1, 1]
     assert [translator.tokenizer.decode(h[0].tokens) for h in greedy[:3]] == translator.translate(
-        lines[:3], beam_size=1
+        lines[:3], TranslateOptions(beam_size=1)
     )
 
 

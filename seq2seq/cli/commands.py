@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from seq2seq import checks
@@ -77,13 +78,7 @@ def run_translate(args: argparse.Namespace) -> int:
     try:
         with progress_bar(None, "sentences", show, "seq2seq translate") as bar:
             [output] = translator.translate_documents(
-                [document],
-                args.beam_size,
-                args.max_tokens,
-                args.split_sentences,
-                bar.advance,
-                bar.set_total,
-                glossary=glossary,
+                [document], _options(args, glossary), progress=bar
             )
     except KeyboardInterrupt as interrupt:
         print(
@@ -139,28 +134,16 @@ def _translate_chunk(
     translator, chunk: list[str], args, progress: LineProgress, glossary=None
 ) -> list[str]:
     """A window's output lines: translations, or with ``--n-best`` N lines per input line."""
+    options = _options(args, glossary)
     if args.n_best is None:
         return translator.translate(
-            chunk,
-            args.beam_size,
-            args.max_tokens,
-            progress.advance,
-            args.split_sentences,
-            progress.set_total,
-            first_line=progress.done_lines + 1,
-            glossary=glossary,
+            chunk, options, progress=progress, first_line=progress.done_lines + 1
         )
-    beam = max(args.beam_size, args.n_best)
     found = translator.translate_n_best(
         chunk,
-        args.n_best,
-        beam,
-        args.max_tokens,
-        args.split_sentences,
-        progress.advance,
-        progress.set_total,
-        glossary,
-        progress.done_lines + 1,
+        replace(options, n_best=args.n_best),
+        progress=progress,
+        first_line=progress.done_lines + 1,
     )
     first = progress.done_lines
     return [
@@ -170,21 +153,25 @@ def _translate_chunk(
     ]
 
 
+def _options(args: argparse.Namespace, glossary=None):  # noqa: ANN202
+    """The ``TranslateOptions`` of ``translate``'s and ``evaluate``'s options."""
+    from seq2seq.inference.options import TranslateOptions
+
+    return TranslateOptions(
+        beam_size=args.beam_size,
+        max_tokens=args.max_tokens,
+        split=args.split_sentences,
+        glossary=glossary,
+    )
+
+
 def _translate_with_progress(
     translator, lines: list[str], args, show: bool, glossary=None
 ) -> list[str]:
     with progress_bar(len(lines), "lines", show) as bar:
         progress = LineProgress(bar)
         progress.start(len(lines))
-        outputs = translator.translate(
-            lines,
-            args.beam_size,
-            args.max_tokens,
-            progress.advance,
-            args.split_sentences,
-            progress.set_total,
-            glossary=glossary,
-        )
+        outputs = translator.translate(lines, _options(args, glossary), progress=progress)
         progress.finish()
         return outputs
 

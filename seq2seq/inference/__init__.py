@@ -2,6 +2,7 @@
 
     checkpoint.py          the checkpoint format: load, average, atomic save
     translator.py          ``Translator``: lines in, one output line per input line
+    options.py             ``TranslateOptions``: what every translation call decodes with
     engines.py             the engines ``Translator`` drives (``TorchEngine``; the protocol)
     pieces.py              sentences as pieces within the source limit; token batches
     finishing.py           pieces' hypotheses back into sentence translations

@@ -44,6 +44,12 @@ from seq2seq.inference.glossary import (
     term_constraints,
     warn_missing_terms,
 )
+from seq2seq.inference.options import (
+    NO_PROGRESS,
+    Progress,
+    TranslateOptions,
+    old_arguments,
+)
 from seq2seq.inference.pieces import (
     MAX_TOKENS,
     Piece,
@@ -63,8 +69,13 @@ class Translator:
 
     Examples:
         >>> translator = Translator.from_checkpoint("runs/demo/checkpoints/last.ckpt")
-        >>> translator.translate(["I love you."], beam_size=5)
+        >>> translator.translate(["I love you."], TranslateOptions(beam_size=5))
         ['我爱你。']
+
+    Entry points: ``translate`` (lines or documents), ``translate_stream`` (a stream of lines,
+    a window at a time) and ``translate_n_best`` (n-best lists), each taking one
+    ``TranslateOptions``; ``translate_documents`` and ``translate_sentences`` are the floors
+    below them, and ``decode_encoded`` the server's (sources already encoded).
     """
 
     def __init__(self, engine: Engine, tokenizer, truecaser: Truecaser | None = None) -> None:
@@ -121,152 +132,158 @@ class Translator:
         translator.constrain_terms = self.constrain_terms
         return translator
 
+    @old_arguments(
+        "beam_size", "max_tokens", "on_batch", "split", "on_total", "first_line", "glossary"
+    )
     def translate(
         self,
-        lines: Sequence[str],
-        beam_size: int = 5,
-        max_tokens: int = MAX_TOKENS,
-        on_batch: Callable[[int], None] | None = None,
-        split: bool = True,
-        on_total: Callable[[int], None] | None = None,
+        texts: Sequence[str],
+        options: TranslateOptions | None = None,
+        *,
+        progress: Progress = NO_PROGRESS,
         first_line: int = 1,
-        glossary: Glossary | None = None,
+        source: str = "<input>",
     ) -> list[str]:
-        """Translate ``lines``: exactly one output string (without newlines) per input line.
+        """Translate ``texts``: exactly one output per input, in order.
 
         Args:
-            lines: English text, one line each (a paragraph or a sentence); empty lines give
-                empty outputs.
-            beam_size: 1 = greedy search.
-            max_tokens: padded decoder rows x source length per batch: a batch holds
-                ``max_tokens / beam_size`` source tokens, so memory and speed do not depend on
-                the beam (beam 5 on the demo test set: 6.7 s at 800 source tokens per batch,
-                7.7 s at 4,000, 9.5 s at 8,000).
-            on_batch: called with the number of sentences finished after each batch.
-            split: split each line into sentences and translate those (the model was trained
-                on sentences); False: each line is one sentence (one-sentence-per-line data).
-            on_total: called once with the number of distinct sentences (pieces) to decode.
-            first_line: the number of ``lines[0]`` in its file, for warnings naming lines.
-            glossary: terms each sentence's translation must use where the sentence holds
-                their English side (constrained beam search, at ``constrained_beam``'s beam);
-                a term that could not be placed is named in a warning.
-        """
-        documents = [parse_text(line.replace("\n", " ")) for line in lines]
-        outputs = self.translate_documents(
-            documents, beam_size, max_tokens, split, on_batch, on_total, first_line, glossary
-        )
-        return [one_line(text) for text in outputs]
+            texts: in ``options.format``. Plain text ("text", the default): each text a line
+                (a paragraph or a sentence), its translation one line; a text holding line
+                breaks keeps them, line for line; an empty line gives an empty output. HTML,
+                Markdown, SRT: whole documents, their markup kept.
+            options: beam, batch size, sentence splitting, glossary, format
+                (``TranslateOptions``; its defaults when None).
+            progress: told the number of distinct sentences, then each batch's count.
+            first_line: the number of ``texts[0]`` in its file, for warnings naming lines.
+            source: the file the texts come from, for errors naming it.
 
+        Raises:
+            DataError: HTML or SRT that does not parse (naming ``source`` and the line).
+
+        Examples:
+            >>> translator.translate(["I love you."], TranslateOptions(beam_size=5))
+            ['我爱你。']
+        """
+        options = options or TranslateOptions()
+        documents = [parse(text, options.format, source) for text in texts]
+        outputs = self.translate_documents(
+            documents, options, progress=progress, first_line=first_line
+        )
+        if options.format != "text":
+            return outputs
+        # Each input line answered by one output line, whatever a translation holds.
+        return ["\n".join(one_line(line) for line in text.split("\n")) for text in outputs]
+
+    @old_arguments(
+        "beam_size",
+        "max_tokens",
+        "split",
+        "window",
+        "on_window",
+        "on_batch",
+        "on_total",
+        "glossary",
+    )
     def translate_stream(
         self,
         lines: Iterable[str],
-        beam_size: int = 5,
-        max_tokens: int = MAX_TOKENS,
-        split: bool = True,
+        options: TranslateOptions | None = None,
+        *,
         window: int = DEFAULT_WINDOW,
         on_window: Callable[[int], None] | None = None,
-        on_batch: Callable[[int], None] | None = None,
-        on_total: Callable[[int], None] | None = None,
-        glossary: Glossary | None = None,
+        progress: Progress = NO_PROGRESS,
     ) -> Iterator[list[str]]:
-        """``translate`` of a stream of lines, ``window`` lines at a time (Marian's
+        """``translate`` of a stream of plain lines, ``window`` lines at a time (Marian's
         maxi-batch): each window's outputs, in input order, as soon as they are done, so a
         long file shows output early and an interrupted run keeps what was finished.
 
         Sorting by length and token batching happen within a window; with windows of 1,000
         lines the demo test set decodes as fast as in one pass (docs/benchmarks.md, "Streamed
         translation"; ``seq2seq translate`` decodes the same windows, with ``--n-best`` as an
-        option).
-        ``on_window`` is called with each window's number of lines before it is decoded;
-        ``on_batch``, ``on_total`` and ``glossary`` as in ``translate``, per window.
+        option). ``on_window`` is called with each window's number of lines before it is
+        decoded; ``progress`` as in ``translate``, per window.
         """
+        options = options or TranslateOptions()
         done = 0
         for chunk in line_windows(lines, window):
             if on_window is not None:
                 on_window(len(chunk))
-            yield self.translate(
-                chunk,
-                beam_size,
-                max_tokens,
-                on_batch,
-                split,
-                on_total,
-                first_line=done + 1,
-                glossary=glossary,
-            )
+            yield self.translate(chunk, options, progress=progress, first_line=done + 1)
             done += len(chunk)
 
+    @old_arguments(
+        "n_best",
+        "beam_size",
+        "max_tokens",
+        "split",
+        "on_batch",
+        "on_total",
+        "glossary",
+        "first_line",
+    )
     def translate_n_best(
         self,
         lines: Sequence[str],
-        n_best: int,
-        beam_size: int = 5,
-        max_tokens: int = MAX_TOKENS,
-        split: bool = True,
-        on_batch: Callable[[int], None] | None = None,
-        on_total: Callable[[int], None] | None = None,
-        glossary: Glossary | None = None,
+        options: TranslateOptions | None = None,
+        *,
+        progress: Progress = NO_PROGRESS,
         first_line: int = 1,
     ) -> list[list[Hypothesis]]:
-        """The ``n_best`` best translations of each line, best first, each a ``Hypothesis``
-        with its ``text``. A line of several sentences has each sentence searched apart; its
-        candidates are the ``n_best`` combinations of their hypotheses with the highest summed
-        score (``TextBatch.n_best``). An empty line has one empty hypothesis (score 0), so no
-        line is left without an answer."""
+        """The ``options.n_best`` best translations of each plain line, best first, each a
+        ``Hypothesis`` with its ``text`` (searched with ``options.search_beam``). A line of
+        several sentences has each sentence searched apart; its candidates are the ``n_best``
+        combinations of their hypotheses with the highest summed score (``TextBatch.n_best``);
+        with ``split=False`` the line is one sentence and these are its own hypotheses. An
+        empty line has one empty hypothesis (score 0), so no line is left without an
+        answer."""
+        options = options or TranslateOptions()
+        if options.format != "text":
+            raise ValueError(f"n-best lists take plain text, not format {options.format!r}")
         documents = [parse_text(line.replace("\n", " ")) for line in lines]
-        batch = TextBatch(documents, split)
+        batch = TextBatch(documents, options.split)
         found = self.translate_sentences(
-            batch.sentences,
-            beam_size,
-            max_tokens,
-            n_best,
-            on_batch=on_batch,
-            on_total=on_total,
-            glossary=glossary,
+            batch.sentences, replace(options, beam_size=options.search_beam), progress=progress
         )
         warn_missing_terms(batch, found, first_line)
         return [
-            [replace(h, text=one_line(h.text)) for h in batch.n_best(i, found, n_best)]
+            [replace(h, text=one_line(h.text)) for h in batch.n_best(i, found, options.n_best)]
             for i in range(len(lines))
         ]
 
+    @old_arguments(
+        "format",
+        "beam_size",
+        "max_tokens",
+        "split",
+        "source",
+        "glossary",
+        replacement="call translate(texts, TranslateOptions(format=...), source=...)",
+    )
     def translate_text(
-        self,
-        texts: Sequence[str],
-        format: str = "text",
-        beam_size: int = 5,
-        max_tokens: int = MAX_TOKENS,
-        split: bool = True,
-        source: str = "<input>",
-        glossary: Glossary | None = None,
+        self, texts: Sequence[str], options: TranslateOptions, source: str = "<input>"
     ) -> list[str]:
-        """Translate whole texts in ``format`` (text, html, markdown, srt), keeping their
-        markup and line breaks; one output text per input text.
+        """Deprecated (0.3): ``translate(texts, TranslateOptions(format=...))``."""
+        return self.translate(texts, options, source=source)
 
-        Raises:
-            DataError: HTML or SRT that does not parse (naming ``source`` and the line).
-        """
-        documents = [parse(text, format, source) for text in texts]
-        return self.translate_documents(documents, beam_size, max_tokens, split, glossary=glossary)
-
+    @old_arguments(
+        "beam_size", "max_tokens", "split", "on_batch", "on_total", "first_line", "glossary"
+    )
     def translate_documents(
         self,
         documents: list[Document],
-        beam_size: int = 5,
-        max_tokens: int = MAX_TOKENS,
-        split: bool = True,
-        on_batch: Callable[[int], None] | None = None,
-        on_total: Callable[[int], None] | None = None,
+        options: TranslateOptions | None = None,
+        *,
+        progress: Progress = NO_PROGRESS,
         first_line: int = 1,
-        glossary: Glossary | None = None,
     ) -> list[str]:
         """Parsed documents (``seq2seq.formats``) translated: every distinct sentence of all
         of them decoded in one token-batched pass, then each document rebuilt. A warning
         names document i as line ``first_line + i``, or a document read whole from a file by
         the line its paragraph starts on."""
-        batch = TextBatch(documents, split)
+        options = options or TranslateOptions()
+        batch = TextBatch(documents, options.split)
         found = self.translate_sentences(
-            batch.sentences, beam_size, max_tokens, 1, batch.aligned, on_batch, on_total, glossary
+            batch.sentences, replace(options, n_best=1), aligned=batch.aligned, progress=progress
         )
         warn_missing_terms(batch, found, first_line)
         windowed = windowed_lines(batch, found, first_line)
@@ -280,33 +297,42 @@ class Translator:
             )
         return batch.rebuild(found)
 
+    @old_arguments(
+        "beam_size", "max_tokens", "n_best", "aligned", "on_batch", "on_total", "glossary"
+    )
     def translate_sentences(
         self,
         sentences: Sequence[str],
-        beam_size: int = 5,
-        max_tokens: int = MAX_TOKENS,
-        n_best: int = 1,
+        options: TranslateOptions | None = None,
+        *,
         aligned: Sequence[bool] | None = None,
-        on_batch: Callable[[int], None] | None = None,
-        on_total: Callable[[int], None] | None = None,
-        glossary: Glossary | None = None,
+        progress: Progress = NO_PROGRESS,
     ) -> list[SentenceTranslation]:
-        """Each sentence translated whole, or, when longer than the model takes, in pieces
-        (``plan``); ``aligned[i]``: also align sentence i's best translation to its words;
-        ``glossary``: terms forced where their English side occurs (``piece_terms``)."""
+        """Each sentence translated whole (``options.split`` is not read: these are
+        sentences), or, when longer than the model takes, in pieces (``plan``); its
+        ``options.n_best`` hypotheses at ``options.beam_size``; ``aligned[i]``: also align
+        sentence i's best translation to its words; ``options.glossary``: terms forced where
+        their English side occurs (``piece_terms``)."""
+        options = options or TranslateOptions()
         plans = self.plan(sentences)
         encoded = [piece.ids for plan in plans for piece in plan]
-        if on_total is not None:
-            on_total(sum(1 for ids in encoded if ids))
-        terms = self.piece_terms(sentences, plans, glossary)
+        progress.set_total(sum(1 for ids in encoded if ids))
+        terms = self.piece_terms(sentences, plans, options.glossary)
         if self.annotates_terms and any(terms):
             limit = self.engine.source_limit()
             encoded = annotate_pieces(
                 self.tokenizer, sentences, plans, terms, self.truecaser, limit
             )
         constraints = self.constraints(terms)
-        found = self.decode_encoded(encoded, beam_size, max_tokens, n_best, on_batch, constraints)
-        return self.finish(sentences, plans, found, n_best, aligned, terms)
+        found = self.decode_encoded(
+            encoded,
+            options.beam_size,
+            options.max_tokens,
+            options.n_best,
+            progress.advance,
+            constraints,
+        )
+        return self.finish(sentences, plans, found, options.n_best, aligned, terms)
 
     def piece_terms(
         self, sentences: Sequence[str], plans: list[list[Piece]], glossary: Glossary | None
@@ -364,23 +390,23 @@ class Translator:
         """Source ids of one sentence (normalised, truecased; [] for white space), not cut."""
         return encode_sentence(self.truecaser.normalize(text), self.tokenizer)
 
+    @old_arguments(
+        "beam_size",
+        "max_tokens",
+        "n_best",
+        "on_batch",
+        replacement="call translate_n_best(lines, TranslateOptions(split=False, n_best=...))",
+    )
     def translate_hypotheses(
         self,
         lines: Sequence[str],
-        beam_size: int = 5,
-        max_tokens: int = MAX_TOKENS,
-        n_best: int = 1,
-        on_batch: Callable[[int], None] | None = None,
+        options: TranslateOptions,
+        progress: Progress = NO_PROGRESS,
     ) -> list[list[Hypothesis]]:
-        """The ``n_best`` hypotheses (ids and scores) of each line, taken whole as one
-        sentence (a line over the model's limit in pieces, their k-th hypotheses joined);
-        [] for an empty line. ``translate_sentences`` gives their texts too."""
+        """Deprecated (0.3): ``translate_n_best(lines, TranslateOptions(split=False,
+        n_best=...))`` (which answers an empty line with one empty hypothesis, not [])."""
         found = self.translate_sentences(
-            [line.replace("\n", " ") for line in lines],
-            beam_size,
-            max_tokens,
-            n_best,
-            on_batch=on_batch,
+            [line.replace("\n", " ") for line in lines], options, progress=progress
         )
         return [
             [replace(h, text=text) for h, text in zip(s.hypotheses, s.texts, strict=True)]

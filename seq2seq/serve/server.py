@@ -135,7 +135,9 @@ def in_passing_thread(work: Callable[[], T]) -> T:
 def warm_up(served) -> None:  # noqa: ANN001
     """One decode before the port opens, so the first client does not pay for it."""
     if served.translator is not None:
-        served.translator.translate(WARM_UP, beam_size=2)
+        from seq2seq.inference.options import TranslateOptions
+
+        served.translator.translate(WARM_UP, TranslateOptions(beam_size=2))
     else:
         from seq2seq.decoding.sampling import SamplingConfig
 

@@ -17,6 +17,7 @@ import torch
 
 from seq2seq.inference.engines import TorchEngine, token_rules
 from seq2seq.inference.evaluation import score_translations
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
 
 
@@ -50,7 +51,9 @@ def validation_bleu(trainer, pl_module) -> float:
     engine = TorchEngine(pl_module.model, pl_module.search, token_rules(tokenizer))
     translator = Translator(engine, tokenizer)
     with _quiet_stderr():  # truncation warnings of over-long dev sentences
-        outputs = translator.translate([sources[i] for i in mine], pl_module.hparams.val_beam_size)
+        outputs = translator.translate(
+            [sources[i] for i in mine], TranslateOptions(beam_size=pl_module.hparams.val_beam_size)
+        )
     translated = dict(gather_objects(list(zip(mine, outputs, strict=True))))
     hypotheses = [translated[i] for i in chosen]
     return score_translations(hypotheses, [[references[i] for i in chosen]])["bleu"]
