@@ -12,6 +12,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 
 from seq2seq.inference.glossary import Glossary
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.serve.deepl_glossary_routes import found_glossary
 from seq2seq.serve.deepl_requests import Arguments
 from seq2seq.serve.files import TranslateTexts
@@ -87,15 +88,13 @@ class DeeplTranslate:
                 "use POST /v1/completions",
             )
         checked = self._checked(args)
-        results = await self.translate_texts(
-            request,
-            checked.sent,
-            checked.text_format,
-            checked.split,
-            self.settings.beam_size,
-            1,
+        options = TranslateOptions(
+            beam_size=self.settings.beam_size,
+            format=checked.text_format,
+            split=checked.split,
             glossary=checked.glossary,
         )
+        results = await self.translate_texts(request, checked.sent, options)
         self.usage.characters += sum(map(len, checked.texts))
         out = [
             _translation(text, result, checked.billed)

@@ -22,6 +22,7 @@ from starlette.datastructures import UploadFile
 from seq2seq.errors import DataError
 from seq2seq.formats import EXTENSIONS
 from seq2seq.formats.encoding import Decoded, decode_document, encode_document
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.serve.handling import ServerSettings, authorize
 from seq2seq.serve.protocol import ApiError, translate_args
 
@@ -72,9 +73,8 @@ class FileRoutes:
         )  # the languages, checked as /translate checks them
         if not self.translates:
             raise ApiError(400, "this model is a language model, not a translator")
-        [result] = await self.translate_texts(
-            request, [decoded.text], text_format, True, self.settings.beam_size, 1
-        )
+        options = TranslateOptions(beam_size=self.settings.beam_size, format=text_format)
+        [result] = await self.translate_texts(request, [decoded.text], options)
         body = encode_document(result.text, text_format, decoded)  # UTF-8, declared so
         key = self._keep(name, body, text_format)
         return {

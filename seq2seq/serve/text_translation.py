@@ -13,7 +13,8 @@ from seq2seq.decoding.search import Hypothesis
 from seq2seq.errors import DataError
 from seq2seq.formats import parse
 from seq2seq.inference.documents import SentenceTranslation, TextBatch
-from seq2seq.inference.glossary import Glossary, Term
+from seq2seq.inference.glossary import Term
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.pieces import cut_source
 from seq2seq.inference.translator import Translator
 from seq2seq.serve.handling import submit, wait_for
@@ -87,24 +88,20 @@ class TextTranslator:
         return await self._decode(request, encoded, beam_size, n_best, attention)
 
     async def translate_texts(
-        self,
-        request: Request,
-        texts: list[str],
-        text_format: str,
-        split: bool,
-        beam_size: int,
-        n_best: int,
-        glossary: Glossary | None = None,
+        self, request: Request, texts: list[str], options: TranslateOptions
     ) -> list[TextResult]:
-        """Texts in a format: split into sentences, each distinct one decoded once (pieces
-        for the over-long), markup placed by alignment (in the worker thread), rebuilt;
-        ``glossary``: terms forced where their English side occurs."""
+        """Texts in ``options.format``: split into sentences (``options.split``), each
+        distinct one decoded once (pieces for the over-long) at ``options.beam_size`` with
+        ``options.n_best`` hypotheses, markup placed by alignment (in the worker thread),
+        rebuilt; ``options.glossary``: terms forced where their English side occurs. The
+        batch size is the worker's (``--max-batch-tokens``), not ``options.max_tokens``."""
         translator = self.translator
+        n_best = options.n_best
         # Parsing, splitting and rebuilding a large file take a second: off the event loop.
-        prepared = await asyncio.to_thread(self._prepare, texts, text_format, split, glossary)
+        prepared = await asyncio.to_thread(self._prepare, texts, options)
         encoded = [piece.ids for plan in prepared.plans for piece in plan]
         decoded = await self._decode(
-            request, encoded, beam_size, n_best, constraints=prepared.constraints
+            request, encoded, options.beam_size, n_best, constraints=prepared.constraints
         )
         found = [sentence.hypotheses for sentence in decoded]
         if any(prepared.batch.aligned):
@@ -121,17 +118,15 @@ class TextTranslator:
             )
         return await asyncio.to_thread(_results, prepared.batch, finished, n_best)
 
-    def _prepare(
-        self, texts: list[str], text_format: str, split: bool, glossary: Glossary | None
-    ) -> _Prepared:
+    def _prepare(self, texts: list[str], options: TranslateOptions) -> _Prepared:
         translator = self.translator
         try:
-            documents = [parse(valid_text(text), text_format, "q") for text in texts]
+            documents = [parse(valid_text(text), options.format, "q") for text in texts]
         except DataError as error:
             raise ApiError(400, f"Invalid request: {error}", "q") from None
-        batch = TextBatch(documents, split)
+        batch = TextBatch(documents, options.split)
         plans = translator.plan(batch.sentences)
-        terms = translator.piece_terms(batch.sentences, plans, glossary)
+        terms = translator.piece_terms(batch.sentences, plans, options.glossary)
         try:
             return _Prepared(batch, plans, terms, translator.constraints(terms))
         except ValueError as error:  # a CTranslate2 engine

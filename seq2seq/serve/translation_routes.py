@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from seq2seq.errors import DataError
 from seq2seq.inference.glossary import Glossary
+from seq2seq.inference.options import TranslateOptions
 from seq2seq.serve.files import TranslateTexts, add_file_routes
 from seq2seq.serve.handling import ServerSettings, authorize
 from seq2seq.serve.protocol import (
@@ -125,9 +126,10 @@ class TranslationRoutes:
         texts = checked.texts
         if checked.format == "text":  # line endings as LibreTranslate reads them
             texts = [text.replace("\r\n", "\n").replace("\r", "\n") for text in texts]
-        found = await self.texts.translate_texts(
-            request, texts, checked.format, True, beam, n_best, glossary
+        options = TranslateOptions(
+            beam_size=beam, n_best=n_best, format=checked.format, glossary=glossary
         )
+        found = await self.texts.translate_texts(request, texts, options)
         return JSONResponse(self._libre_answer(checked, found, glossary))
 
     def _libre_answer(
@@ -187,9 +189,14 @@ class TranslationRoutes:
         if body.return_attention:  # attention is drawn over one sentence: each text whole
             results, sentences = await self._translate_whole(request, texts, beam, body.n_best)
         else:
-            results = await self.texts.translate_texts(
-                request, texts, body.format, body.split, beam, body.n_best, glossary
+            options = TranslateOptions(
+                beam_size=beam,
+                n_best=body.n_best,
+                format=body.format,
+                split=body.split,
+                glossary=glossary,
             )
+            results = await self.texts.translate_texts(request, texts, options)
             sentences = [TranslatedSentence(r.hypotheses) for r in results]
         out = [
             _native_item(body, result, sentence, glossary is not None)
