@@ -118,7 +118,6 @@ def old_arguments(*order: str, replacement: str | None = None) -> Callable:
             )
             return method(self, first, **convert(given))
 
-        call.__wrapped_old_order__ = order  # type: ignore[attr-defined]
         return call
 
     return decorate
