@@ -31,6 +31,15 @@ BOMS = (
 )
 
 
+def is_utf8(data: bytes) -> bool:
+    """Whether ``data`` is valid UTF-8 (whole characters only)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def sniff_bom(head: bytes) -> tuple[bytes, str] | None:
     """The byte-order mark ``head`` starts with and the codec it names; None without one."""
     return next(((bom, codec) for bom, codec in BOMS if head.startswith(bom)), None)

@@ -7,5 +7,6 @@
     decode.py       our Transformer as a ``Scorer``; ``translate_ids`` and ``generate_ids``
     continuous.py   sentences joining and leaving a running search (the server's batching)
 
-It imports the paper (``seq2seq.model``, ``seq2seq.cache``) and nothing above it.
+It imports the paper (``seq2seq.model``, ``seq2seq.cache``) and the ground (``seq2seq.textio``),
+nothing above them.
 """

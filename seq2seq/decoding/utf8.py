@@ -30,6 +30,8 @@ from functools import lru_cache
 import torch
 from torch import Tensor
 
+from seq2seq.textio import is_utf8
+
 NEG_INF = float("-inf")
 
 # Bytes that never start a character: continuations, overlong leads, leads past U+10FFFF.
@@ -165,18 +167,10 @@ def drop_broken_bytes(tokens: Sequence[int], byte_ids: Sequence[int]) -> tuple[l
         need = continuations_after(value)
         run = tokens[index : index + 1 + need]
         if need and len(run) == 1 + need and all(t in value_of for t in run):
-            if _decodes(bytes(value_of[t] for t in run)):
+            if is_utf8(bytes(value_of[t] for t in run)):
                 kept += run
                 index += len(run)
                 continue
         dropped += 1  # a byte that starts no complete character: dropped alone
         index += 1
     return kept, dropped
-
-
-def _decodes(raw: bytes) -> bool:
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True

@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass, replace
 
 from seq2seq.errors import DataError
-from seq2seq.textio import BOMS, sniff_bom
+from seq2seq.textio import BOMS, is_utf8, sniff_bom
 
 PRESCAN_BYTES = 1024  # where a browser stops looking for <meta charset>
 OUTPUT_ENCODINGS = ("utf-8", "input")
@@ -246,7 +246,7 @@ def _declared_or_found(data: bytes, format: str, source: str) -> Decoded:
     if declared is None:
         return replace(_found(data, source), warnings=(*warnings,))
     label, codec = declared
-    if codec != "utf-8" and not data.isascii() and _is_utf8(data):
+    if codec != "utf-8" and not data.isascii() and is_utf8(data):
         warnings.append(
             f"{source}: declares {label} but its bytes are UTF-8; read as UTF-8 "
             f"(--encoding {label} reads it as declared)"
@@ -280,7 +280,7 @@ def _declaration(data: bytes, source: str, warnings: list[str]) -> tuple[str, st
 
 def _found(data: bytes, source: str) -> Decoded:
     """Undeclared bytes: UTF-8 when they are valid UTF-8, else charset-normalizer's guess."""
-    if _is_utf8(data):
+    if is_utf8(data):
         return Decoded(data.decode("utf-8"), "utf-8", False, "utf-8")
     for codec in _detected_codecs(data):
         try:
@@ -346,14 +346,6 @@ def _c1_controls(error: UnicodeError) -> tuple[str, int]:
 
 
 codecs.register_error(_CP1252_C1, _c1_controls)
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _line_at(data: bytes, offset: int, codec: str) -> int:
