@@ -38,6 +38,15 @@ def test_a_usual_word_inside_the_forced_term_is_not_replaced_again():
     )
 
 
+def test_the_ceiling_puts_each_term_in_place_of_its_usual_word_in_the_plain_output():
+    from seq2seq.inference.glossary import Term
+
+    terms = [[Term("teacher", "导师"), Term("car", "轿车")], []]
+    usual = {"teacher": ("老师",), "car": ("车", "汽车")}
+    outputs = ["老师的汽车很小。", "你好。"]
+    assert bench.substituted_outputs(terms, outputs, usual) == ["导师的轿车很小。", "你好。"]
+
+
 def test_every_builtin_term_is_a_glossary_entry_with_usual_words_apart_from_it():
     glossary, usual = bench.load_terms(None, None)
     assert len(glossary) == len(bench.TERMS) >= 25
@@ -98,6 +107,9 @@ def test_a_tiny_run_reports_consistent_figures(tmp_path, capsys):
     assert set(out["scores"]) == {
         f"{run}_vs_{refs}_refs" for run in ("plain", "glossary") for refs in ("forced", "original")
     }
+    # The ceiling: the plain outputs with the term written for the usual word.
+    best = out["substituted_plain_vs_original_refs"]
+    assert 0 <= best["bleu"] <= 100 and set(best) == {"bleu", "chrf"}
     # Every reference of a term sentence holds its usual word: each one is substituted.
     outcomes = out["reference_outcomes"]
     assert outcomes == {"substituted": rate["pairs"], "already": 0, "none": 0}

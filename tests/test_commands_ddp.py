@@ -183,7 +183,7 @@ def test_fit_command_runs_ddp_with_lightnings_launcher(straight):
     assert "seq2seq" in straight
 
 
-STEPS = 30  # of every run below: the kills land between steps 3 and 9 of it
+STEPS = 30  # of every run below: SIGTERM lands after step 3, SIGKILL a checkpoint into the resume
 
 
 def fit_command(root: Path, corpus: Path, *extra: str) -> list[str]:
@@ -254,38 +254,37 @@ def assert_ends_like(straight: dict, last: Path) -> None:
         torch.testing.assert_close(y["exp_avg_sq"], x["exp_avg_sq"], rtol=1e-4, atol=1e-8)
 
 
-def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(prepared, straight, tmp_path):
-    """Kill a real 2-process run (both ranks, SIGKILL) mid-epoch, resume it with
-    ``--ckpt_path last``: it ends where an uninterrupted run of the same seed ends."""
-    corpus = prepared[1]
-    argv = fit_command(tmp_path, corpus, "--checkpoint.last_every_n_train_steps", "3")
-    victim = start_fit(argv, stderr=subprocess.DEVNULL)
-    last = tmp_path / "checkpoints" / "last.ckpt"
-    wait_for_step(last, 9, victim)
-    os.killpg(victim.pid, signal.SIGKILL)  # rank 0 and the rank it launched
-    victim.wait()
-    stopped_at = torch.load(last, weights_only=False)["global_step"]
-    assert 9 <= stopped_at < STEPS, f"the run was not killed mid-training (step {stopped_at})"
-
-    run_fit(fit_command(tmp_path, corpus, "--ckpt_path", "last"))
-    assert_ends_like(straight, last)
-
-
-def test_sigterm_to_rank_0_stops_both_ranks_at_one_step_with_a_checkpoint_that_resumes(
-    prepared, straight, tmp_path
-):
-    """SIGTERM to rank 0 alone (``kill PID``): the ranks agree to stop after the same step,
-    last.ckpt holds it, one line says where (exit 143), the launched rank exits too, and
-    resuming ends where an uninterrupted run ends."""
-    corpus = prepared[1]
-    argv = fit_command(tmp_path, corpus, "--checkpoint.last_every_n_train_steps", "3")
-    with open(tmp_path / "stderr.txt", "w") as stderr:
+@pytest.fixture(scope="module")
+def sigtermed(prepared, tmp_path_factory) -> dict:
+    """A 2-process run that got SIGTERM to rank 0 alone (``kill PID``) after its third step:
+    its exit code, stderr, run directory, and whether the rank it launched ended by itself."""
+    root = tmp_path_factory.mktemp("sigterm")
+    argv = fit_command(root, prepared[1], "--checkpoint.last_every_n_train_steps", "3")
+    with open(root / "stderr.txt", "w") as stderr:
         victim = start_fit(argv, stderr=stderr)
-    last = tmp_path / "checkpoints" / "last.ckpt"
-    wait_for_step(last, 3, victim)
+    wait_for_step(root / "checkpoints" / "last.ckpt", 3, victim)
     victim.send_signal(signal.SIGTERM)
-    assert victim.wait(timeout=300) == 128 + signal.SIGTERM
-    err = (tmp_path / "stderr.txt").read_text()
+    code = victim.wait(timeout=300)
+    deadline = time.time() + 60
+    while time.time() < deadline:  # the rank that rank 0 launched ends by itself
+        try:
+            os.killpg(victim.pid, 0)
+        except ProcessLookupError:
+            rank_1_ended = True
+            break
+        time.sleep(0.1)
+    else:
+        os.killpg(victim.pid, signal.SIGKILL)
+        rank_1_ended = False
+    err = (root / "stderr.txt").read_text()
+    return {"code": code, "stderr": err, "root": root, "corpus": prepared[1], "ended": rank_1_ended}
+
+
+def test_sigterm_to_rank_0_stops_both_ranks_at_one_step_with_a_checkpoint(sigtermed):
+    """The ranks agree to stop after the same step, last.ckpt holds it, one line says where
+    (exit 143), and the launched rank exits too. (Resuming it is the next test.)"""
+    assert sigtermed["code"] == 128 + signal.SIGTERM
+    err, last = sigtermed["stderr"], sigtermed["root"] / "checkpoints" / "last.ckpt"
     lines = err.strip().splitlines()
     assert sum(line.startswith("seq2seq fit: SIGTERM: finishing") for line in lines) == 1, err
     stopped = re.fullmatch(
@@ -297,18 +296,27 @@ def test_sigterm_to_rank_0_stops_both_ranks_at_one_step_with_a_checkpoint_that_r
     step = int(stopped[1])
     assert 3 <= step < STEPS and Path(stopped[2]) == last.resolve()
     assert torch.load(last, weights_only=False)["global_step"] == step
-    deadline = time.time() + 60
-    while time.time() < deadline:  # the rank that rank 0 launched ends by itself
-        try:
-            os.killpg(victim.pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        os.killpg(victim.pid, signal.SIGKILL)
-        pytest.fail("rank 1 was still running a minute after rank 0 stopped")
+    assert sigtermed["ended"], "rank 1 was still running a minute after rank 0 stopped"
 
-    run_fit(fit_command(tmp_path, corpus, "--ckpt_path", "last"))
+
+def test_sigterm_resume_sigkill_mid_epoch_resume_matches_an_uninterrupted_run(sigtermed, straight):
+    """The SIGTERM-stopped run resumed with ``--ckpt_path last``, then killed mid-epoch (both
+    ranks, SIGKILL) a checkpoint later, and resumed again: it ends where an uninterrupted run
+    of the same seed ends. Each resume starts from the other kind of stop."""
+    root, corpus = sigtermed["root"], sigtermed["corpus"]
+    last = root / "checkpoints" / "last.ckpt"
+    stopped_by_sigterm = torch.load(last, weights_only=False)["global_step"]
+    argv = fit_command(
+        root, corpus, "--checkpoint.last_every_n_train_steps", "3", "--ckpt_path", "last"
+    )
+    victim = start_fit(argv, stderr=subprocess.DEVNULL)
+    wait_for_step(last, stopped_by_sigterm + 3, victim)
+    os.killpg(victim.pid, signal.SIGKILL)  # rank 0 and the rank it launched
+    victim.wait()
+    stopped_at = torch.load(last, weights_only=False)["global_step"]
+    assert stopped_by_sigterm < stopped_at < STEPS, f"not killed mid-training (step {stopped_at})"
+
+    run_fit(fit_command(root, corpus, "--ckpt_path", "last"))
     assert_ends_like(straight, last)
 
 

@@ -44,6 +44,11 @@ def print_measures(out: dict) -> None:
             f"| BLEU / chrF, term sentences, {refs} references | {a['bleu']:.2f} / "
             f"{a['chrf']:.2f} | {b['bleu']:.2f} / {b['chrf']:.2f} |"
         )
+    best = out["substituted_plain_vs_original_refs"]
+    print(
+        f"| the glossary's ceiling there: plain outputs with the term in place of the usual "
+        f"word | | {best['bleu']:.2f} / {best['chrf']:.2f} |"
+    )
     sec = out["seconds"]
     print(
         f"| seconds, term sentences only | {sec['terms_plain']:.2f} | "
