@@ -3,6 +3,7 @@ torchrun, and Lightning's own launcher behind ``seq2seq fit --trainer.devices 2`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -10,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -27,9 +29,16 @@ REPO = Path(__file__).parents[1]
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(n: int) -> list[int]:
+    """n distinct free ports (the sockets are all held until each has its number)."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
 
 
 def quiet_env() -> dict[str, str]:
@@ -57,10 +66,9 @@ def prepared(tmp_path_factory):
     return root, corpus, data
 
 
-@pytest.fixture(scope="module")
-def torchrun_results(prepared):
-    root, corpus, _ = prepared
-    command = [
+def torchrun_command(root: Path, corpus: Path, port: int) -> list[str]:
+    """tests/workers/ddp_worker.py on 2 ranks under torchrun: each writes what it saw."""
+    return [
         sys.executable,
         "-m",
         "torch.distributed.run",
@@ -69,13 +77,18 @@ def torchrun_results(prepared):
         "--master_addr",
         "127.0.0.1",
         "--master_port",
-        str(free_port()),
+        str(port),
         str(WORKER),
         str(root),
         str(corpus),
         str(root / "cache"),
     ]
-    done = subprocess.run(command, env=quiet_env(), capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def torchrun_results(prepared, launched):
+    root = prepared[0]
+    done = launched["torchrun"]
     assert done.returncode == 0, done.stderr[-3000:]
     return [torch.load(root / f"rank{r}.pt", weights_only=False) for r in (0, 1)]
 
@@ -233,12 +246,52 @@ def wait_for_step(last: Path, step: int, process: subprocess.Popen) -> None:
         time.sleep(0.02)
 
 
+@dataclass
+class Finished:
+    """A launched command once it ended: its exit code, stderr, and the directory it wrote."""
+
+    returncode: int
+    stderr: str
+    root: Path
+
+
 @pytest.fixture(scope="module")
-def straight(prepared, tmp_path_factory) -> dict:
+def launched(prepared, tmp_path_factory) -> dict[str, Finished]:
+    """The module's three independent 2-process runs, started together: the torchrun worker,
+    the uninterrupted ``seq2seq fit`` the resume test compares with (``straight``), and the
+    non-finite one. Each process imports torch and Lightning on one core for seconds before it
+    trains, and Lightning's launcher starts rank 1 only once rank 0 has: run one after another,
+    a core idles through every start-up."""
+    data_root, corpus, _ = prepared
+    straight_root, nonfinite_root = (tmp_path_factory.mktemp(n) for n in ("straight", "nonfinite"))
+    torchrun_port, straight_port, nonfinite_port = free_ports(3)
+    commands = {  # name: (argv, the directory it writes, Lightning's MASTER_PORT)
+        "torchrun": (torchrun_command(data_root, corpus, torchrun_port), data_root, None),
+        "straight": (fit_command(straight_root, corpus), straight_root, straight_port),
+        "nonfinite": (nonfinite_command(nonfinite_root, corpus), nonfinite_root, nonfinite_port),
+    }
+    running = {}
+    try:
+        for name, (argv, root, port) in commands.items():
+            env = {**quiet_env(), **({"MASTER_PORT": str(port)} if port else {})}
+            with open(root / f"{name}.stderr", "w") as stderr:  # the child keeps its own copy
+                running[name] = subprocess.Popen(argv, env=env, stderr=stderr)
+        codes = {name: process.wait(timeout=600) for name, process in running.items()}
+    finally:
+        for process in running.values():
+            process.kill()  # nothing left behind if one hangs
+    return {
+        name: Finished(codes[name], (root / f"{name}.stderr").read_text(), root)
+        for name, (_, root, _) in commands.items()
+    }
+
+
+@pytest.fixture(scope="module")
+def straight(launched) -> dict:
     """The last.ckpt of an uninterrupted 2-process run of STEPS steps."""
-    root = tmp_path_factory.mktemp("straight")
-    run_fit(fit_command(root, prepared[1]))
-    return torch.load(root / "checkpoints" / "last.ckpt", weights_only=False)
+    done = launched["straight"]
+    assert done.returncode == 0, done.stderr[-3000:]
+    return torch.load(done.root / "checkpoints" / "last.ckpt", weights_only=False)
 
 
 def assert_ends_like(straight: dict, last: Path) -> None:
@@ -320,14 +373,11 @@ def test_sigterm_resume_sigkill_mid_epoch_resume_matches_an_uninterrupted_run(si
     assert_ends_like(straight, last)
 
 
-def test_nonfinite_losses_under_ddp_skip_together_then_stop_with_one_line(prepared, tmp_path):
-    """An absurd learning rate makes every loss NaN after the first update: both ranks skip
-    the same batches (no hang, no Lightning error about skipping under DDP) and fit stops with
-    its one-line message after max_nonfinite_steps."""
-    _, corpus, _ = prepared
-    config = tmp_path / "config.yaml"
-    config.write_text(CONFIG.format(corpus=corpus, root=tmp_path, max_steps=30))
-    command = [
+def nonfinite_command(root: Path, corpus: Path) -> list[str]:
+    """A 2-process fit at an absurd learning rate that stops after 3 non-finite losses."""
+    config = root / "config.yaml"
+    config.write_text(CONFIG.format(corpus=corpus, root=root, max_steps=30))
+    return [
         sys.executable,
         "-m",
         "seq2seq",
@@ -343,8 +393,13 @@ def test_nonfinite_losses_under_ddp_skip_together_then_stop_with_one_line(prepar
         "--model.max_nonfinite_steps",
         "3",
     ]
-    env = {**quiet_env(), "MASTER_PORT": str(free_port())}
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_nonfinite_losses_under_ddp_skip_together_then_stop_with_one_line(launched):
+    """An absurd learning rate makes every loss NaN after the first update: both ranks skip
+    the same batches (no hang, no Lightning error about skipping under DDP) and fit stops with
+    its one-line message after max_nonfinite_steps."""
+    done = launched["nonfinite"]
     assert done.returncode == 2, done.stderr[-3000:]
     last_line = done.stderr.strip().splitlines()[-1]
     assert last_line.startswith("seq2seq fit: error: the training loss was not finite")
