@@ -226,6 +226,7 @@ LINES = [
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_libretranslate_answers_as_our_engine_translates_at_argos_settings(
     served, libretranslate_python
 ):
@@ -275,6 +276,7 @@ def test_libretranslate_answers_as_our_engine_translates_at_argos_settings(
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_libretranslate_translates_a_sentence_past_the_trained_positions(served):
     """A sentence of 600 pieces, past the model's 512 positions (HTTP 500 before the package
     carried ``ARGOS_POSITIONS`` rows): LibreTranslate answers it."""

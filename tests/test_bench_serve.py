@@ -24,7 +24,7 @@ except pytest.skip.Exception as skipped:  # no ctranslate2 or transformers here
         pytest.skip(NO_ARGOS)
 
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 ROOT = Path(__file__).resolve().parents[1]
 SERVERS = ("ours", "ctranslate2", "libretranslate")
 

@@ -125,6 +125,9 @@ def test_an_interrupted_translation_keeps_every_finished_line(
             "2",
         ),
         stderr=subprocess.PIPE,
+        # Ctrl+C's SIGINT at its default, as in a terminal: a pytest-xdist worker ignores
+        # SIGINT, and a child inherits that (as one started by nohup or `&` does).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not output.exists() or output.stat().st_size < 200):

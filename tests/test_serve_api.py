@@ -14,7 +14,7 @@ from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
 
 pytest.importorskip("fastapi")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 SENTENCES = ["I will buy apples today.", "She can see the book tomorrow.", "We should eat."]
 

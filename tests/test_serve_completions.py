@@ -12,7 +12,7 @@ from seq2seq.inference.generation import Generator
 
 pytest.importorskip("fastapi")
 openai = pytest.importorskip("openai")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 
 @pytest.fixture(scope="module")

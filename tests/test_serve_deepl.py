@@ -21,7 +21,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 deepl = pytest.importorskip("deepl")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 SENTENCES = [
     "My teacher will buy apples today.",

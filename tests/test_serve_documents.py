@@ -13,7 +13,7 @@ import pytest
 from seq2seq.inference.options import TranslateOptions
 
 pytest.importorskip("fastapi")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 SENTENCES = ["I will buy apples today.", "She can see the book tomorrow.", "We should eat."]
 

@@ -19,7 +19,7 @@ from tests.helpers import synthetic_pairs
 from tests.serving import running_server
 
 pytest.importorskip("fastapi")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 SOURCES = [en for en, _ in synthetic_pairs()[::23]]  # 42 different sentences
 HEAVY = ", ".join(["I will buy the book tomorrow and read it at home with you"] * 2)

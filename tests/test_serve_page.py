@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 BROWSER, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 if not (BROWSER and DRIVER):
