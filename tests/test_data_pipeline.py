@@ -145,6 +145,7 @@ def start_preparing(tsv: Path, cache_dir: Path) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow  # subprocesses that import Lightning: seconds each
 def test_a_killed_preparation_leaves_no_cache_and_the_next_one_cleans_up(tsv, tmp_path):
     process = start_preparing(tsv, tmp_path)
     deadline = time.monotonic() + 60
@@ -161,6 +162,7 @@ def test_a_killed_preparation_leaves_no_cache_and_the_next_one_cleans_up(tsv, tm
     assert [p.name for p in tmp_path.iterdir()] == [dm.cache_path.name]  # the dead one's removed
 
 
+@pytest.mark.slow  # subprocesses that import Lightning: seconds each
 def test_two_preparers_racing_leave_one_good_cache(tsv, prepared, tmp_path):
     racers = [start_preparing(tsv, tmp_path) for _ in range(2)]
     outputs = [racer.communicate(timeout=300) for racer in racers]
@@ -213,6 +215,7 @@ print(json.dumps({"batches": everyone, "mapped": mapped, "n": len(dm.dataset("tr
 """
 
 
+@pytest.mark.slow  # subprocesses that import Lightning: seconds each
 def test_two_ranks_map_one_copy_and_build_disjoint_batches_covering_the_epoch(
     prepared, tsv, tmp_path
 ):

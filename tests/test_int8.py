@@ -163,6 +163,7 @@ def reverser() -> Transformer:
 AGREEMENT = 0.95
 
 
+@pytest.mark.slow  # trains its model first (about 10 s)
 def test_int8_greedy_agrees_with_float32_on_a_trained_model(reverser):
     src, _, _ = reversal_batch(torch.Generator().manual_seed(1), rows=200)
     config = SearchConfig(max_len_a=1.0, max_len_b=2)
