@@ -330,7 +330,7 @@ def sigtermed(prepared, tmp_path_factory) -> dict:
         os.killpg(victim.pid, signal.SIGKILL)
         rank_1_ended = False
     err = (root / "stderr.txt").read_text()
-    return {"code": code, "stderr": err, "root": root, "corpus": prepared[1], "ended": rank_1_ended}
+    return {"code": code, "stderr": err, "root": root, "ended": rank_1_ended}
 
 
 def test_sigterm_to_rank_0_stops_both_ranks_at_one_step_with_a_checkpoint(sigtermed):
@@ -352,11 +352,13 @@ def test_sigterm_to_rank_0_stops_both_ranks_at_one_step_with_a_checkpoint(sigter
     assert sigtermed["ended"], "rank 1 was still running a minute after rank 0 stopped"
 
 
-def test_sigterm_resume_sigkill_mid_epoch_resume_matches_an_uninterrupted_run(sigtermed, straight):
+def test_sigterm_resume_sigkill_mid_epoch_resume_matches_an_uninterrupted_run(
+    prepared, sigtermed, straight
+):
     """The SIGTERM-stopped run resumed with ``--ckpt_path last``, then killed mid-epoch (both
     ranks, SIGKILL) a checkpoint later, and resumed again: it ends where an uninterrupted run
     of the same seed ends. Each resume starts from the other kind of stop."""
-    root, corpus = sigtermed["root"], sigtermed["corpus"]
+    root, corpus = sigtermed["root"], prepared[1]
     last = root / "checkpoints" / "last.ckpt"
     stopped_by_sigterm = torch.load(last, weights_only=False)["global_step"]
     argv = fit_command(

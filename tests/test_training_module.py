@@ -86,18 +86,22 @@ def train_batches(count: int) -> list:
     return [make_batch(rows(5), rows(4)) for _ in range(count)]
 
 
-def fit_on(module, batches, callbacks=()) -> None:
+def quiet_trainer(**settings):
+    """A CPU Lightning Trainer that writes nothing (no logger, checkpoints, bar or summary)."""
     import lightning as L
 
-    trainer = L.Trainer(
+    return L.Trainer(
         accelerator="cpu",
-        max_epochs=1,
         logger=False,
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
-        callbacks=list(callbacks),
+        **settings,
     )
+
+
+def fit_on(module, batches, callbacks=()) -> None:
+    trainer = quiet_trainer(max_epochs=1, callbacks=list(callbacks))
     loader = torch.utils.data.DataLoader(batches, batch_size=None, collate_fn=lambda b: b)
     trainer.fit(module, train_dataloaders=loader)
     return trainer
@@ -179,16 +183,7 @@ def test_a_run_stopped_by_max_time_ends_annealed_and_says_so(caplog, monkeypatch
     caplog.set_level("INFO")
     torch.manual_seed(0)
     module, rates = TranslationModule(tiny_config(), warmup_steps=2, cooldown_steps=50), Rates()
-    trainer = L.Trainer(
-        accelerator="cpu",
-        max_steps=100,
-        max_time={"seconds": 3},
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        callbacks=[rates],
-    )
+    trainer = quiet_trainer(max_steps=100, max_time={"seconds": 3}, callbacks=[rates])
     batches = train_batches(200)
     loader = torch.utils.data.DataLoader(batches, batch_size=None, collate_fn=lambda b: b)
     trainer.fit(module, train_dataloaders=loader)
@@ -229,16 +224,7 @@ def test_the_time_used_survives_a_resume(tmp_path, monkeypatch):
             self.time_used.append(module._time_used)
 
     def trainer(max_steps, tick):
-        return L.Trainer(
-            accelerator="cpu",
-            max_steps=max_steps,
-            max_time={"seconds": 3},
-            logger=False,
-            enable_checkpointing=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
-            callbacks=[tick],
-        )
+        return quiet_trainer(max_steps=max_steps, max_time={"seconds": 3}, callbacks=[tick])
 
     loader = torch.utils.data.DataLoader(train_batches(40), batch_size=None, collate_fn=lambda b: b)
     first = trainer(10, Tick())
@@ -285,14 +271,9 @@ def test_gradient_is_the_token_mean_over_accumulated_micro_batches():
     module = TranslationModule(tiny_config(), warmup_steps=2)
     initial = {k: v.clone() for k, v in module.state_dict().items()}
     grads = Grads()
-    trainer = L.Trainer(
-        accelerator="cpu",
+    trainer = quiet_trainer(
         max_steps=1,
         accumulate_grad_batches=2,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
         callbacks=[grads],
     )
     loader = torch.utils.data.DataLoader([small, big], batch_size=None, collate_fn=lambda b: b)
