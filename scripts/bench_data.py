@@ -135,7 +135,11 @@ def spawn(impl: Implementation, mode: str, params: dict[str, Any], run: Path, ta
         (run / sub).mkdir(parents=True, exist_ok=True)
     env = dict(
         os.environ,
-        PYTHONPATH=os.pathsep.join([str(impl.root), str(ROOT / "scripts")]),
+        # After the measured package, whatever the environment already puts on the path (an
+        # install into a --target folder, say), so that the child imports what we do.
+        PYTHONPATH=os.pathsep.join(
+            filter(None, [str(impl.root), str(ROOT / "scripts"), os.environ.get("PYTHONPATH")])
+        ),
         HF_DATASETS_CACHE=str(run / "hf"),
         TMPDIR=str(run / "tmp"),
         HF_DATASETS_DISABLE_PROGRESS_BARS="1",

@@ -140,15 +140,26 @@ def reversal_batch(generator: torch.Generator, rows: int = 64) -> tuple[torch.Te
     return src, tgt[:, :-1], tgt[:, 1:]
 
 
+def reversed_share(model: Transformer, src: torch.Tensor) -> float:
+    """The share of ``src``'s rows that greedy search writes reversed."""
+    config = SearchConfig(max_len_a=1.0, max_len_b=2)
+    outputs = [h[0].tokens for h in translate_ids(model.eval(), src, 1, config)]
+    wanted = [row[row != 0].flip(0).tolist() for row in src]
+    return sum(a == b for a, b in zip(outputs, wanted, strict=True)) / len(wanted)
+
+
 @pytest.fixture(scope="module")
 def reverser() -> Transformer:
-    """A small model trained (about 10 s) to reverse its source."""
+    """A small model trained to reverse its source (400 steps, about 10 s), until it reverses
+    at least 95% of a held-out batch: a fixed step count learns the task on one torch release
+    and CPU but not on another (torch 2.11 on a Xeon reversed 30% after 400 steps)."""
     torch.manual_seed(0)
     model = Transformer(tiny_config(vocab_size=60, d_model=64, d_ff=128, n_heads=4))
     optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
     generator = torch.Generator().manual_seed(0)
-    model.train()
-    for _ in range(400):
+    held_out, _, _ = reversal_batch(torch.Generator().manual_seed(2), rows=200)
+    for step in range(1, 2001):
+        model.train()
         src, tgt_in, tgt_out = reversal_batch(generator)
         loss = nn.functional.cross_entropy(
             model(src, tgt_in).transpose(1, 2), tgt_out, ignore_index=0
@@ -156,7 +167,9 @@ def reverser() -> Transformer:
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    return model.eval()
+        if step % 200 == 0 and step >= 400 and reversed_share(model, held_out) >= 0.95:
+            return model.eval()
+    raise AssertionError("the reverser did not learn to reverse in 2,000 steps")
 
 
 # Documented share: at least 95% of greedy outputs identical to float32's (199 of 200 here).
@@ -167,11 +180,10 @@ AGREEMENT = 0.95
 def test_int8_greedy_agrees_with_float32_on_a_trained_model(reverser):
     src, _, _ = reversal_batch(torch.Generator().manual_seed(1), rows=200)
     config = SearchConfig(max_len_a=1.0, max_len_b=2)
+    assert reversed_share(reverser, src) >= 0.9  # trained: what int8 must keep is real
     exact = [h[0].tokens for h in translate_ids(reverser, src, 1, config)]
     quantized = prepare_for_inference(copy.deepcopy(reverser), "int8")
     approx = [h[0].tokens for h in translate_ids(quantized, src, 1, config)]
-    reversed_sources = [row[row != 0].flip(0).tolist() for row in src]
-    assert sum(a == b for a, b in zip(exact, reversed_sources, strict=True)) >= 180  # trained
     share = sum(a == b for a, b in zip(approx, exact, strict=True)) / len(exact)
     assert share >= AGREEMENT
 
