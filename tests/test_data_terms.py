@@ -9,6 +9,7 @@ from seq2seq.data.terms import (
     annotated_source_ids,
     find_span,
     find_term,
+    term_pieces,
     term_tag_ids,
 )
 from seq2seq.inference.glossary import Glossary
@@ -42,6 +43,10 @@ def test_the_annotation_is_text_and_tags_by_id(term_model):
     assert tokenizer.decode(ids[: ids.index(start)]) == "My"
     assert tokenizer.decode(ids[ids.index(start) + 1 : ids.index(trans)]) == "teacher"
     assert tokenizer.decode(ids[ids.index(trans) + 1 : ids.index(end)]) == "导师"
+    # The term's pieces are those a sentence spells it with: no bare "▁" first.
+    term = [tokenizer.id_to_piece(t) for t in ids[ids.index(trans) + 1 : ids.index(end)]]
+    assert tokenizer.id_to_piece(tokenizer.encode("导师")[0]) == "\u2581" and term[0] != "\u2581"
+    assert term == [tokenizer.id_to_piece(t) for t in term_pieces(tokenizer, "导师")]
     assert ids[-1] == tokenizer.eos_id  # sources end with eos, as encode_source ends them
     # Without spans it is exactly encode_source; a user's "<term>" is never a tag.
     assert annotated_source_ids(tokenizer, text, []) == tokenizer.encode_source(text)
