@@ -331,6 +331,8 @@ def report(args, sources, references, glossary, usual, runs, setup_s, tokenizer)
     seconds = {f"{name}_{mode}": runs[(name, mode)]["seconds"] for name, mode in runs}
     return {
         "checkpoint": args.checkpoint,
+        "ctranslate2": args.ct2,
+        "constrained": not (args.annotation_only or args.ct2),
         "beam_size": args.beam_size,
         "rounds": args.rounds,
         "items": len(sources),
@@ -416,6 +418,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="a model trained with term annotation: terms in the source, no constrained search",
     )
+    add(
+        "--ct2",
+        metavar="DIR",
+        help="translate with this 'seq2seq export --format ctranslate2' directory of --checkpoint "
+        "instead (CTranslate2 has no constrained search: a term model's glossary by annotation "
+        "alone)",
+    )
     return parser.parse_args(argv)
 
 
@@ -429,8 +438,13 @@ def main(argv: list[str] | None = None) -> dict:
     if not held:
         raise SystemExit("no test sentence holds a glossary term")
     say(f"{len(sources):,} sentences, {len(held)} with terms; loading {args.checkpoint}")
-    translator = Translator.from_checkpoint(args.checkpoint)
-    translator.constrain_terms = not args.annotation_only
+    if args.ct2:
+        translator = Translator.from_ctranslate2(args.ct2)
+        if not translator.annotates_terms:
+            raise SystemExit(f"{args.ct2}: a model without term tags; CTranslate2 has no glossary")
+    else:
+        translator = Translator.from_checkpoint(args.checkpoint)
+    translator.constrain_terms = not (args.annotation_only or args.ct2)
     say(
         f"glossary: {'annotated in the source' if translator.annotates_terms else 'no annotation'}"
         f", {'constrained beam search' if translator.constrain_terms else 'no constraints'}"

@@ -63,34 +63,28 @@ def test_usual_words_from_a_file_override_the_builtin_ones(tmp_path):
     assert usual["friend"] == ("朋友",)  # the built-in words of the others stay
 
 
-def test_a_tiny_run_reports_consistent_figures(tmp_path, capsys):
-    checkpoint = tiny_checkpoint(tmp_path / "tiny.ckpt")
-    # 35 pairs, the first 30 used: 4 with "tea", 3 with "teacher", 1 with both.
-    pairs = synthetic_pairs()[::33] + synthetic_pairs()[1::33][:5]
-    (tmp_path / "test.en").write_text("".join(en + "\n" for en, _ in pairs), encoding="utf-8")
-    (tmp_path / "test.zh").write_text("".join(zh + "\n" for _, zh in pairs), encoding="utf-8")
+# 35 pairs, the first 30 used: 4 with "tea", 3 with "teacher", 1 with both.
+PAIRS = synthetic_pairs()[::33] + synthetic_pairs()[1::33][:5]
+
+
+def tiny_bench_arguments(tmp_path: Path, checkpoint: Path) -> list[str]:
+    """The bench's arguments for ``checkpoint`` on :data:`PAIRS` with a two-term glossary."""
+    (tmp_path / "test.en").write_text("".join(en + "\n" for en, _ in PAIRS), encoding="utf-8")
+    (tmp_path / "test.zh").write_text("".join(zh + "\n" for _, zh in PAIRS), encoding="utf-8")
     (tmp_path / "terms.tsv").write_text("teacher\t导师\ntea\t红茶\n", encoding="utf-8")
     (tmp_path / "usual.tsv").write_text("teacher\t老师\ntea\t茶\n", encoding="utf-8")
-    out = bench.main(
-        [
-            "--checkpoint",
-            str(checkpoint),
-            "--src",
-            str(tmp_path / "test.en"),
-            "--ref",
-            str(tmp_path / "test.zh"),
-            "--glossary",
-            str(tmp_path / "terms.tsv"),
-            "--usual",
-            str(tmp_path / "usual.tsv"),
-            "--limit",
-            "30",
-            "--rounds",
-            "2",
-            "--json",
-            str(tmp_path / "out.json"),
-        ]
-    )
+    return [
+        *("--checkpoint", str(checkpoint), "--src", str(tmp_path / "test.en")),
+        *("--ref", str(tmp_path / "test.zh"), "--glossary", str(tmp_path / "terms.tsv")),
+        *("--usual", str(tmp_path / "usual.tsv"), "--limit", "30", "--rounds", "2"),
+        *("--json", str(tmp_path / "out.json")),
+    ]
+
+
+def test_a_tiny_run_reports_consistent_figures(tmp_path, capsys):
+    checkpoint = tiny_checkpoint(tmp_path / "tiny.ckpt")
+    pairs = PAIRS
+    out = bench.main(tiny_bench_arguments(tmp_path, checkpoint))
     printed = capsys.readouterr().out
 
     assert json.loads((tmp_path / "out.json").read_text(encoding="utf-8")) == out
@@ -118,6 +112,45 @@ def test_a_tiny_run_reports_consistent_figures(tmp_path, capsys):
     assert sum(row["sentences"] for row in rows.values()) == rate["pairs"]
     assert rows["teacher"]["pieces"] and rows["tea"]["sentences"] > 0
     assert "byte-identical with and without the glossary" in printed and "| tea | 红茶 |" in printed
+
+
+def test_a_term_models_ctranslate2_export_is_measured_by_annotation_alone(tmp_path):
+    """``--ct2``: CTranslate2 has no constrained search, so a term model's glossary works there
+    by annotation alone, as ``--annotation-only`` measures it on our engine."""
+    pytest.importorskip("ctranslate2")
+    from seq2seq.inference.glossary import Glossary, Term
+    from seq2seq.inference.options import TranslateOptions
+    from seq2seq.inference.translator import Translator
+    from seq2seq.tools.export import export_ctranslate2
+
+    checkpoint = tiny_checkpoint(tmp_path / "t.ckpt", seed=2, terms=True, source_ends_with_eos=True)
+    arguments = tiny_bench_arguments(tmp_path, checkpoint)
+    ours = bench.main([*arguments, "--annotation-only"])
+    exported = export_ctranslate2(checkpoint, tmp_path / "c")
+    theirs = bench.main([*arguments, "--ct2", str(exported)])
+    assert theirs["ctranslate2"] and not theirs["constrained"] and not ours["constrained"]
+    # The outputs measured are CTranslate2's, with the glossary read as annotation.
+    translator = Translator.from_ctranslate2(exported)
+    glossary = Glossary(Term(en, zh) for en, zh in [("teacher", "导师"), ("tea", "红茶")])
+    sources = [row["source"] for row in theirs["term_outputs"]]
+    assert sources
+    options = TranslateOptions(beam_size=5, glossary=glossary)
+    assert translator.translate(sources, options) == [r["glossary"] for r in theirs["term_outputs"]]
+    assert theirs["term_sentences"] == ours["term_sentences"] > 0
+    assert theirs["identical_other"] == theirs["other_sentences"]  # annotation only where terms
+    # Nothing forces the terms: the warning names every term sentence that lacks one.
+    rate = theirs["term_rate"]
+    assert theirs["warned_missing"] == rate["sentences"] - rate["sentences_all_met"]
+
+
+def test_a_ctranslate2_export_without_term_tags_is_refused(tmp_path):
+    pytest.importorskip("ctranslate2")
+    from seq2seq.tools.export import export_ctranslate2
+
+    checkpoint = tiny_checkpoint(tmp_path / "t.ckpt")
+    exported = export_ctranslate2(checkpoint, tmp_path / "c")
+    with pytest.raises(SystemExit, match="a model without term tags"):
+        bench.main([*tiny_bench_arguments(tmp_path, checkpoint), "--ct2", str(exported)])
 
 
 def test_help_runs_without_a_model():
