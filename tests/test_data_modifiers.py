@@ -96,6 +96,40 @@ def test_settings_are_checked_with_one_line_errors():
     assert not Modifiers.from_dict(None).active and Modifiers.from_dict({}).cache_key() == {}
 
 
+def test_word_association_learns_the_corpus_words_translations():
+    from seq2seq.data.alignment import aligned_term_pairs
+
+    pairs = _load_hsk()
+    learnt = aligned_term_pairs(pairs, 150)
+    table = dict(learnt)
+    assert len(table) == len(learnt) == 150  # one translation per word, the limit kept
+    for en, zh in [("teacher", "老师"), ("doctor", "医生"), ("problem", "问题"), ("today", "今天")]:
+        assert table[en] == zh
+    assert not {"the", "and", "you"} & set(table)  # function words are no terms
+    assert all(len(zh) >= 2 and zh in "".join(z for _, z in pairs) for zh in table.values())
+    assert aligned_term_pairs(pairs, 150) == learnt  # no randomness: the same every time
+
+
+def test_a_fragment_stands_for_the_longer_string_that_holds_it():
+    from seq2seq.data.alignment import aligned_term_pairs
+
+    # 器人 only ever occurs inside 机器人: the robot is 机器人, not its fragment; 机器 occurs
+    # in 机器人 too, but as often apart: the machine is 机器.
+    doing = [("walks", "走路"), ("talks", "说话"), ("sings", "唱歌"), ("works", "工作")]
+    state = [("is old", "很旧"), ("broke", "坏了"), ("is loud", "在响"), ("stopped", "停了")]
+    whose = [
+        ("This", "这台"),
+        ("That", "那台"),
+        ("Every", "每个"),
+        ("Tom's", "汤姆的"),
+        ("Her", "她的"),
+    ]
+    pairs = [(f"{s} robot {en}.", f"{z}机器人{zh}。") for s, z in whose for en, zh in doing]
+    pairs += [(f"{s} machine {en}.", f"{z}机器{zh}。") for s, z in whose for en, zh in state]
+    table = dict(aligned_term_pairs(pairs, 10))
+    assert table["robot"] == "机器人" and table["machine"] == "机器"
+
+
 def test_dictionary_glosses_are_plain_senses():
     assert plain_gloss("to delete") == "delete"
     assert plain_gloss("variant of 刪|删[shan1]") is None
@@ -183,3 +217,30 @@ def test_a_termbase_adds_its_terms_and_bad_lines_are_one_line_errors(tsv, tmp_pa
         prepare(tsv, tmp_path / "cache2", {"terms": 0.5, "termbase": str(bad)})
     with pytest.raises(ConfigError, match="termbase needs"):
         Modifiers.from_dict({"termbase": str(termbase)})
+
+
+def test_aligned_terms_are_learnt_written_to_the_cache_and_annotated(tsv, tmp_path):
+    from seq2seq.data.terms import read_termbase, term_table, term_tag_ids
+
+    termbase = tmp_path / "mine.tsv"
+    termbase.write_text("Beijing\t北京\n", encoding="utf-8")
+    modifiers = {"terms": 1.0, "termbase": str(termbase), "aligned_terms": 100}
+    dm = prepare(tsv, tmp_path / "cache", modifiers)
+    learnt = read_termbase(str(dm.cache_path / "terms.tsv"))
+    assert learnt[0] == ("Beijing", "北京") and len(learnt) == 1 + 100  # the user's first
+    assert dm.report["aligned_terms"] == 100
+    dictionary = term_table()
+    only_aligned = {(en, zh) for en, zh in learnt[1:] if zh not in dictionary.get((en,), ())}
+    tags, tokenizer = term_tag_ids(dm.tokenizer), dm.tokenizer
+    annotated = set()
+    for src, tgt in dm.dataset("train"):
+        if tags[0] in src:
+            english = tokenizer.decode(src[src.index(tags[0]) + 1 : src.index(tags[1])])
+            term = tokenizer.decode(src[src.index(tags[1]) + 1 : src.index(tags[2])])
+            annotated.add((english.casefold(), term))
+            assert term in tokenizer.decode(tgt)
+    assert annotated & only_aligned  # terms only the corpus's own association gave
+    with pytest.raises(ConfigError, match="aligned_terms needs"):
+        Modifiers.from_dict({"aligned_terms": 10})
+    with pytest.raises(ConfigError, match="aligned_terms must be a count"):
+        Modifiers.from_dict({"terms": 0.5, "aligned_terms": -1})

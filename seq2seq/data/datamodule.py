@@ -112,7 +112,8 @@ class TranslationDataModule(LightningDataModule):
             pairs (``uppercase``, ``titlecase``, ``no_end_punctuation``) or a count of
             dictionary pairs added (``dictionary``); see :mod:`seq2seq.data.modifiers`. Dev and
             test stay as written; the tokenizer learns from the text before any modifier.
-            ``termbase``: your own ``english<TAB>chinese`` terms for ``terms`` to annotate.
+            ``termbase``: your own ``english<TAB>chinese`` terms for ``terms`` to annotate;
+            ``aligned_terms``: a count of term pairs learnt from the training split itself.
     """
 
     def __init__(

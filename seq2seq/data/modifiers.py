@@ -15,6 +15,9 @@ YAML as ``data.modifiers`` (:class:`Modifiers`, each a share of the training pai
   (or a synonym put in its place), between tags the vocabulary holds
   (:mod:`seq2seq.data.terms`): the model learns to copy a glossary's terms. ``termbase``: a
   user's ``english<TAB>chinese`` file whose terms are annotated too (before the dictionary's).
+  ``aligned_terms``: up to this many more term pairs learnt from the training split itself by
+  word association (:mod:`seq2seq.data.alignment`), for a corpus whose words CC-CEDICT's
+  common ones miss; written to ``terms.tsv`` in the data cache, after the termbase's.
 
 Only the training split is modified (dev and test stay as written), and the SentencePiece model
 is learnt from the text before any modifier (as OpusTrainer's pipeline does). Which pairs a
@@ -58,6 +61,7 @@ class Modifiers:
     dictionary: int = 0
     terms: float = 0.0
     termbase: str | None = None
+    aligned_terms: int = 0
 
     def __post_init__(self) -> None:
         for name in ("uppercase", "titlecase", "no_end_punctuation", "terms"):
@@ -66,12 +70,13 @@ class Modifiers:
                 raise ConfigError(f"data.modifiers.{name} must be a share in [0, 1], got {share!r}")
         if self.uppercase + self.titlecase > 1.0:
             raise ConfigError("data.modifiers: uppercase + titlecase must be at most 1")
-        if self.termbase is not None and not self.terms:
-            raise ConfigError("data.modifiers.termbase needs a share of pairs in terms (> 0)")
-        if not isinstance(self.dictionary, int) or self.dictionary < 0:
-            raise ConfigError(
-                f"data.modifiers.dictionary must be a count >= 0, got {self.dictionary!r}"
-            )
+        for name in ("termbase", "aligned_terms"):
+            if getattr(self, name) and not self.terms:
+                raise ConfigError(f"data.modifiers.{name} needs a share of pairs in terms (> 0)")
+        for name in ("dictionary", "aligned_terms"):
+            count = getattr(self, name)
+            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                raise ConfigError(f"data.modifiers.{name} must be a count >= 0, got {count!r}")
 
     @classmethod
     def from_dict(cls, settings: dict[str, Any] | None) -> Modifiers:
@@ -83,9 +88,10 @@ class Modifiers:
             raise ConfigError(
                 f"data.modifiers: unknown modifier {unknown[0]!r}; expected one of {sorted(known)}"
             )
-        count = settings.get("dictionary")
-        if isinstance(count, float) and count.is_integer():  # YAML through dict[str, float]
-            settings["dictionary"] = int(count)
+        for name in ("dictionary", "aligned_terms"):
+            count = settings.get(name)
+            if isinstance(count, float) and count.is_integer():  # YAML via dict[str, float]
+                settings[name] = int(count)
         return cls(**settings)
 
     @property

@@ -6,6 +6,7 @@ on Arrow tables (:mod:`seq2seq.data.tables`) so that memory stays flat at any co
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -101,6 +102,10 @@ def prepare_pairs(
     tokenizer.save(out / "spm.model")
     row_split = split_of_row(rows, len(cleaned))
     write_split_texts(cleaned, row_split, {lang: lang for lang in LANGS}, out)
+    if settings.modifiers.aligned_terms:
+        settings, report["aligned_terms"] = _with_aligned_terms(
+            cleaned, rows["train"], settings, out
+        )
     encoded = _encode(cleaned, tokenizer, settings, work, row_split == SPLITS.index("train"))
     if settings.modifiers.dictionary:
         encoded, row_split = _add_dictionary(encoded, row_split, tokenizer, settings, work, out)
@@ -247,6 +252,29 @@ def _sentence_ids(cleaned: Any, side: str, rows: np.ndarray) -> np.ndarray:
     key_hi = tables.column(cleaned, f"{side}_key_hi")[rows]
     key_lo = tables.column(cleaned, f"{side}_key_lo")[rows]
     return dense_ids(key_hi, key_lo).astype(tables.index_dtype(len(rows)))
+
+
+def _with_aligned_terms(
+    cleaned: Any, train_rows: np.ndarray, settings: PrepareSettings, out: Path
+) -> tuple[PrepareSettings, int]:
+    """``settings`` whose ``terms`` modifier reads ``out/terms.tsv``: the user's termbase (if
+    any), then up to ``aligned_terms`` pairs learnt from the training split by word association
+    (:func:`seq2seq.data.alignment.aligned_term_pairs`, on its first pairs, in corpus order);
+    and how many were learnt."""
+    from seq2seq.data.alignment import SAMPLE_PAIRS, aligned_term_pairs
+    from seq2seq.data.terms import read_termbase
+
+    modifiers = settings.modifiers
+    log.info(f"learning up to {modifiers.aligned_terms:,} term pairs from the training split")
+    texts = tables.text_rows(cleaned, ["en", "zh"], np.sort(train_rows)[:SAMPLE_PAIRS])
+    pairs = list(zip(texts["en"], texts["zh"], strict=True))
+    learnt = aligned_term_pairs(pairs, modifiers.aligned_terms)
+    own = read_termbase(modifiers.termbase) if modifiers.termbase else []
+    path = out / "terms.tsv"
+    path.write_text("".join(f"{en}\t{zh}\n" for en, zh in [*own, *learnt]), encoding="utf-8")
+    return dataclasses.replace(
+        settings, modifiers=dataclasses.replace(modifiers, termbase=str(path))
+    ), len(learnt)
 
 
 def _pair_tokenizer(
