@@ -275,6 +275,7 @@ def measure(impl: Implementation, tsv: Path, label: str, run: Path, args) -> dic
         "cache_dir": str(run / "cache"),
         "num_proc": args.num_proc,
         "vocab_size": args.vocab_size,
+        "modifiers": args.modifiers,
     }
     row: dict[str, Any] = {}
     say(f"preparing {label} ({impl.name})…")
@@ -289,8 +290,8 @@ def measure(impl: Implementation, tsv: Path, label: str, run: Path, args) -> dic
     return row
 
 
-def arguments() -> argparse.Namespace:
-    """The command line."""
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line (``argv``, else ``sys.argv``'s)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add(
@@ -302,6 +303,12 @@ def arguments() -> argparse.Namespace:
     add("--peer", type=Path, help="another checkout, measured alongside")
     add("--num-proc", type=int, help="num_proc, where the data module takes it (default: none)")
     add("--vocab-size", type=int, help="the data module's vocab_size (default: none passed)")
+    add(
+        "--modifiers",
+        type=json.loads,
+        help='the data module\'s modifiers, as JSON: \'{"terms": 0.5, "aligned_terms": 2000}\' '
+        "(default: none)",
+    )
     add(
         "--work",
         type=Path,
@@ -321,7 +328,7 @@ def arguments() -> argparse.Namespace:
         help="longest real sentence joined: half of max_len_chars, so no joined pair is too long",
     )
     add("--json", type=Path, help="also write every measurement here")
-    return parser.parse_args()
+    return parser.parse_args(argv)
 
 
 def main() -> None:

@@ -121,3 +121,19 @@ def test_a_tiny_run_prints_a_row_of_measurements(tmp_path):
     assert measured["prepare"]["pss"] > measured["prepare"]["startup_pss"] > 0
     assert measured["reload"]["tokens_per_s"] > 0 and len(measured["ranks"]) == 2
     assert "preparing 3000 (this checkout)" in done.stderr
+
+
+def test_the_modifiers_go_to_a_data_module_that_takes_them():
+    from benchmarks.data_child import module_arguments
+    from seq2seq.data.datamodule import TranslationDataModule
+
+    modifiers = {"terms": 0.5, "aligned_terms": 2000}
+    params = {"path": "p.tsv", "cache_dir": "c", "num_proc": 2, "modifiers": modifiers}
+    assert module_arguments(TranslationDataModule, params)["modifiers"] == modifiers
+
+    def older_module(corpus, path, cache_dir, num_proc=None):  # a checkout before modifiers
+        """A peer's data module."""
+
+    assert "modifiers" not in module_arguments(older_module, params)
+    assert "modifiers" not in module_arguments(TranslationDataModule, {**params, "modifiers": None})
+    assert bench_data.arguments(["--modifiers", '{"terms": 0.5}']).modifiers == {"terms": 0.5}

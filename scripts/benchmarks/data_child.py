@@ -47,13 +47,13 @@ def child(mode: str, params: dict[str, Any]) -> None:
 
 
 def module_arguments(module: Any, params: dict[str, Any]) -> dict[str, Any]:
-    """The data module's arguments: the TSV, a cache directory, and ``num_proc`` and
-    ``vocab_size`` where given (``num_proc`` only where the constructor takes it)."""
+    """The data module's arguments: the TSV, a cache directory, and ``num_proc``,
+    ``vocab_size`` and ``modifiers`` where given (only where the constructor takes them)."""
     import inspect
 
     accepted = inspect.signature(module).parameters
     kwargs = {"corpus": "tsv", "path": params["path"], "cache_dir": params["cache_dir"]}
-    for name in ("num_proc", "vocab_size"):
+    for name in ("num_proc", "vocab_size", "modifiers"):
         if params.get(name) is not None and name in accepted:
             kwargs[name] = params[name]
     return kwargs
