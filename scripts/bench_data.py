@@ -333,7 +333,8 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main() -> None:
     args = arguments()
-
+    if args.modifiers and args.modifiers.get("termbase"):  # the children run elsewhere
+        args.modifiers["termbase"] = str(Path(args.modifiers["termbase"]).resolve())
     labels = args.sizes
     impls = [Implementation("this checkout", ROOT)]
     if args.peer:
@@ -349,7 +350,8 @@ def main() -> None:
             results[impl.name][n] = measure(impl, tsv, label, args.work / f"run-{i}-{n}", args)
     report(impls, results, labels, sizes)
     if args.json:
-        args.json.write_text(json.dumps({"results": results, "labels": labels}, indent=2))
+        measured = {"results": results, "labels": labels, "modifiers": args.modifiers}
+        args.json.write_text(json.dumps(measured, indent=2))
     if not any(row["prepare"] for rows in results.values() for row in rows.values()):
         raise SystemExit("every preparation failed")
 

@@ -437,7 +437,9 @@ def main(argv: list[str] | None = None) -> dict:
     held = [s for s in sources if glossary.terms_in(s)]
     if not held:
         raise SystemExit("no test sentence holds a glossary term")
-    say(f"{len(sources):,} sentences, {len(held)} with terms; loading {args.checkpoint}")
+    say(
+        f"{len(sources):,} sentences, {len(held)} with terms; loading {args.ct2 or args.checkpoint}"
+    )
     if args.ct2:
         translator = Translator.from_ctranslate2(args.ct2)
         if not translator.annotates_terms:

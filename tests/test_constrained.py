@@ -213,12 +213,13 @@ def a_term_written_inside_a_longer_piece(tokenizer, texts: list[str]) -> tuple[s
     piece, which the term alone is not. Which pieces a vocabulary merges depends on the
     SentencePiece release (0.1.99 merges "▁我明天会买", 0.2.2 "▁他今天会买"): look for one."""
     for sentence in (text for text in texts if not text.isascii()):
-        for piece in map(tokenizer.id_to_piece, tokenizer.encode_target(sentence)):
-            if len(piece.lstrip("▁")) > 2:
-                term = piece.lstrip("▁")[-2:]
-                alone = [tokenizer.id_to_piece(t) for t in tokenizer.encode_target(term)]
-                if piece not in alone:
-                    return term, sentence
+        ids = tokenizer.encode_target(sentence)
+        for piece in map(tokenizer.id_to_piece, ids):
+            term = piece.lstrip("▁")[-2:]
+            alone = tokenizer.encode_target(term)
+            apart = all(ids[i : i + len(alone)] != alone for i in range(len(ids)))
+            if len(piece.lstrip("▁")) > 2 and "\u4e00" <= min(term) and apart:
+                return term, sentence  # the term's own pieces are nowhere in the sentence's
     raise AssertionError("this vocabulary writes no Chinese piece longer than two characters")
 
 

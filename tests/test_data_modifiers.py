@@ -110,6 +110,38 @@ def test_word_association_learns_the_corpus_words_translations():
     assert aligned_term_pairs(pairs, 150) == learnt  # no randomness: the same every time
 
 
+def test_english_words_are_split_as_glossaries_split_them(tmp_path):
+    from seq2seq.data.alignment import aligned_term_pairs, english_words
+    from seq2seq.data.terms import read_termbase
+
+    assert english_words("My father-in-law didn't see the café.") == {
+        "father",
+        "law",
+        "see",
+        "café",
+    }
+    pairs = [(f"My father-in-law is {age}.", f"我的岳父{age}岁。") for age in range(30, 40)]
+    learnt = aligned_term_pairs(pairs, 10)
+    path = tmp_path / "terms.tsv"
+    path.write_text("".join(f"{en}\t{zh}\n" for en, zh in learnt), encoding="utf-8")
+    assert read_termbase(str(path)) == learnt and learnt  # every learnt term is one word
+
+
+def test_a_termbase_or_learnt_string_is_annotated_as_the_reference_has_it(tmp_path):
+    """Only the dictionary's senses are swapped for a synonym: a learnt string holding a
+    neighbour (的车) swapped for a sense of "car" would make the reference wrong (我汽车)."""
+    from seq2seq.data.terms import find_term
+
+    termbase = tmp_path / "learnt.tsv"
+    termbase.write_text("car\t的车\n", encoding="utf-8")
+    for swap in (0.0, 0.1, 0.5, 0.9):
+        zh, span = find_term("This is my car.", "这是我的车。", 0.0, swap, str(termbase))
+        assert (zh, span.target) == ("这是我的车。", "的车")
+    # The dictionary's own senses still are: 老师 becomes another headword of "teacher".
+    zh, span = find_term("My teacher is kind.", "我的老师很好。", 0.0, 0.1, str(termbase))
+    assert span.target != "老师" and zh == f"我的{span.target}很好。"
+
+
 def test_a_fragment_stands_for_the_longer_string_that_holds_it():
     from seq2seq.data.alignment import aligned_term_pairs
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from seq2seq.data.cache_dir import fingerprint
 from seq2seq.data.permutation import uniforms
-from seq2seq.data.terms import TermSpan, find_term
+from seq2seq.data.terms import TERM_FORMAT, TermSpan, find_term
 from seq2seq.errors import ConfigError
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
@@ -105,6 +105,8 @@ class Modifiers:
         if not self.active:
             return {}
         key: dict[str, Any] = {"modifiers": dataclasses.asdict(self)}
+        if self.terms:  # how the annotation is written (2: a term's pieces without a bare "▁")
+            key["term_format"] = TERM_FORMAT
         if self.termbase is not None:
             key["termbase"] = fingerprint(self.termbase)
         return key

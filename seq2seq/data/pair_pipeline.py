@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from seq2seq.data import tables
+from seq2seq.data.alignment import SAMPLE_PAIRS, aligned_term_pairs
 from seq2seq.data.cache_dir import LANGS, write_report
 from seq2seq.data.clean import FILTER_REASONS, CleanReport, clean_batch
 from seq2seq.data.dictionary import dictionary_pairs
@@ -39,7 +40,7 @@ from seq2seq.data.split import (
     first_occurrences,
     split_codes,
 )
-from seq2seq.data.terms import TERM_TAGS, annotated_source_ids
+from seq2seq.data.terms import TERM_TAGS, annotated_source_ids, read_termbase
 from seq2seq.data.tokenizer import TokenizerLike
 from seq2seq.errors import DataError
 from seq2seq.textio import read_lines
@@ -259,14 +260,12 @@ def _with_aligned_terms(
 ) -> tuple[PrepareSettings, int]:
     """``settings`` whose ``terms`` modifier reads ``out/terms.tsv``: the user's termbase (if
     any), then up to ``aligned_terms`` pairs learnt from the training split by word association
-    (:func:`seq2seq.data.alignment.aligned_term_pairs`, on its first pairs, in corpus order);
-    and how many were learnt."""
-    from seq2seq.data.alignment import SAMPLE_PAIRS, aligned_term_pairs
-    from seq2seq.data.terms import read_termbase
-
+    (:func:`seq2seq.data.alignment.aligned_term_pairs`, on a sample of at most
+    :data:`~seq2seq.data.alignment.SAMPLE_PAIRS` of them); and how many were learnt."""
     modifiers = settings.modifiers
     log.info(f"learning up to {modifiers.aligned_terms:,} term pairs from the training split")
-    texts = tables.text_rows(cleaned, ["en", "zh"], np.sort(train_rows)[:SAMPLE_PAIRS])
+    sample = sample_rows(train_rows, SAMPLE_PAIRS, settings.seed)
+    texts = tables.text_rows(cleaned, ["en", "zh"], sample)
     pairs = list(zip(texts["en"], texts["zh"], strict=True))
     learnt = aligned_term_pairs(pairs, modifiers.aligned_terms)
     own = read_termbase(modifiers.termbase) if modifiers.termbase else []

@@ -31,6 +31,7 @@ from seq2seq.textio import numbered_lines
 
 TERM_TAGS = ("<term>", "<trans>", "</term>")  # before the term, before its translation, after
 MAX_TERM_WORDS = 3
+TERM_FORMAT = 2  # in the cache's key: a cache of another annotation is prepared again
 # Of the annotated terms, the share whose reference word is swapped for a synonym. At 0.5 (terms
 # 0.2, the demo recipe) the model met 7.7% of glossary terms from the annotation alone: too few
 # annotations asked for copying.
@@ -75,8 +76,9 @@ def annotated_source_ids(tokenizer, text: str, spans: list[TermSpan]) -> list[in
 
 def term_pieces(tokenizer, target: str) -> list[int]:  # noqa: ANN001
     """The pieces of a target term as the encoder reads them between ``<trans>`` and
-    ``</term>``: as a Chinese sentence spells it, without the bare word-start piece "▁" that
-    encoding it alone puts first (导师 alone is "▁" "导" "师"; inside 我的导师很好, "导" "师").
+    ``</term>``: without the bare word-start piece "▁" that encoding it alone puts first (导师
+    alone is "▁" "导" "师"; inside 我的导师很好, "导" "师"). A term whose first piece merges the
+    "▁" (汤姆 alone is "▁汤姆") keeps it: a sentence spells such a word in several ways.
     Copying the term is then copying its pieces: without the "▁", 43.0% of the bench's
     glossary terms were met from the annotation alone, against 38.9% with it (one demo-length
     run each, docs/real-text.md)."""
@@ -162,7 +164,13 @@ def find_term(
     i, n, key = found[int(pick * len(found))]
     chinese = [c for c in table[key] if len(c) > 1]
     used = next(c for c in chinese if c in zh)
-    others = [c for c in chinese if c != used and c not in zh]
+    # Synonyms are the dictionary's senses, and only for a word that is one of them: a termbase
+    # or learnt string (的车 for car, 住在 for live) swapped for a sense of the English word
+    # would make the reference wrong (这是我的车 -> 这是我汽车).
+    senses = term_table(None).get(key, ()) if termbase else chinese
+    others = (
+        [c for c in senses if len(c) > 1 and c != used and c not in zh] if used in senses else []
+    )
     if others and swap < SWAP_SHARE:
         target = others[int(swap / SWAP_SHARE * len(others))]
         zh = zh.replace(used, target, 1)
