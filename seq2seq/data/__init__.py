@@ -5,6 +5,7 @@
     modifiers.py         training-time modifiers: upper/title case, no end stop, dictionary
     dictionary.py        short segments: CC-CEDICT glosses of common words, as training pairs
     terms.py             inline term annotation (<term> src <trans> zh </term>), by tag ids
+    alignment.py         term pairs learnt from a corpus by word association (Dice)
     truecase.py          SHOUTED and Title Cased input read in sentence case, at inference
     split.py             the fixed train/dev/test split, keyed on a hash of the Chinese side
     tokenizer.py         the joint English+Chinese SentencePiece model, fixed special ids
