@@ -332,7 +332,7 @@ def report(args, sources, references, glossary, usual, runs, setup_s, tokenizer)
     return {
         "checkpoint": args.checkpoint,
         "ctranslate2": args.ct2,
-        "constrained": not (args.annotation_only or args.ct2),
+        "constrained": args.constrained,
         "beam_size": args.beam_size,
         "rounds": args.rounds,
         "items": len(sources),
@@ -425,7 +425,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "instead (CTranslate2 has no constrained search: a term model's glossary by annotation "
         "alone)",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.constrained = not (args.annotation_only or args.ct2)  # CTranslate2 has no such search
+    return args
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -446,7 +448,7 @@ def main(argv: list[str] | None = None) -> dict:
             raise SystemExit(f"{args.ct2}: a model without term tags; CTranslate2 has no glossary")
     else:
         translator = Translator.from_checkpoint(args.checkpoint)
-    translator.constrain_terms = not (args.annotation_only or args.ct2)
+    translator.constrain_terms = args.constrained
     say(
         f"glossary: {'annotated in the source' if translator.annotates_terms else 'no annotation'}"
         f", {'constrained beam search' if translator.constrain_terms else 'no constraints'}"

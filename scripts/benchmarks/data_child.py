@@ -54,9 +54,11 @@ def module_arguments(module: Any, params: dict[str, Any]) -> dict[str, Any]:
     accepted = inspect.signature(module).parameters
     kwargs = {"corpus": "tsv", "path": params["path"], "cache_dir": params["cache_dir"]}
     for name in ("num_proc", "vocab_size", "modifiers"):
-        if params.get(name) is not None and name in accepted:
+        if params.get(name) is None:
+            continue
+        if name in accepted:
             kwargs[name] = params[name]
-        elif params.get(name) is not None and name == "modifiers":  # a peer from before them
+        elif name == "modifiers":  # a peer from before them: say that it measures less work
             print("bench_data: this checkout's data module takes no modifiers", file=sys.stderr)
     return kwargs
 

@@ -167,10 +167,8 @@ def find_term(
     # Synonyms are the dictionary's senses, and only for a word that is one of them: a termbase
     # or learnt string (的车 for car, 住在 for live) swapped for a sense of the English word
     # would make the reference wrong (这是我的车 -> 这是我汽车).
-    senses = term_table(None).get(key, ()) if termbase else chinese
-    others = (
-        [c for c in senses if len(c) > 1 and c != used and c not in zh] if used in senses else []
-    )
+    senses = [c for c in term_table(None).get(key, ()) if len(c) > 1]
+    others = [c for c in senses if c != used and c not in zh] if used in senses else []
     if others and swap < SWAP_SHARE:
         target = others[int(swap / SWAP_SHARE * len(others))]
         zh = zh.replace(used, target, 1)
