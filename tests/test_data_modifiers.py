@@ -69,13 +69,35 @@ def test_the_modifiers_rewrite_their_shares_of_pairs():
     zh = ["火车站在哪里？"] * n
     modifiers = Modifiers(uppercase=0.1, titlecase=0.15, no_end_punctuation=0.3)
     src, tgt, spans = modifiers.apply(en, zh, np.arange(n), seed=1)
-    assert spans == [None] * n  # no terms asked for
+    assert spans == [[]] * n  # no terms asked for
     upper = sum(s.startswith("WHERE IS THE TRAIN STATION") for s in src) / n
     title = sum(s.startswith("Where Is The Train Station") for s in src) / n
     no_stop = sum(not s.endswith("?") for s in src) / n
     assert abs(upper - 0.1) < 0.01 and abs(title - 0.15) < 0.01 and abs(no_stop - 0.3) < 0.015
     assert all(s.endswith("?") == t.endswith("？") for s, t in zip(src, tgt, strict=True))
     assert (src, tgt, spans) == modifiers.apply(en, zh, np.arange(n), seed=1)  # deterministic
+
+
+def test_terms_per_pair_annotates_more_terms_and_keeps_one_per_pair_as_it_was():
+    pairs = _load_hsk()[:1500]
+    en, zh, rows = [a for a, _ in pairs], [b for _, b in pairs], np.arange(len(pairs))
+    one = Modifiers(terms=0.8)
+    three = Modifiers(terms=0.8, terms_per_pair=3)
+    _, tgt1, spans1 = one.apply(en, zh, rows, seed=1)
+    src3, tgt3, spans3 = three.apply(en, zh, rows, seed=1)
+    assert max(map(len, spans1)) == 1 and max(map(len, spans3)) == 3
+    assert sum(map(len, spans3)) > 1.2 * sum(map(len, spans1))
+    # The first term of each pair is drawn as with one term per pair.
+    same = [a[0] in b for a, b in zip(spans1, spans3, strict=True) if a]
+    assert sum(same) > 0.9 * len(same)
+    for source, target, spans in zip(src3, tgt3, spans3, strict=True):
+        assert all(a.end <= b.start for a, b in zip(spans, spans[1:], strict=False))
+        assert all(s.target in target and s.end <= len(source) for s in spans)
+    # The default stays out of the cache's key: caches prepared before it was added hold.
+    assert "terms_per_pair" not in one.cache_key()["modifiers"]
+    assert three.cache_key() != one.cache_key() and not Modifiers(terms_per_pair=3).active
+    with pytest.raises(ConfigError, match="terms_per_pair"):
+        Modifiers.from_dict({"terms": 0.5, "terms_per_pair": 0})
 
 
 def test_title_case_and_end_punctuation_follow_their_rules():

@@ -9,6 +9,7 @@ from seq2seq.data.terms import (
     annotated_source_ids,
     find_span,
     find_term,
+    find_terms,
     term_pieces,
     term_tag_ids,
 )
@@ -62,6 +63,29 @@ def test_terms_are_found_on_both_sides_and_mostly_swapped_for_a_synonym():
     zh, span = find_term("My teacher is kind.", "我的老师很好。", pick=0.0, swap=0.1)
     assert span.target != "老师" and zh == "我的" + span.target + "很好。"
     assert find_term("My teacher is kind.", "他很好。", 0.0, 0.95) is None  # not in the reference
+
+
+def test_several_terms_of_a_pair_are_annotated_apart():
+    en, zh = "That boy is my friend.", "那个男生是我朋友。"
+    one = find_term(en, zh, 0.9, 0.1)
+    assert find_terms(en, zh, [0.9], [0.1]) == (one[0], [one[1]])  # one draw: one term
+    kept, spans = find_terms(en, zh, [0.0] * 5, [0.95] * 5)  # every term, none swapped
+    assert kept == zh and [en[s.start : s.end] for s in spans] == ["That", "boy", "friend"]
+    assert [s.target for s in spans] == ["那个", "男生", "朋友"]
+    # Two draws: "friend" (swapped for a synonym), then one of the two terms left.
+    swapped, spans = find_terms(en, zh, [0.9, 0.0], [0.1, 0.3])
+    assert [en[s.start : s.end] for s in spans] == ["That", "friend"]
+    assert spans[1].target not in zh and swapped == zh.replace("朋友", spans[1].target)
+    assert all(
+        a.end <= b.start for a, b in zip(spans, spans[1:], strict=False)
+    )  # apart, in source order
+    # A word twice: each term claims its own occurrence in the reference.
+    assert find_terms(
+        "My bus, my bus!", "我的公共汽车，我的公共汽车！", [0.0, 0.0], [0.3, 0.1]
+    ) == (
+        "我的客车，我的公车！",
+        [TermSpan(3, 6, "客车"), TermSpan(11, 14, "公车")],
+    )
 
 
 def test_a_glossary_is_annotated_for_a_term_model_and_its_tags_never_come_out(term_model):

@@ -18,6 +18,7 @@ YAML as ``data.modifiers`` (:class:`Modifiers`, each a share of the training pai
   ``aligned_terms``: up to this many more term pairs learnt from the training split itself by
   word association (:mod:`seq2seq.data.alignment`), for a corpus whose words CC-CEDICT's
   common ones miss; written to ``terms.tsv`` in the data cache, after the termbase's.
+  ``terms_per_pair``: at most this many terms annotated in one pair (default 1).
 
 Only the training split is modified (dev and test stay as written), and the SentencePiece model
 is learnt from the text before any modifier (as OpusTrainer's pipeline does). Which pairs a
@@ -39,7 +40,7 @@ import numpy as np
 
 from seq2seq.data.cache_dir import fingerprint
 from seq2seq.data.permutation import uniforms
-from seq2seq.data.terms import TERM_FORMAT, TermSpan, find_term
+from seq2seq.data.terms import TERM_FORMAT, TermSpan, find_terms
 from seq2seq.errors import ConfigError
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
@@ -62,6 +63,7 @@ class Modifiers:
     terms: float = 0.0
     termbase: str | None = None
     aligned_terms: int = 0
+    terms_per_pair: int = 1
 
     def __post_init__(self) -> None:
         for name in ("uppercase", "titlecase", "no_end_punctuation", "terms"):
@@ -73,10 +75,12 @@ class Modifiers:
         for name in ("termbase", "aligned_terms"):
             if getattr(self, name) and not self.terms:
                 raise ConfigError(f"data.modifiers.{name} needs a share of pairs in terms (> 0)")
-        for name in ("dictionary", "aligned_terms"):
+        for name in ("dictionary", "aligned_terms", "terms_per_pair"):
             count = getattr(self, name)
             if not isinstance(count, int) or isinstance(count, bool) or count < 0:
                 raise ConfigError(f"data.modifiers.{name} must be a count >= 0, got {count!r}")
+        if self.terms_per_pair < 1:
+            raise ConfigError("data.modifiers.terms_per_pair must be at least 1")
 
     @classmethod
     def from_dict(cls, settings: dict[str, Any] | None) -> Modifiers:
@@ -88,7 +92,7 @@ class Modifiers:
             raise ConfigError(
                 f"data.modifiers: unknown modifier {unknown[0]!r}; expected one of {sorted(known)}"
             )
-        for name in ("dictionary", "aligned_terms"):
+        for name in ("dictionary", "aligned_terms", "terms_per_pair"):
             count = settings.get(name)
             if isinstance(count, float) and count.is_integer():  # YAML via dict[str, float]
                 settings[name] = int(count)
@@ -97,7 +101,9 @@ class Modifiers:
     @property
     def active(self) -> bool:
         """Whether any modifier changes the data (none: the cache is today's, byte for byte)."""
-        return any(dataclasses.astuple(self))
+        # terms_per_pair only says how terms are drawn: by itself it changes nothing
+        fields = dataclasses.fields(self)
+        return any(getattr(self, f.name) for f in fields if f.name != "terms_per_pair")
 
     def cache_key(self) -> dict[str, Any]:
         """What enters the cache's hash: nothing when inactive (old caches stay valid); a
@@ -105,6 +111,8 @@ class Modifiers:
         if not self.active:
             return {}
         key: dict[str, Any] = {"modifiers": dataclasses.asdict(self)}
+        if self.terms_per_pair == 1:  # the default: caches prepared before it existed stay valid
+            del key["modifiers"]["terms_per_pair"]
         if self.terms:  # how the annotation is written (2: a term's pieces without a bare "▁")
             key["term_format"] = TERM_FORMAT
         if self.termbase is not None:
@@ -113,34 +121,35 @@ class Modifiers:
 
     def apply(
         self, sources: list[str], targets: list[str], rows: np.ndarray, seed: int
-    ) -> tuple[list[str], list[str], list[TermSpan | None]]:
+    ) -> tuple[list[str], list[str], list[list[TermSpan]]]:
         """The pairs with the modifiers drawn for their ``rows`` (each pair's row in the corpus,
-        (N,) int) under ``seed``, and each source's term annotation (None: none)."""
-        draws = [uniforms(seed, rows, salt) for salt in (1, 2, 4, 5, 6)]
+        (N,) int) under ``seed``, and each source's term annotations (none: an empty list)."""
+        u_case, u_stop, u_term = (uniforms(seed, rows, salt) for salt in (1, 2, 4))
+        # A term's pick and swap; the first term's salts are those of one term per pair, so
+        # terms_per_pair 1 draws what it always drew.
+        salts = [(5, 6)] + [(100 + 2 * k, 101 + 2 * k) for k in range(1, self.terms_per_pair)]
+        picks = np.stack([uniforms(seed, rows, p) for p, _ in salts], axis=1)  # (N, terms)
+        swaps = np.stack([uniforms(seed, rows, s) for _, s in salts], axis=1)  # (N, terms)
         out_src, out_tgt, out_spans = [], [], []
-        for en, zh, u_case, u_stop, u_term, u_pick, u_swap in zip(
-            sources, targets, *draws, strict=True
-        ):
-            span = None
-            if u_term < self.terms:
-                found = find_term(en, zh, u_pick, u_swap, self.termbase)
+        for n, (en, zh) in enumerate(zip(sources, targets, strict=True)):
+            spans: list[TermSpan] = []
+            if u_term[n] < self.terms:
+                found = find_terms(en, zh, picks[n].tolist(), swaps[n].tolist(), self.termbase)
                 if found is not None:
-                    zh, span = found
+                    zh, spans = found
             cased = en
-            if u_case < self.uppercase:
+            if u_case[n] < self.uppercase:
                 cased, zh = en.upper(), zh.upper()
-            elif u_case < self.uppercase + self.titlecase:
+            elif u_case[n] < self.uppercase + self.titlecase:
                 cased, zh = title_case(en), title_case(zh)
             if len(cased) != len(en):
-                span = None  # capitals changed the length (ß -> SS): the offsets no longer hold
+                spans = []  # capitals changed the length (ß -> SS): the offsets no longer hold
             en = cased
-            if u_stop < self.no_end_punctuation:
+            if u_stop[n] < self.no_end_punctuation:
                 en, zh = remove_end_punctuation(en, zh)
-            if span is not None and span.end > len(en):
-                span = None
             out_src.append(en)
             out_tgt.append(zh)
-            out_spans.append(span)
+            out_spans.append([span for span in spans if span.end <= len(en)])
         return out_src, out_tgt, out_spans
 
 

@@ -326,10 +326,10 @@ class _EncodePairs(Encode):
                 rows[chosen] + first_row,
                 self.seed,
             )
-            for i, en, zh, span in zip(chosen, *modified, strict=True):
+            for i, en, zh, spans in zip(chosen, *modified, strict=True):
                 sources[i], targets[i] = en, zh
-                if span is not None:
-                    annotated[i] = annotated_source_ids(self.tokenizer, en, [span])
+                if spans:
+                    annotated[i] = annotated_source_ids(self.tokenizer, en, spans)
         src = self.tokenizer.encode_sources(sources)
         for i, ids in annotated.items():
             src[i] = ids

@@ -147,10 +147,20 @@ def read_termbase(path: str) -> list[tuple[str, str]]:
 def find_term(
     en: str, zh: str, pick: float, swap: float, termbase: str | None = None
 ) -> tuple[str, TermSpan] | None:
-    """A term of the pair ``(en, zh)`` to annotate, and the target to train on: the source's
-    words with a dictionary translation found in ``zh`` (``pick`` in [0, 1) chooses among
-    them); with ``swap`` < :data:`SWAP_SHARE` and another headword for the same sense, that one
-    replaces the first occurrence in the target. None when the pair holds no such term."""
+    """One term of the pair: :func:`find_terms` with one draw."""
+    found = find_terms(en, zh, [pick], [swap], termbase)
+    return None if found is None else (found[0], found[1][0])
+
+
+def find_terms(
+    en: str, zh: str, picks: list[float], swaps: list[float], termbase: str | None = None
+) -> tuple[str, list[TermSpan]] | None:
+    """Terms of the pair ``(en, zh)`` to annotate, and the target to train on: the source's
+    words with a dictionary translation found in ``zh``. Each ``picks[k]`` in [0, 1) chooses
+    one more among those that overlap no term already chosen (in the source or the
+    reference); with ``swaps[k]`` < :data:`SWAP_SHARE` and another headword for the same
+    sense, that one replaces the term's first free occurrence in the target. None when the
+    pair holds no such term; at most ``len(picks)`` spans, in source order."""
     table, words = term_table(termbase), word_spans(en)
     found = []
     for i in range(len(words)):
@@ -159,19 +169,46 @@ def find_term(
             if len(key) == n and any(len(c) > 1 and c in zh for c in table.get(key, ())):
                 found.append((i, n, key))
                 break
-    if not found:
+    chosen: list[tuple[int, int, str, TermSpan]] = []  # reference [start, end), target, span
+    for pick, swap in zip(picks, swaps, strict=True):
+        free = [(i, n, key) for i, n, key in found if not _overlaps_source(i, n, chosen, words)]
+        if not free:
+            break
+        i, n, key = free[int(pick * len(free))]
+        found.remove((i, n, key))
+        place = _free_occurrence(zh, [c for c in table[key] if len(c) > 1], chosen)
+        if place is None:
+            continue
+        at, used = place
+        # Synonyms are the dictionary's senses, and only for a word that is one of them: a
+        # termbase or learnt string (的车 for car, 住在 for live) swapped for a sense of the
+        # English word would make the reference wrong (这是我的车 -> 这是我汽车).
+        senses = [c for c in term_table(None).get(key, ()) if len(c) > 1]
+        others = [c for c in senses if c != used and c not in zh] if used in senses else []
+        target = (
+            others[int(swap / SWAP_SHARE * len(others))] if others and swap < SWAP_SHARE else used
+        )
+        span = TermSpan(words[i][1], words[i + n - 1][2], target)
+        chosen.append((at, at + len(used), target, span))
+    if not chosen:
         return None
-    i, n, key = found[int(pick * len(found))]
-    chinese = [c for c in table[key] if len(c) > 1]
-    used = next(c for c in chinese if c in zh)
-    # Synonyms are the dictionary's senses, and only for a word that is one of them: a termbase
-    # or learnt string (的车 for car, 住在 for live) swapped for a sense of the English word
-    # would make the reference wrong (这是我的车 -> 这是我汽车).
-    senses = [c for c in term_table(None).get(key, ()) if len(c) > 1]
-    others = [c for c in senses if c != used and c not in zh] if used in senses else []
-    if others and swap < SWAP_SHARE:
-        target = others[int(swap / SWAP_SHARE * len(others))]
-        zh = zh.replace(used, target, 1)
-    else:
-        target = used
-    return zh, TermSpan(words[i][1], words[i + n - 1][2], target)
+    for start, end, target, _ in sorted(chosen, reverse=True):  # right to left: offsets hold
+        zh = zh[:start] + target + zh[end:]
+    return zh, sorted((span for *_, span in chosen), key=lambda span: span.start)
+
+
+def _overlaps_source(i: int, n: int, chosen: list, words: list[tuple[str, int, int]]) -> bool:
+    start, end = words[i][1], words[i + n - 1][2]
+    return any(start < span.end and span.start < end for *_, span in chosen)
+
+
+def _free_occurrence(zh: str, candidates: list[str], chosen: list) -> tuple[int, str] | None:
+    """(position, word): the first candidate with an occurrence in ``zh`` that no chosen
+    term's reference word overlaps (its first such occurrence)."""
+    for word in candidates:
+        at = zh.find(word)
+        while at >= 0:
+            if not any(at < end and start < at + len(word) for start, end, *_ in chosen):
+                return at, word
+            at = zh.find(word, at + 1)
+    return None
