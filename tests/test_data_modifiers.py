@@ -100,6 +100,31 @@ def test_terms_per_pair_annotates_more_terms_and_keeps_one_per_pair_as_it_was():
         Modifiers.from_dict({"terms": 0.5, "terms_per_pair": 0})
 
 
+def test_unrelated_terms_take_their_share_of_the_swapped_terms():
+    from seq2seq.data.terms import SWAP_SHARE, term_table, word_spans
+
+    pairs = _load_hsk()[:1500]
+    en, zh, rows = [a for a, _ in pairs], [b for _, b in pairs], np.arange(len(pairs))
+    table = term_table(None)
+    kinds = {"kept": 0, "synonym": 0, "unrelated": 0}
+    modifiers = Modifiers(terms=1.0, unrelated_terms=0.5)
+    for source, reference, target, spans in zip(
+        en, zh, *modifiers.apply(en, zh, rows, seed=3)[1:], strict=True
+    ):
+        for span in spans:
+            senses = table[tuple(w for w, _, _ in word_spans(source[span.start : span.end]))]
+            kind = "kept" if span.target in reference else "synonym"
+            kinds[kind if span.target in senses else "unrelated"] += 1
+            assert span.target in target
+    # Every dictionary term below SWAP_SHARE * 0.5 of its draws takes an unrelated word.
+    assert abs(kinds["unrelated"] / sum(kinds.values()) - SWAP_SHARE * 0.5) < 0.05, kinds
+    assert kinds["synonym"] > 0.2 * sum(kinds.values()), kinds
+    assert Modifiers(terms=0.8).cache_key() != Modifiers(terms=0.8, unrelated_terms=0.5).cache_key()
+    assert "unrelated_terms" not in Modifiers(terms=0.8).cache_key()["modifiers"]
+    with pytest.raises(ConfigError, match="unrelated_terms"):
+        Modifiers.from_dict({"terms": 0.5, "unrelated_terms": 1.5})
+
+
 def test_title_case_and_end_punctuation_follow_their_rules():
     assert title_case("i don't know NASA's plan") == "I Don't Know NASA's Plan"
     assert remove_end_punctuation("Go now!", "现在走！") == ("Go now", "现在走")

@@ -11,7 +11,9 @@ from seq2seq.data.terms import (
     find_term,
     find_terms,
     term_pieces,
+    term_table,
     term_tag_ids,
+    unrelated_word,
 )
 from seq2seq.inference.glossary import Glossary
 from seq2seq.inference.options import TranslateOptions
@@ -86,6 +88,21 @@ def test_several_terms_of_a_pair_are_annotated_apart():
         "我的客车，我的公车！",
         [TermSpan(3, 6, "客车"), TermSpan(11, 14, "公车")],
     )
+
+
+def test_an_unrelated_word_in_place_of_the_term_leaves_only_copying():
+    en, zh = "My teacher is kind.", "我的老师很好。"
+    synonyms = term_table(None)[("teacher",)]
+    swapped, [span] = find_terms(en, zh, [0.0], [0.1], unrelated=1.0)
+    assert span.target not in synonyms and span.target not in zh and len(span.target) > 1
+    assert swapped == zh.replace("老师", span.target)
+    # Another draw, another word; above the swap share the reference's word stays.
+    assert find_terms(en, zh, [0.0], [0.5], unrelated=1.0)[1][0].target != span.target
+    assert find_terms(en, zh, [0.0], [0.95], unrelated=1.0) == (zh, [TermSpan(3, 10, "老师")])
+    # With half the swaps unrelated, the other half still take a synonym.
+    _, [half] = find_terms(en, zh, [0.0], [0.7], unrelated=0.5)
+    assert half.target in synonyms and half.target != "老师"
+    assert unrelated_word(0.0, "") != unrelated_word(0.0, unrelated_word(0.0, ""))  # not in zh
 
 
 def test_a_glossary_is_annotated_for_a_term_model_and_its_tags_never_come_out(term_model):

@@ -19,6 +19,8 @@ YAML as ``data.modifiers`` (:class:`Modifiers`, each a share of the training pai
   word association (:mod:`seq2seq.data.alignment`), for a corpus whose words CC-CEDICT's
   common ones miss; written to ``terms.tsv`` in the data cache, after the termbase's.
   ``terms_per_pair``: at most this many terms annotated in one pair (default 1).
+  ``unrelated_terms``: the share of the swapped terms given an unrelated dictionary word instead
+  of a synonym, so that only copying works (default 0).
 
 Only the training split is modified (dev and test stay as written), and the SentencePiece model
 is learnt from the text before any modifier (as OpusTrainer's pipeline does). Which pairs a
@@ -43,6 +45,8 @@ from seq2seq.data.permutation import uniforms
 from seq2seq.data.terms import TERM_FORMAT, TermSpan, find_terms
 from seq2seq.errors import ConfigError
 
+# Settings added after caches were written: at their defaults they stay out of the cache's key.
+_HOW_TERMS_ARE_DRAWN = {"terms_per_pair": 1, "unrelated_terms": 0.0}
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _EN_END = re.compile(r"[.!?。！？]+$")
 _ZH_END = re.compile(r"[。！？.!?]+$")
@@ -64,9 +68,10 @@ class Modifiers:
     termbase: str | None = None
     aligned_terms: int = 0
     terms_per_pair: int = 1
+    unrelated_terms: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("uppercase", "titlecase", "no_end_punctuation", "terms"):
+        for name in ("uppercase", "titlecase", "no_end_punctuation", "terms", "unrelated_terms"):
             share = getattr(self, name)
             if not isinstance(share, int | float) or not 0.0 <= share <= 1.0:
                 raise ConfigError(f"data.modifiers.{name} must be a share in [0, 1], got {share!r}")
@@ -101,9 +106,9 @@ class Modifiers:
     @property
     def active(self) -> bool:
         """Whether any modifier changes the data (none: the cache is today's, byte for byte)."""
-        # terms_per_pair only says how terms are drawn: by itself it changes nothing
+        # terms_per_pair and unrelated_terms only say how terms are drawn: alone they change nothing
         fields = dataclasses.fields(self)
-        return any(getattr(self, f.name) for f in fields if f.name != "terms_per_pair")
+        return any(getattr(self, f.name) for f in fields if f.name not in _HOW_TERMS_ARE_DRAWN)
 
     def cache_key(self) -> dict[str, Any]:
         """What enters the cache's hash: nothing when inactive (old caches stay valid); a
@@ -111,8 +116,9 @@ class Modifiers:
         if not self.active:
             return {}
         key: dict[str, Any] = {"modifiers": dataclasses.asdict(self)}
-        if self.terms_per_pair == 1:  # the default: caches prepared before it existed stay valid
-            del key["modifiers"]["terms_per_pair"]
+        for name, default in _HOW_TERMS_ARE_DRAWN.items():
+            if key["modifiers"][name] == default:  # caches prepared before it existed stay valid
+                del key["modifiers"][name]
         if self.terms:  # how the annotation is written (2: a term's pieces without a bare "▁")
             key["term_format"] = TERM_FORMAT
         if self.termbase is not None:
@@ -134,7 +140,14 @@ class Modifiers:
         for n, (en, zh) in enumerate(zip(sources, targets, strict=True)):
             spans: list[TermSpan] = []
             if u_term[n] < self.terms:
-                found = find_terms(en, zh, picks[n].tolist(), swaps[n].tolist(), self.termbase)
+                found = find_terms(
+                    en,
+                    zh,
+                    picks[n].tolist(),
+                    swaps[n].tolist(),
+                    self.termbase,
+                    self.unrelated_terms,
+                )
                 if found is not None:
                     zh, spans = found
             cased = en

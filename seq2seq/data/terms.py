@@ -153,14 +153,21 @@ def find_term(
 
 
 def find_terms(
-    en: str, zh: str, picks: list[float], swaps: list[float], termbase: str | None = None
+    en: str,
+    zh: str,
+    picks: list[float],
+    swaps: list[float],
+    termbase: str | None = None,
+    unrelated: float = 0.0,
 ) -> tuple[str, list[TermSpan]] | None:
     """Terms of the pair ``(en, zh)`` to annotate, and the target to train on: the source's
     words with a dictionary translation found in ``zh``. Each ``picks[k]`` in [0, 1) chooses
     one more among those that overlap no term already chosen (in the source or the
     reference); with ``swaps[k]`` < :data:`SWAP_SHARE` and another headword for the same
-    sense, that one replaces the term's first free occurrence in the target. None when the
-    pair holds no such term; at most ``len(picks)`` spans, in source order."""
+    sense, that one replaces the term's first free occurrence in the target; with ``swaps[k]``
+    below ``SWAP_SHARE * unrelated``, a dictionary word unrelated to the term does instead
+    (:func:`unrelated_word`), so that copying the annotation is all the model can do. None when
+    the pair holds no such term; at most ``len(picks)`` spans, in source order."""
     table, words = term_table(termbase), word_spans(en)
     found = []
     for i in range(len(words)):
@@ -185,9 +192,12 @@ def find_terms(
         # English word would make the reference wrong (这是我的车 -> 这是我汽车).
         senses = [c for c in term_table(None).get(key, ()) if len(c) > 1]
         others = [c for c in senses if c != used and c not in zh] if used in senses else []
-        target = (
-            others[int(swap / SWAP_SHARE * len(others))] if others and swap < SWAP_SHARE else used
-        )
+        target = used
+        if used in senses and swap < SWAP_SHARE * unrelated:
+            target = unrelated_word(swap / (SWAP_SHARE * unrelated), zh)
+        elif others and swap < SWAP_SHARE:
+            share = SWAP_SHARE * unrelated  # the synonyms take the rest of SWAP_SHARE, evenly
+            target = others[int((swap - share) / (SWAP_SHARE - share) * len(others))]
         span = TermSpan(words[i][1], words[i + n - 1][2], target)
         chosen.append((at, at + len(used), target, span))
     if not chosen:
@@ -212,3 +222,20 @@ def _free_occurrence(zh: str, candidates: list[str], chosen: list) -> tuple[int,
                 return at, word
             at = zh.find(word, at + 1)
     return None
+
+
+@lru_cache(maxsize=1)
+def _word_pool() -> tuple[str, ...]:
+    """Every dictionary word of two characters or more, sorted: the unrelated targets."""
+    return tuple(sorted({c for words in term_table(None).values() for c in words if len(c) > 1}))
+
+
+def unrelated_word(draw: float, zh: str) -> str:
+    """The dictionary word ``draw`` in [0, 1) picks (:func:`_word_pool`), the next one where it
+    occurs in ``zh`` already: a target the English cannot predict (OpusTrainer's tags modifier
+    replaces terms by random text for the same reason)."""
+    pool = _word_pool()
+    at = int(draw * len(pool))
+    while pool[at % len(pool)] in zh:
+        at += 1
+    return pool[at % len(pool)]
