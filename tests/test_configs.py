@@ -102,6 +102,7 @@ def test_the_terms_overlay_adds_term_annotation_to_a_config(capsys):
         )
     printed = yaml.safe_load(capsys.readouterr().out)
     assert printed["data"]["modifiers"]["terms"] == 0.8
+    assert printed["data"]["modifiers"]["unrelated_terms"] == 0.5
     assert printed["trainer"]["max_steps"] == 2 * 1040  # copying is learnt with training
     assert printed["data"]["modifiers"]["no_end_punctuation"] == 0.1  # tiny.yaml's, repeated
     assert printed["checkpoint"]["dirpath"] == "runs/terms/checkpoints"
