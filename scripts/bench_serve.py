@@ -6,12 +6,13 @@ ceiling of ``seq2seq translate``.
 
 For each beam size, one server process (``python -m seq2seq serve --port 0 --beam-size B``,
 ``--threads`` torch threads) serves every client count in turn. At each count, N clients run in
-this process as asyncio tasks sharing one ``httpx.AsyncClient`` (N connections): each one
-POSTs one test sentence per request to LibreTranslate's ``/translate``, waits for the answer
-and sends the next sentence, cycling through the sentences from its own starting offset. The
-first ``--warmup`` seconds are not counted; then a request counts if it completes within the
-next ``--duration`` seconds: requests/s, sentences/s (non-empty lines of ``q``; one per
-request for the test split) and latency percentiles (send to answer, as the client sees it).
+this process as asyncio tasks sharing one ``httpx.AsyncClient`` (N connections): each one POSTs
+one test sentence per request to LibreTranslate's ``/translate``, waits for the answer and sends
+the next sentence, cycling through the sentences from its own starting offset. The first
+``--warmup`` seconds are not counted; then a request counts if it completes within the next
+``--duration`` seconds (a window in which none completes, on a machine too busy for so short a
+one, is measured again twice as long): requests/s, sentences/s (non-empty lines of ``q``; one
+per request for the test split) and latency percentiles (send to answer, as the client sees it).
 Every answer must be 200 with a ``translatedText``; the script exits 1 if any was not.
 
 The ceiling: after the server has stopped (nothing else of ours runs), this script re-invoked

@@ -99,6 +99,15 @@ def test_an_unrelated_word_in_place_of_the_term_leaves_only_copying():
     # Another draw, another word; above the swap share the reference's word stays.
     assert find_terms(en, zh, [0.0], [0.5], unrelated=1.0)[1][0].target != span.target
     assert find_terms(en, zh, [0.0], [0.95], unrelated=1.0) == (zh, [TermSpan(3, 10, "老师")])
+    # Two terms never get the same word, whatever the draws.
+    en2, zh2 = "The room has lots of space.", "房间的空间很大。"
+    for first in (0.0, 0.2, 0.4, 0.6):
+        for second in (0.0, 0.2, 0.4, 0.6):
+            for unrelated in (0.0, 1.0):
+                out, spans = find_terms(en2, zh2, [0.0, 0.0], [first, second], unrelated=unrelated)
+                assert len(spans) == 2 and spans[0].target != spans[1].target
+                assert out.count(spans[0].target) == out.count(spans[1].target) == 1
+    assert unrelated_word(0.0, "", avoid=[unrelated_word(0.0, "")]) != unrelated_word(0.0, "")
     # With half the swaps unrelated, the other half still take a synonym.
     _, [half] = find_terms(en, zh, [0.0], [0.7], unrelated=0.5)
     assert half.target in synonyms and half.target != "老师"

@@ -89,7 +89,30 @@ async def run_level(
     timeout: float,
 ) -> Level:
     """``clients`` concurrent clients for ``warmup + duration`` seconds; the measurement of the
-    last ``duration`` seconds (requests still in flight at its end are awaited, not counted)."""
+    last ``duration`` seconds (requests still in flight at its end are awaited, not counted).
+    A window in which no request completed (a machine too slow or too busy for so short a
+    ``duration``) measures nothing: it is measured again, twice as long, at most 3 windows."""
+    for _ in range(3):
+        level = await measure_level(
+            url, server_pid, sentences, beam, clients, warmup, duration, timeout
+        )
+        if level.requests or level.errors:
+            break
+        warmup, duration = 0.0, 2 * duration  # the server has answered by now: no warm-up
+    return level
+
+
+async def measure_level(
+    url: str,
+    server_pid: int,
+    sentences: list[str],
+    beam: int,
+    clients: int,
+    warmup: float,
+    duration: float,
+    timeout: float,
+) -> Level:
+    """One window of :func:`run_level`."""
     level = Level(beam, clients, duration)
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(

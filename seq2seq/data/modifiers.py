@@ -19,8 +19,10 @@ YAML as ``data.modifiers`` (:class:`Modifiers`, each a share of the training pai
   word association (:mod:`seq2seq.data.alignment`), for a corpus whose words CC-CEDICT's
   common ones miss; written to ``terms.tsv`` in the data cache, after the termbase's.
   ``terms_per_pair``: at most this many terms annotated in one pair (default 1).
-  ``unrelated_terms``: the share of the swapped terms given an unrelated dictionary word instead
-  of a synonym, so that only copying works (default 0).
+  ``unrelated_terms``: S puts an unrelated dictionary word in place of a share
+  ``SWAP_SHARE * S`` of the annotated dictionary terms (those without a synonym too), so that
+  only copying works; the rest of ``SWAP_SHARE`` still takes a synonym where there is one
+  (default 0).
 
 Only the training split is modified (dev and test stay as written), and the SentencePiece model
 is learnt from the text before any modifier (as OpusTrainer's pipeline does). Which pairs a
@@ -77,7 +79,7 @@ class Modifiers:
                 raise ConfigError(f"data.modifiers.{name} must be a share in [0, 1], got {share!r}")
         if self.uppercase + self.titlecase > 1.0:
             raise ConfigError("data.modifiers: uppercase + titlecase must be at most 1")
-        for name in ("termbase", "aligned_terms"):
+        for name in ("termbase", "aligned_terms", "unrelated_terms"):
             if getattr(self, name) and not self.terms:
                 raise ConfigError(f"data.modifiers.{name} needs a share of pairs in terms (> 0)")
         for name in ("dictionary", "aligned_terms", "terms_per_pair"):
@@ -86,6 +88,8 @@ class Modifiers:
                 raise ConfigError(f"data.modifiers.{name} must be a count >= 0, got {count!r}")
         if self.terms_per_pair < 1:
             raise ConfigError("data.modifiers.terms_per_pair must be at least 1")
+        if self.terms_per_pair > 1 and not self.terms:
+            raise ConfigError("data.modifiers.terms_per_pair needs a share of pairs in terms (> 0)")
 
     @classmethod
     def from_dict(cls, settings: dict[str, Any] | None) -> Modifiers:

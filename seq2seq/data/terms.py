@@ -162,12 +162,14 @@ def find_terms(
 ) -> tuple[str, list[TermSpan]] | None:
     """Terms of the pair ``(en, zh)`` to annotate, and the target to train on: the source's
     words with a dictionary translation found in ``zh``. Each ``picks[k]`` in [0, 1) chooses
-    one more among those that overlap no term already chosen (in the source or the
-    reference); with ``swaps[k]`` < :data:`SWAP_SHARE` and another headword for the same
-    sense, that one replaces the term's first free occurrence in the target; with ``swaps[k]``
-    below ``SWAP_SHARE * unrelated``, a dictionary word unrelated to the term does instead
-    (:func:`unrelated_word`), so that copying the annotation is all the model can do. None when
-    the pair holds no such term; at most ``len(picks)`` spans, in source order."""
+    one more among those that overlap no term already chosen in the source (a choice whose
+    translation has no occurrence left in the reference is dropped, its draw spent). For a
+    dictionary word, ``swaps[k]`` below ``SWAP_SHARE * unrelated`` puts a dictionary word
+    unrelated to the term in place of its first free occurrence in the target
+    (:func:`unrelated_word`: copying the annotation is all the model can do), and below
+    :data:`SWAP_SHARE` another headword of the same sense, where it has one. No two terms
+    get the same word. None when the pair holds no such term; at most ``len(picks)`` spans,
+    in source order."""
     table, words = term_table(termbase), word_spans(en)
     found = []
     for i in range(len(words)):
@@ -191,10 +193,11 @@ def find_terms(
         # termbase or learnt string (的车 for car, 住在 for live) swapped for a sense of the
         # English word would make the reference wrong (这是我的车 -> 这是我汽车).
         senses = [c for c in term_table(None).get(key, ()) if len(c) > 1]
-        others = [c for c in senses if c != used and c not in zh] if used in senses else []
+        taken = zh + "".join(target for _, _, target, _ in chosen)  # no word for two terms
+        others = [c for c in senses if c != used and c not in taken] if used in senses else []
         target = used
         if used in senses and swap < SWAP_SHARE * unrelated:
-            target = unrelated_word(swap / (SWAP_SHARE * unrelated), zh)
+            target = unrelated_word(swap / (SWAP_SHARE * unrelated), taken, avoid=senses)
         elif others and swap < SWAP_SHARE:
             share = SWAP_SHARE * unrelated  # the synonyms take the rest of SWAP_SHARE, evenly
             target = others[int((swap - share) / (SWAP_SHARE - share) * len(others))]
@@ -230,12 +233,15 @@ def _word_pool() -> tuple[str, ...]:
     return tuple(sorted({c for words in term_table(None).values() for c in words if len(c) > 1}))
 
 
-def unrelated_word(draw: float, zh: str) -> str:
-    """The dictionary word ``draw`` in [0, 1) picks (:func:`_word_pool`), the next one where it
-    occurs in ``zh`` already: a target the English cannot predict (OpusTrainer's tags modifier
-    replaces terms by random text for the same reason)."""
+def unrelated_word(draw: float, zh: str, avoid: list[str] | tuple[str, ...] = ()) -> str:
+    """The dictionary word ``draw`` in [0, 1) picks (:func:`_word_pool`), or the next one where
+    it occurs in ``zh`` already or is one of ``avoid`` (the term's own senses): a target the
+    English cannot predict (OpusTrainer's tags modifier replaces terms by random text for the
+    same reason)."""
     pool = _word_pool()
-    at = int(draw * len(pool))
-    while pool[at % len(pool)] in zh:
-        at += 1
-    return pool[at % len(pool)]
+    start = int(draw * len(pool))
+    for at in range(start, start + len(pool)):
+        word = pool[at % len(pool)]
+        if word not in zh and word not in avoid:
+            return word
+    raise ValueError("every dictionary word occurs in the sentence")  # a pool of thousands
