@@ -93,39 +93,30 @@ async def run_level(
     A window in which no request completed (a machine too slow or too busy for so short a
     ``duration``) measures nothing: it is measured again, twice as long, at most 3 windows."""
     for _ in range(3):
-        level = await measure_level(
-            url, server_pid, sentences, beam, clients, warmup, duration, timeout
-        )
+        level = Level(beam, clients, duration)
+        await measure_window(url, server_pid, sentences, level, warmup, timeout)
         if level.requests or level.errors:
             break
         warmup, duration = 0.0, 2 * duration  # the server has answered by now: no warm-up
     return level
 
 
-async def measure_level(
-    url: str,
-    server_pid: int,
-    sentences: list[str],
-    beam: int,
-    clients: int,
-    warmup: float,
-    duration: float,
-    timeout: float,
-) -> Level:
-    """One window of :func:`run_level`."""
-    level = Level(beam, clients, duration)
+async def measure_window(
+    url: str, server_pid: int, sentences: list[str], level: Level, warmup: float, timeout: float
+) -> None:
+    """One window of :func:`run_level`, counted into ``level`` (its ``seconds`` long)."""
+    clients = level.clients
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(
         base_url=url, limits=limits, timeout=timeout, trust_env=False
     ) as client:
         now = time.perf_counter()
-        window = Window(now + warmup, now + warmup + duration)
+        window = Window(now + warmup, now + warmup + level.seconds)
         offsets = [i * len(sentences) // clients for i in range(clients)]
         tasks = [client_loop(client, sentences, offset, window, level) for offset in offsets]
         cpu = asyncio.create_task(measure_cpu(server_pid, window, level))
         memory = asyncio.create_task(measure_memory(server_pid, window, level))
         await asyncio.gather(*tasks, cpu, memory)
-    return level
 
 
 async def client_loop(
