@@ -147,6 +147,39 @@ def test_unrelated_terms_take_their_share_of_the_swapped_terms():
             Modifiers.from_dict(setting)
 
 
+TERMS = Modifiers(terms=0.5)
+
+
+def test_the_seed_names_a_modified_cache_with_a_given_tokenizer_too():
+    """The modifiers draw from the seed: fine-tuning (a checkpoint's tokenizer, whose key has
+    no seed) with another seed must not reuse the first seed's modified cache."""
+    from seq2seq.data.layouts import PairLayout
+    from seq2seq.data.prepare import PrepareSettings, cache_name
+    from seq2seq.data.sources import CorpusSpec
+
+    def name(seed, tokenizer=None, modifiers=TERMS):
+        settings = PrepareSettings(
+            CorpusSpec("bundled"),
+            3000,
+            "unigram",
+            seed,
+            400,
+            9.0,
+            64,
+            "zh",
+            None,
+            128,
+            tokenizer=tokenizer,
+            modifiers=modifiers,
+        )
+        return cache_name(settings, PairLayout().cache_key(settings))
+
+    assert name(1, b"spm") != name(2, b"spm")
+    assert name(1) != name(2)  # the trained tokenizer's key holds the seed
+    # Without modifiers a given tokenizer's cache does not depend on the seed, as before.
+    assert name(1, b"spm", Modifiers()) == name(2, b"spm", Modifiers())
+
+
 def test_title_case_and_end_punctuation_follow_their_rules():
     assert title_case("i don't know NASA's plan") == "I Don't Know NASA's Plan"
     assert remove_end_punctuation("Go now!", "现在走！") == ("Go now", "现在走")

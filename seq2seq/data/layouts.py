@@ -106,6 +106,13 @@ class PairLayout(Layout):
             "tokenizer": settings.tokenizer_key(),
             "max_len": settings.max_len,
             **settings.modifiers.cache_key(),  # nothing when none is on: old caches stay
+            # The modifiers draw from the seed; a trained tokenizer's key holds it already,
+            # a given one's (fine-tuning) does not.
+            **(
+                {"modifier_seed": settings.seed}
+                if settings.modifiers.active and settings.tokenizer is not None
+                else {}
+            ),
         }
 
     def check_budget(self, max_tokens: int, settings: PrepareSettings) -> None:
