@@ -145,14 +145,20 @@ def test_clients_that_leave_while_queued_are_skipped(translation_checkpoint):
             first = threading.Thread(
                 target=http.post,
                 args=("/translate",),
-                kwargs={"json": translate_body(heavy(80))},
+                kwargs={"json": translate_body(heavy(160))},
             )
             first.start()
             assert decoding(url, first)
             for _ in range(3):  # queued behind the first, then gone
                 with pytest.raises(httpx.TimeoutException):
                     httpx.post(url + "/translate", json=translate_body(heavy(6)), timeout=0.3)
-            time.sleep(0.6)  # the server looks for gone clients every 0.5 s
+            # The server looks for gone clients every 0.5 s and logs each with a 499: wait
+            # for the three (the worker counts them when it reaches them, after the first).
+            deadline = time.monotonic() + 10
+            while first.is_alive() and time.monotonic() < deadline:
+                if sum(" 499 " in line for line in server.log) == 3:
+                    break
+                time.sleep(0.05)
             assert first.is_alive(), "make the first request longer: it ended too soon"
             first.join()
             assert http.post("/translate", json=translate_body("Hello.")).status_code == 200
