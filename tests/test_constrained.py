@@ -257,6 +257,20 @@ def test_the_constraint_state_follows_bytes_and_counts_banks():
     assert constraints.next_tokens(state) == ()
 
 
+def test_histories_that_differ_before_a_phrase_could_start_share_one_state():
+    # A state keeps only the end of the text that begins an unmet phrase, so the search's
+    # states stay few and ``advance`` finds its answers worked out (the bench's term sentences:
+    # 14 thousand look-ups worked out instead of 33).
+    constraints = phrases("abcd")
+    start = constraints.start()
+    after_da = constraints.advance(constraints.advance(start, D), A)  # "da": "a" may begin it
+    after_ca = constraints.advance(constraints.advance(start, C), A)  # "ca": likewise
+    assert after_da == after_ca
+    assert constraints.advance(after_da, B) == constraints.advance(after_ca, B)  # "ab" under way
+    assert constraints.progress(constraints.advance(after_da, B)) == 2
+    assert constraints.advance(after_da, D) != after_da  # "ad": the phrase begins nowhere
+
+
 def test_a_phrase_the_vocabulary_cannot_write_is_no_constraint():
     assert phrases("q").count == 0  # no token writes "q"
     assert [h.tokens for h in search(TABLE, [phrases("q")])[0]] == [[A, B]]

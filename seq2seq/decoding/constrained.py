@@ -151,30 +151,29 @@ class ConstraintBanks:
         # Each beam's best token, and each beam's next constraint tokens, all sentences at once.
         best_scores, best_tokens = top_k_by_blocks(log_probs[steered].view(-1, vocab), 1)
         best_scores, best_tokens = (x.view(-1, k).tolist() for x in (best_scores, best_tokens))
-        forced: list[tuple[int, int, int]] = []  # (sentence, beam, next constraint token)
+        # A candidate (beam j, token t) is the key j * vocab + t: an int hashes faster than a
+        # pair, and a search makes tens of thousands.
+        sentences, keys = [], []  # the next constraint tokens: sentence, key
         for b in steered:
             constraints, states = self._beams(b)
             for j, state in enumerate(states):
-                forced += [(b, j, t) for t in constraints.next_tokens(state)]
-        forced_scores = (
-            log_probs[
-                [f[0] for f in forced], [f[1] for f in forced], [f[2] for f in forced]
-            ].tolist()
-            if forced
-            else []
-        )
-        by_sentence: dict[int, dict[tuple[int, int], float]] = {b: {} for b in steered}
-        for (b, j, t), score in zip(forced, forced_scores, strict=True):
-            by_sentence[b][(j, t)] = score
+                for t in constraints.next_tokens(state):
+                    sentences.append(b)
+                    keys.append(j * vocab + t)
+        flat = log_probs.reshape(log_probs.shape[0], -1)  # (n, k * V): [b, j * V + t]
+        forced_scores = flat[sentences, keys].tolist() if keys else []
+        by_sentence: dict[int, dict[int, float]] = {b: {} for b in steered}
+        for b, key, score in zip(sentences, keys, forced_scores, strict=True):
+            by_sentence[b][key] = score
         top_scores, top_beam, top_token = (x[steered].tolist() for x in candidates)
         beams = []  # per steered sentence: k (score, source beam, token)
         for i, b in enumerate(steered):
             found = by_sentence[b]
-            for j in range(k):
-                found[(j, best_tokens[i][j])] = best_scores[i][j]
+            for j, (t, score) in enumerate(zip(best_tokens[i], best_scores[i], strict=True)):
+                found[j * vocab + t] = score
             for score, j, t in zip(top_scores[i], top_beam[i], top_token[i], strict=True):
-                found[(j, t)] = score
-            beams.append(self._select_sentence(b, found, finished[b], history, step))
+                found[j * vocab + t] = score
+            beams.append(self._select_sentence(b, found, vocab, finished[b], history, step))
         # One write per tensor: a write per beam cost more than the choosing.
         for field, tensor in enumerate(chosen):  # scores, source beams, tokens: (n, k) each
             values = [[beam[field] for beam in rows] for rows in beams]
@@ -183,19 +182,31 @@ class ConstraintBanks:
     def _select_sentence(
         self,
         b: int,
-        found: dict[tuple[int, int], float],
+        found: dict[int, float],
+        vocab: int,
         finished: list[Hypothesis],
         history: Tensor,
         step: int,
     ) -> list[tuple[float, int, int]]:
         """Sentence b's finished hypotheses (added to ``finished``) and its k open beams,
         best first, (score, source beam, token) each, from its candidates ``found``
-        ({(beam, token): score})."""
+        ({beam * vocab + token: score})."""
         (constraints, states), eos = self._beams(b), self.specials.eos
-        scored = [(score, j, t) for (j, t), score in found.items() if score != NEG_INF]
-        after = [states[j] if t == eos else constraints.advance(states[j], t) for _, j, t in scored]
-        bank = [constraints.progress(state) for state in after]
-        for index in allocate(bank, [s for s, _, _ in scored], self.k):
+        advance, progress = constraints.advance, constraints.progress
+        scored: list[tuple[float, int, int]] = []
+        after: list[State] = []
+        bank: list[int] = []
+        for key, score in found.items():
+            if score == NEG_INF:
+                continue
+            j, t = divmod(key, vocab)
+            state = states[j] if t == eos else advance(states[j], t)
+            scored.append((score, j, t))
+            after.append(state)
+            bank.append(progress(state))
+        # Best first; equal scores keep their order (as ``allocate``'s sort does).
+        order = sorted(range(len(scored)), key=lambda i: scored[i][0], reverse=True)
+        for index in _allocate_ranked(order, bank, self.k):
             score, j, t = scored[index]
             if t == eos:
                 tokens = history[b, j, :step].tolist()
@@ -203,11 +214,8 @@ class ConstraintBanks:
                 finished.append(
                     Hypothesis(tokens, score / norm, score, unmet=constraints.unmet(after[index]))
                 )
-        open_ = [i for i, (_, _, t) in enumerate(scored) if t != eos]
-        picked = [
-            open_[i]
-            for i in allocate([bank[i] for i in open_], [scored[i][0] for i in open_], self.k)
-        ]
+        open_ranked = [i for i in order if scored[i][2] != eos]
+        picked = _allocate_ranked(open_ranked, bank, self.k)
         picked.sort(key=lambda i: -scored[i][0])
         dead = self.k - len(picked)  # too few candidates: beams that go nowhere
         self.states[b] = [after[index] for index in picked] + [constraints.start()] * dead
@@ -253,9 +261,16 @@ def allocate(banks: Sequence[int], scores: Sequence[float], k: int) -> list[int]
         >>> allocate(banks=[0, 0, 0, 1, 1], scores=[-1.0, -2.0, -3.0, -5.0, -6.0], k=3)
         [3, 0, 4]
     """
+    return _allocate_ranked(
+        sorted(range(len(scores)), key=scores.__getitem__, reverse=True), banks, k
+    )
+
+
+def _allocate_ranked(ranked: Sequence[int], banks: Sequence[int], k: int) -> list[int]:
+    """``allocate`` of the candidates ``ranked``, best score first (ties in a fixed order)."""
     seen: dict[int, int] = {}
     stripes = []  # (rank within its bank, -bank, candidate): one candidate per (rank, bank)
-    for i in sorted(range(len(scores)), key=scores.__getitem__, reverse=True):
+    for i in ranked:
         rank = seen.get(banks[i], 0)
         seen[banks[i]] = rank + 1
         stripes.append((rank, -banks[i], i))
@@ -265,10 +280,10 @@ def allocate(banks: Sequence[int], scores: Sequence[float], k: int) -> list[int]
 class TermConstraints:
     """Target phrases that must appear in a hypothesis's text, followed on that text.
 
-    A state is (phrases met as a bit mask, the last bytes written, whether anything was
-    written). A phrase is met when its UTF-8 bytes occur in the text, whatever tokens wrote
-    it. One under way is the longest of its byte prefixes that the text ends with (bytes, so
-    that a character written in byte pieces counts as it comes); its next token is the first
+    A state stands for (phrases met as a bit mask, the last bytes written, whether anything was
+    written), numbered. A phrase is met when its UTF-8 bytes occur in the text, whatever tokens
+    wrote it. One under way is the longest of its byte prefixes that the text ends with (bytes,
+    so that a character written in byte pieces counts as it comes); its next token is the first
     of ``spell`` of the rest. A phrase not under way may start with any token whose text ends
     with a beginning of it ("的老" before "师"), so that it can begin inside a piece.
 
@@ -318,40 +333,57 @@ class TermConstraints:
             self._first.append(spell(phrase, True)[:1])
             self._length.append(whole)
         self.tokens = sum(self._length)
-        self._advanced: dict[tuple[State, int], State] = {}
-        self._read_states: dict[State, tuple[int, tuple[int, ...]]] = {}
+        # States are numbered as they are reached; what the search asks of a state is worked
+        # out once, when it is first reached: an int indexes lists where a (met, tail,
+        # started) tuple would be hashed at every look-up, and a search asks thousands.
+        self._states: list[TermState] = []
+        self._numbers: dict[TermState, int] = {}
+        self._moves: list[dict[int, int]] = []  # per state: token -> the state after it
+        self._unmet: list[int] = []
+        self._progress: list[int] = []
+        self._next_tokens: list[tuple[int, ...]] = []
+        self._number((0, b"", False))
 
     def start(self) -> State:
-        return (0, b"", False)
+        return 0
 
     def advance(self, state: State, token: int) -> State:
-        key = (state, token)
-        found = self._advanced.get(key)
+        moves = self._moves[cast(int, state)]
+        found = moves.get(token)
         if found is None:
-            met, tail, _ = cast(TermState, state)
+            met, tail, _ = self._states[cast(int, state)]
             text = tail + self.surfaces[token]
             for c, phrase in enumerate(self._bytes):
                 if not met >> c & 1 and phrase in text:
                     met |= 1 << c
-            found = (met, text[max(0, len(text) - self._keep) :], True)
-            self._advanced[key] = found
+            found = moves[token] = self._number((met, self._tail(met, text), True))
         return found
 
+    def _tail(self, met: int, text: bytes) -> bytes:
+        """The longest end of ``text`` that begins a phrase not met: all a state needs to
+        keep of the text (a phrase still to come starts there or later). Histories that differ
+        before it reach the same state, so ``advance`` finds its answer already worked out."""
+        unmet = [phrase for c, phrase in enumerate(self._bytes) if not met >> c & 1]
+        for start in range(max(0, len(text) - self._keep), len(text)):
+            if any(phrase.startswith(text[start:]) for phrase in unmet):
+                return text[start:]
+        return b""
+
     def unmet(self, state: State) -> int:
-        met, _, _ = cast(TermState, state)
-        return self.count - bin(met).count("1")
+        return self._unmet[cast(int, state)]
 
     def progress(self, state: State) -> int:
-        return self._read(state)[0]
+        return self._progress[cast(int, state)]
 
     def next_tokens(self, state: State) -> Sequence[int]:
-        return self._read(state)[1]
+        return self._next_tokens[cast(int, state)]
 
-    def _read(self, state: State) -> tuple[int, tuple[int, ...]]:
-        """(progress, next tokens) of a state, worked out once."""
-        found = self._read_states.get(state)
-        if found is None:
-            met, tail, started = cast(TermState, state)
+    def _number(self, state: TermState) -> int:
+        """The number of a state, and what the search asks of it, worked out when first seen."""
+        number = self._numbers.get(state)
+        if number is None:
+            number = self._numbers[state] = len(self._states)
+            met, tail, started = state
             progress, tokens = 0, []
             for c, phrase in enumerate(self._bytes):
                 if met >> c & 1:
@@ -361,9 +393,12 @@ class TermConstraints:
                 progress += self._written[c][r]
                 tokens += [self._next[c][r], *(() if r else self._entries[c])]
                 tokens += [] if r or started else self._first[c]
-            found = (progress, tuple(t for t in dict.fromkeys(tokens) if t is not None))
-            self._read_states[state] = found
-        return found
+            self._states.append(state)
+            self._moves.append({})
+            self._unmet.append(self.count - bin(met).count("1"))
+            self._progress.append(progress)
+            self._next_tokens.append(tuple(t for t in dict.fromkeys(tokens) if t is not None))
+        return number
 
 
 def _rest_spellings(
