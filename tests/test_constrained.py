@@ -2,6 +2,7 @@
 allocation, the length limit, terms tracked on the text, and batch invariance."""
 
 import math
+import random
 
 import pytest
 import torch
@@ -124,6 +125,26 @@ def test_allocation_gives_every_bank_its_share():
     # Bank 0 holds the three best; bank 2's weak candidate still gets a slot, first.
     assert allocate([0, 0, 0, 2, 1], [-1.0, -2.0, -3.0, -9.0, -5.0], 3) == [3, 4, 0]
     assert allocate([0, 0, 0], [-3.0, -1.0, -2.0], 2) == [1, 2]  # one bank: plain beam
+
+
+def test_allocation_equals_its_definition_by_sorted_stripes():
+    """``allocate`` against the definition it implements: rank the candidates within their
+    bank by score, then take the stripes (rank, highest bank first) in order."""
+
+    def by_stripes(banks, scores, k):
+        seen: dict[int, int] = {}
+        stripes = []
+        for i in sorted(range(len(scores)), key=scores.__getitem__, reverse=True):
+            stripes.append((seen.get(banks[i], 0), -banks[i], i))
+            seen[banks[i]] = seen.get(banks[i], 0) + 1
+        return [i for _, _, i in sorted(stripes)[:k]]
+
+    rng = random.Random(0)
+    for _ in range(500):
+        n, k = rng.randrange(0, 25), rng.randrange(1, 9)
+        banks = [rng.randrange(0, 5) for _ in range(n)]
+        scores = [float(rng.randrange(-8, 0)) for _ in range(n)]  # ties too
+        assert allocate(banks, scores, k) == by_stripes(banks, scores, k)
 
 
 def test_the_beam_keeps_hypotheses_that_met_more_constraints_than_likelier_ones():

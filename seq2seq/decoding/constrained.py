@@ -149,7 +149,8 @@ class ConstraintBanks:
         k = self.k
         vocab = log_probs.shape[-1]
         # Each beam's best token, and each beam's next constraint tokens, all sentences at once.
-        best_scores, best_tokens = top_k_by_blocks(log_probs[steered].view(-1, vocab), 1)
+        rows = log_probs if len(steered) == len(log_probs) else log_probs[steered]  # no copy
+        best_scores, best_tokens = top_k_by_blocks(rows.reshape(-1, vocab), 1)
         best_scores, best_tokens = (x.view(-1, k).tolist() for x in (best_scores, best_tokens))
         # A candidate (beam j, token t) is the key j * vocab + t: an int hashes faster than a
         # pair, and a search makes tens of thousands.
@@ -193,7 +194,9 @@ class ConstraintBanks:
         ({beam * vocab + token: score})."""
         (constraints, states), eos = self._beams(b), self.specials.eos
         advance, progress = constraints.advance, constraints.progress
-        scored: list[tuple[float, int, int]] = []
+        scores: list[float] = []
+        beams: list[int] = []
+        tokens: list[int] = []
         after: list[State] = []
         bank: list[int] = []
         for key, score in found.items():
@@ -201,25 +204,28 @@ class ConstraintBanks:
                 continue
             j, t = divmod(key, vocab)
             state = states[j] if t == eos else advance(states[j], t)
-            scored.append((score, j, t))
+            scores.append(score)
+            beams.append(j)
+            tokens.append(t)
             after.append(state)
             bank.append(progress(state))
         # Best first; equal scores keep their order (as ``allocate``'s sort does).
-        order = sorted(range(len(scored)), key=lambda i: scored[i][0], reverse=True)
-        for index in _allocate_ranked(order, bank, self.k):
-            score, j, t = scored[index]
-            if t == eos:
-                tokens = history[b, j, :step].tolist()
-                norm = self.config.length_norm(step + 1)  # the eos counts towards |Y|
-                finished.append(
-                    Hypothesis(tokens, score / norm, score, unmet=constraints.unmet(after[index]))
-                )
-        open_ranked = [i for i in order if scored[i][2] != eos]
+        order = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
+        open_ranked = [i for i in order if tokens[i] != eos]
+        if len(open_ranked) < len(order):  # eos candidates: those allocated a slot finish
+            for i in _allocate_ranked(order, bank, self.k):
+                if tokens[i] == eos:
+                    written = history[b, beams[i], :step].tolist()
+                    norm = self.config.length_norm(step + 1)  # the eos counts towards |Y|
+                    unmet = constraints.unmet(after[i])
+                    finished.append(Hypothesis(written, scores[i] / norm, scores[i], unmet=unmet))
         picked = _allocate_ranked(open_ranked, bank, self.k)
-        picked.sort(key=lambda i: -scored[i][0])
+        picked.sort(key=scores.__getitem__, reverse=True)
         dead = self.k - len(picked)  # too few candidates: beams that go nowhere
-        self.states[b] = [after[index] for index in picked] + [constraints.start()] * dead
-        return [scored[index] for index in picked] + [(NEG_INF, 0, self.specials.pad)] * dead
+        self.states[b] = [after[i] for i in picked] + [constraints.start()] * dead
+        return [(scores[i], beams[i], tokens[i]) for i in picked] + [
+            (NEG_INF, 0, self.specials.pad)
+        ] * dead
 
     def _beams(self, b: int) -> tuple[Constraints, list[State]]:
         """Sentence b's constraints and the states of its k beams (a sentence it steers)."""
@@ -268,13 +274,18 @@ def allocate(banks: Sequence[int], scores: Sequence[float], k: int) -> list[int]
 
 def _allocate_ranked(ranked: Sequence[int], banks: Sequence[int], k: int) -> list[int]:
     """``allocate`` of the candidates ``ranked``, best score first (ties in a fixed order)."""
-    seen: dict[int, int] = {}
-    stripes = []  # (rank within its bank, -bank, candidate): one candidate per (rank, bank)
+    by_bank: dict[int, list[int]] = {}  # each bank's candidates, best first
     for i in ranked:
-        rank = seen.get(banks[i], 0)
-        seen[banks[i]] = rank + 1
-        stripes.append((rank, -banks[i], i))
-    return [i for _, _, i in sorted(stripes)[:k]]
+        by_bank.setdefault(banks[i], []).append(i)
+    highest_first = [by_bank[bank] for bank in sorted(by_bank, reverse=True)]
+    picked: list[int] = []
+    for rank in range(k):  # the rank-th best of every bank, highest bank first
+        for members in highest_first:
+            if rank < len(members):
+                picked.append(members[rank])
+                if len(picked) == k:
+                    return picked
+    return picked
 
 
 class TermConstraints:
@@ -342,6 +353,7 @@ class TermConstraints:
         self._unmet: list[int] = []
         self._progress: list[int] = []
         self._next_tokens: list[tuple[int, ...]] = []
+        self._beginnings: dict[int, set[bytes]] = {}  # per mask of phrases met: the others' starts
         self._number((0, b"", False))
 
     def start(self) -> State:
@@ -363,9 +375,16 @@ class TermConstraints:
         """The longest end of ``text`` that begins a phrase not met: all a state needs to
         keep of the text (a phrase still to come starts there or later). Histories that differ
         before it reach the same state, so ``advance`` finds its answer already worked out."""
-        unmet = [phrase for c, phrase in enumerate(self._bytes) if not met >> c & 1]
+        beginnings = self._beginnings.get(met)
+        if beginnings is None:
+            beginnings = self._beginnings[met] = {
+                phrase[:end]
+                for c, phrase in enumerate(self._bytes)
+                if not met >> c & 1
+                for end in range(1, len(phrase))
+            }
         for start in range(max(0, len(text) - self._keep), len(text)):
-            if any(phrase.startswith(text[start:]) for phrase in unmet):
+            if text[start:] in beginnings:
                 return text[start:]
         return b""
 
