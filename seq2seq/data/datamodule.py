@@ -110,7 +110,8 @@ class TranslationDataModule(LightningDataModule):
             see the ids the model was trained with. Set from ``model.init_from`` by the CLI.
         modifiers: ``translation``: training-time data modifiers, each a share of the training
             pairs (``uppercase``, ``titlecase``, ``no_end_punctuation``) or a count of
-            dictionary pairs added (``dictionary``); see :mod:`seq2seq.data.modifiers`. Dev and
+            dictionary pairs or catalog UI strings added (``dictionary``, ``ui_strings`` with
+            ``catalogs``); see :mod:`seq2seq.data.modifiers`. Dev and
             test stay as written; the tokenizer learns from the text before any modifier.
             ``termbase``: your own ``english<TAB>chinese`` terms for ``terms`` to annotate;
             ``aligned_terms``: a count of term pairs learnt from the training split itself.

@@ -11,6 +11,9 @@ YAML as ``data.modifiers`` (:class:`Modifiers`, each a share of the training pai
   a source without one is translated without one;
 - ``dictionary``: up to this many word and phrase pairs from CC-CEDICT (common HSK 3.0 words,
   :mod:`seq2seq.data.dictionary`) added to the training split, a capped share of short segments;
+- ``ui_strings``: up to this many UI strings with their Chinese from gettext catalogs
+  (:mod:`seq2seq.data.catalogs`) added likewise: ``catalogs`` (a user's ``.po`` files or folders
+  of them) first, then Django's simplified-Chinese ones;
 - ``terms``: a term of the source annotated inline with the Chinese the reference uses for it
   (or a synonym put in its place), between tags the vocabulary holds
   (:mod:`seq2seq.data.terms`): the model learns to copy a glossary's terms. ``termbase``: a
@@ -49,6 +52,7 @@ from seq2seq.errors import ConfigError
 
 # Settings added after caches were written: at their defaults they stay out of the cache's key.
 _HOW_TERMS_ARE_DRAWN = {"terms_per_pair": 1, "unrelated_terms": 0.0}
+_ADDED_LATER = {**_HOW_TERMS_ARE_DRAWN, "ui_strings": 0, "catalogs": ()}
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _EN_END = re.compile(r"[.!?。！？]+$")
 _ZH_END = re.compile(r"[。！？.!?]+$")
@@ -66,6 +70,8 @@ class Modifiers:
     titlecase: float = 0.0
     no_end_punctuation: float = 0.0
     dictionary: int = 0
+    ui_strings: int = 0
+    catalogs: tuple[str, ...] = ()
     terms: float = 0.0
     termbase: str | None = None
     aligned_terms: int = 0
@@ -82,7 +88,9 @@ class Modifiers:
         for name in ("termbase", "aligned_terms", "unrelated_terms"):
             if getattr(self, name) and not self.terms:
                 raise ConfigError(f"data.modifiers.{name} needs a share of pairs in terms (> 0)")
-        for name in ("dictionary", "aligned_terms", "terms_per_pair"):
+        if self.catalogs and not self.ui_strings:
+            raise ConfigError("data.modifiers.catalogs needs a count of pairs in ui_strings (> 0)")
+        for name in ("dictionary", "ui_strings", "aligned_terms", "terms_per_pair"):
             count = getattr(self, name)
             if not isinstance(count, int) or isinstance(count, bool) or count < 0:
                 raise ConfigError(f"data.modifiers.{name} must be a count >= 0, got {count!r}")
@@ -101,10 +109,15 @@ class Modifiers:
             raise ConfigError(
                 f"data.modifiers: unknown modifier {unknown[0]!r}; expected one of {sorted(known)}"
             )
-        for name in ("dictionary", "aligned_terms", "terms_per_pair"):
+        for name in ("dictionary", "ui_strings", "aligned_terms", "terms_per_pair"):
             count = settings.get(name)
             if isinstance(count, float) and count.is_integer():  # YAML via dict[str, float]
                 settings[name] = int(count)
+        catalogs = settings.get("catalogs")
+        if catalogs is not None:  # one path, or a list of them
+            settings["catalogs"] = (
+                (str(catalogs),) if isinstance(catalogs, str) else tuple(catalogs)
+            )
         return cls(**settings)
 
     @property
@@ -120,13 +133,19 @@ class Modifiers:
         if not self.active:
             return {}
         key: dict[str, Any] = {"modifiers": dataclasses.asdict(self)}
-        for name, default in _HOW_TERMS_ARE_DRAWN.items():
+        for name, default in _ADDED_LATER.items():
             if key["modifiers"][name] == default:  # caches prepared before it existed stay valid
                 del key["modifiers"][name]
         if self.terms:  # how the annotation is written (2: a term's pieces without a bare "▁")
             key["term_format"] = TERM_FORMAT
         if self.termbase is not None:
             key["termbase"] = fingerprint(self.termbase)
+        if (
+            self.ui_strings
+        ):  # the catalogs' versions: an edited file or another Django prepares again
+            from seq2seq.data.catalogs import catalog_fingerprints
+
+            key["catalogs"] = catalog_fingerprints(self.catalogs)
         return key
 
     def apply(

@@ -17,6 +17,7 @@ import numpy as np
 from seq2seq.data import tables
 from seq2seq.data.alignment import SAMPLE_PAIRS, aligned_term_pairs
 from seq2seq.data.cache_dir import LANGS, write_report
+from seq2seq.data.catalogs import ui_string_pairs
 from seq2seq.data.clean import FILTER_REASONS, CleanReport, clean_batch
 from seq2seq.data.dictionary import dictionary_pairs
 from seq2seq.data.modifiers import Modifiers
@@ -108,9 +109,12 @@ def prepare_pairs(
             cleaned, rows["train"], settings, out
         )
     encoded = _encode(cleaned, tokenizer, settings, work, row_split == SPLITS.index("train"))
-    if settings.modifiers.dictionary:
-        encoded, row_split = _add_dictionary(encoded, row_split, tokenizer, settings, work, out)
-        report["dictionary_pairs"] = int(len(row_split) - len(cleaned))
+    for name, pairs in _added_pairs(settings.modifiers, settings.seed):
+        before = len(row_split)
+        encoded, row_split = _add_pairs(
+            name, pairs, encoded, row_split, tokenizer, settings, work, out
+        )
+        report[f"{name}_pairs"] = int(len(row_split) - before)
     report["too_long"] = _save_splits(
         encoded, row_split, out, settings.max_len, tokenizer, pair_lengths
     )
@@ -178,7 +182,20 @@ def _encode(
     )
 
 
-def _add_dictionary(
+def _added_pairs(
+    modifiers: Modifiers, seed: int
+) -> Iterator[tuple[str, Callable[[], list[tuple[str, str]]]]]:
+    """The short segments the modifiers add, by name: CC-CEDICT's words, then the catalogs' UI
+    strings (each a function giving its pairs, read only when asked for)."""
+    if modifiers.dictionary:
+        yield "dictionary", lambda: dictionary_pairs(modifiers.dictionary, seed)
+    if modifiers.ui_strings:
+        yield "ui_string", lambda: ui_string_pairs(modifiers.ui_strings, modifiers.catalogs)
+
+
+def _add_pairs(
+    name: str,
+    read: Callable[[], list[tuple[str, str]]],
     encoded: Any,
     row_split: np.ndarray,
     tokenizer: TokenizerLike,
@@ -186,25 +203,21 @@ def _add_dictionary(
     work: Path,
     out: Path,
 ) -> tuple[Any, np.ndarray]:
-    """The tokenized table with the dictionary's pairs after the corpus's, all in the training
+    """The tokenized table with ``read()``'s pairs after the corpus's, all in the training
     split (their rows continue the corpus's, so the modifiers draw for them as well). A pair
     whose English is a held-out sentence's is left out: a test sentence is never trained on."""
     import datasets
 
     held_out = {
-        line.casefold() for name in ("dev", "test") for line in read_lines(out / f"{name}.en")
+        line.casefold() for split in ("dev", "test") for line in read_lines(out / f"{split}.en")
     }
-    pairs = [
-        pair
-        for pair in dictionary_pairs(settings.modifiers.dictionary, settings.seed)
-        if pair[0].casefold() not in held_out
-    ]
-    log.info(f"adding {len(pairs):,} dictionary pairs to the training split")
+    pairs = [pair for pair in read() if pair[0].casefold() not in held_out]
+    log.info(f"adding {len(pairs):,} {name} pairs to the training split")
     table = datasets.Dataset.from_dict(
         {"en": [en for en, _ in pairs], "zh": [zh for _, zh in pairs]}, _features()[0]
     )
     training = np.ones(len(pairs), dtype=bool)
-    extra = _encode(table, tokenizer, settings, work, training, "dictionary", len(row_split))
+    extra = _encode(table, tokenizer, settings, work, training, name, len(row_split))
     train = np.full(len(pairs), SPLITS.index("train"), dtype=row_split.dtype)
     return datasets.concatenate_datasets([encoded, extra]), np.concatenate([row_split, train])
 
