@@ -93,7 +93,11 @@ def test_only_plain_translations_become_training_pairs(catalog):
     assert "OK" not in english[:6]  # no Chinese in its translation
     assert len(english) == len(set(english))  # each English string once
     assert ui_string_pairs(3, [catalog]) == pairs[:3]
-    assert ui_string_pairs(100, [catalog.parent]) == pairs  # a folder: its .po files
+    folder = catalog.parent / "po"  # a folder: its Chinese .po files (po/zh_CN.po)
+    folder.mkdir()
+    (folder / "zh_CN.po").write_text(CATALOG, encoding="utf-8")
+    (folder / "fr.po").write_text('msgid "Yes"\nmsgstr "Oui"\n', encoding="utf-8")
+    assert ui_string_pairs(100, [folder]) == pairs
     assert not usable("Line one\nline two", "第一行\n第二行")
 
 
@@ -152,3 +156,39 @@ def test_ui_strings_join_the_training_split_only(tmp_path, catalog):
 def decoded(dm, split):
     data, tokenizer = dm.dataset(split), dm.tokenizer
     return [(tokenizer.decode(src), tokenizer.decode(tgt)) for src, tgt in data]
+
+
+def test_a_folder_gives_its_chinese_catalogs_only_and_kana_is_not_chinese(tmp_path):
+    locale = tmp_path / "locale"
+    for language, text in (("zh_Hans", "保存"), ("ja", "保存します"), ("ko", "저장")):
+        folder = locale / language / "LC_MESSAGES"
+        folder.mkdir(parents=True)
+        (folder / "app.po").write_text(f'msgid "Save"\nmsgstr "{text}"\n', encoding="utf-8")
+    assert ui_string_pairs(10, [locale])[0] == ("Save", "保存")
+    assert [p for p in ui_string_pairs(10, [locale]) if p[0] == "Save"] == [("Save", "保存")]
+    assert not usable("Save", "保存します")  # Japanese kanji with kana
+
+
+def test_catalog_lines_end_at_newlines_only_and_a_byte_order_mark_is_read(tmp_path):
+    path = tmp_path / "odd.po"
+    text = '\ufeff# Translator: A\u2028B\r\nmsgid "Save"\r\nmsgstr "保存"\r\n'
+    path.write_text(text, encoding="utf-8")
+    assert read_po(path) == [("Save", "保存")]
+
+
+def test_a_fuzzy_obsolete_entry_does_not_make_the_next_one_fuzzy(tmp_path):
+    path = tmp_path / "obsolete.po"
+    path.write_text('#, fuzzy\n#~ msgid "Old"\n#~ msgstr "旧"\nmsgid "New"\nmsgstr "新"\n')
+    assert read_po(path) == [("New", "新")]
+
+
+@pytest.mark.parametrize("catalogs", [None, []])
+def test_an_empty_catalogs_key_is_no_catalog(catalogs):
+    modifiers = Modifiers.from_dict({"dictionary": 10, "catalogs": catalogs})
+    assert modifiers.catalogs == ()
+    assert modifiers.cache_key() == Modifiers.from_dict({"dictionary": 10}).cache_key()
+
+
+def test_catalogs_of_another_type_are_one_line():
+    with pytest.raises(ConfigError, match="catalogs must be a .po path or a list of them"):
+        Modifiers.from_dict({"ui_strings": 5, "catalogs": 5})

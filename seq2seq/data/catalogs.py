@@ -3,8 +3,10 @@
 A program's interface is translated in gettext catalogs (``.po`` files): each entry an English
 ``msgid`` ("Log in", "Delete all Features", "This field cannot be blank.") and its ``msgstr``.
 Django ships 13 simplified-Chinese catalogs in its wheel (``locale/zh_Hans``, BSD-3-Clause,
-about 700 usable entries); a user's own application's catalogs are the best short segments of
-all for translating that application.
+579 usable entries in 5.2); a user's own application's catalogs are the best short segments of
+all for translating that application. A folder of catalogs is read for its Chinese ones only
+(a ``zh``, ``zh_CN``, ``zh_Hans``... folder or file name): an application's ``locale/`` holds
+every language, and Japanese would pass for Chinese.
 
 An entry is kept when it is a translation a model can learn from as it stands: not fuzzy, not
 obsolete, not the header, with a Chinese ``msgstr``, and free of what the sentence would
@@ -27,6 +29,8 @@ DJANGO_LOCALE = "zh_Hans"
 _FIELD = re.compile(r"^(msgctxt|msgid_plural|msgid|msgstr(?:\[(\d+)\])?)\s+(\".*\")\s*$")
 _NOT_TEXT = re.compile(r"%|\{|\}|<[^>]*>|\n|\t")  # placeholders, tags, breaks
 _CHINESE = re.compile(r"[\u4e00-\u9fff]")
+_NOT_CHINESE = re.compile(r"[\u3040-\u30ff\uac00-\ud7af\u1100-\u11ff]")  # kana, Hangul
+_CHINESE_LOCALE = re.compile(r"zh([_-][A-Za-z]+)?", re.IGNORECASE)
 MAX_WORDS = 12  # a longer msgid is help text, not a UI string
 
 
@@ -40,7 +44,8 @@ def read_po(path: str | Path) -> list[tuple[str, str]]:
     """
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        # Lines end at "\n" alone: str.splitlines would also cut at U+2028 inside a string.
+        lines = [line.rstrip("\r") for line in path.read_text(encoding="utf-8-sig").split("\n")]
     except (OSError, UnicodeDecodeError) as error:
         raise DataError.at(str(path), None, f"cannot read the catalog: {error}") from None
     pairs: list[tuple[str, str]] = []
@@ -53,6 +58,9 @@ def read_po(path: str | Path) -> list[tuple[str, str]]:
             entry, fuzzy, field = {}, False, None
             if not line:
                 continue
+        if line.startswith("#~"):  # an obsolete entry: a fuzzy flag before it was its own
+            fuzzy = False
+            continue
         if line.startswith("#"):
             fuzzy |= line.startswith("#,") and "fuzzy" in line
             continue
@@ -95,11 +103,12 @@ def ui_string_pairs(limit: int, catalogs: Sequence[str | Path] = ()) -> list[tup
 
 
 def usable(english: str, chinese: str) -> bool:
-    """Whether a catalog entry is a plain translation: Chinese on one side, no placeholder,
-    tag or line break on either, at most ``MAX_WORDS`` English words."""
+    """Whether a catalog entry is a plain translation: Chinese on one side (no kana or Hangul),
+    no placeholder, tag or line break on either, at most ``MAX_WORDS`` English words."""
     return (
         bool(english.strip())
         and bool(_CHINESE.search(chinese))
+        and not _NOT_CHINESE.search(chinese)
         and not _NOT_TEXT.search(english)
         and not _NOT_TEXT.search(chinese)
         and len(english.split()) <= MAX_WORDS
@@ -146,8 +155,12 @@ def catalog_fingerprints(catalogs: Sequence[str | Path]) -> dict[str, Any]:
 
 
 def _po_files(path: Path) -> Iterator[Path]:
+    """A file as given; a folder's Chinese catalogs (a ``zh*`` locale in the path), sorted."""
     if path.is_dir():
-        yield from sorted(path.rglob("*.po"))
+        for file in sorted(path.rglob("*.po")):
+            names = [*file.resolve().parent.parts, file.stem]
+            if any(_CHINESE_LOCALE.fullmatch(name) for name in names):
+                yield file
     elif path.is_file():
         yield path
     else:

@@ -88,6 +88,13 @@ class Modifiers:
         for name in ("termbase", "aligned_terms", "unrelated_terms"):
             if getattr(self, name) and not self.terms:
                 raise ConfigError(f"data.modifiers.{name} needs a share of pairs in terms (> 0)")
+        if not isinstance(self.catalogs, tuple) or not all(
+            isinstance(path, str) for path in self.catalogs
+        ):
+            raise ConfigError(
+                "data.modifiers.catalogs must be a .po path or a list of them, "
+                f"got {self.catalogs!r}"
+            )
         if self.catalogs and not self.ui_strings:
             raise ConfigError("data.modifiers.catalogs needs a count of pairs in ui_strings (> 0)")
         for name in ("dictionary", "ui_strings", "aligned_terms", "terms_per_pair"):
@@ -111,13 +118,17 @@ class Modifiers:
             )
         for name in ("dictionary", "ui_strings", "aligned_terms", "terms_per_pair"):
             count = settings.get(name)
-            if isinstance(count, float) and count.is_integer():  # YAML via dict[str, float]
+            if isinstance(count, float) and count.is_integer():  # a YAML or JSON 1000.0
                 settings[name] = int(count)
-        catalogs = settings.get("catalogs")
-        if catalogs is not None:  # one path, or a list of them
-            settings["catalogs"] = (
-                (str(catalogs),) if isinstance(catalogs, str) else tuple(catalogs)
-            )
+        if "catalogs" in settings:  # one path, a list of them, or nothing (an empty YAML key)
+            catalogs = settings["catalogs"]
+            if catalogs is None:
+                catalogs = ()
+            elif isinstance(catalogs, str):
+                catalogs = (catalogs,)
+            elif isinstance(catalogs, list | tuple):
+                catalogs = tuple(catalogs)
+            settings["catalogs"] = catalogs
         return cls(**settings)
 
     @property
