@@ -87,8 +87,7 @@ def ui_string_pairs(limit: int, catalogs: Sequence[str | Path] = ()) -> list[tup
     Raises:
         DataError: a catalog is missing or malformed, or neither a catalog nor Django is there.
     """
-    files = [file for catalog in catalogs for file in _po_files(Path(catalog))]
-    files += django_catalogs(required=not catalogs)
+    files = catalog_files(catalogs) + django_catalogs(required=not catalogs)
     pairs, seen = [], set()
     for file in files:
         for english, chinese in read_po(file):
@@ -150,8 +149,13 @@ def catalog_fingerprints(catalogs: Sequence[str | Path]) -> dict[str, Any]:
     the installed Django's version."""
     from seq2seq.data.cache_dir import fingerprint
 
-    files = [file for catalog in catalogs for file in _po_files(Path(catalog))]
-    return {"files": [fingerprint(str(file)) for file in files], "django": django_version()}
+    files = [fingerprint(str(file)) for file in catalog_files(catalogs)]
+    return {"files": files, "django": django_version()}
+
+
+def catalog_files(catalogs: Sequence[str | Path]) -> list[Path]:
+    """The ``.po`` files of ``catalogs``: each file as given, each folder's Chinese ones."""
+    return [file for catalog in catalogs for file in _po_files(Path(catalog))]
 
 
 def _po_files(path: Path) -> Iterator[Path]:

@@ -151,9 +151,7 @@ class Modifiers:
             key["term_format"] = TERM_FORMAT
         if self.termbase is not None:
             key["termbase"] = fingerprint(self.termbase)
-        if (
-            self.ui_strings
-        ):  # the catalogs' versions: an edited file or another Django prepares again
+        if self.ui_strings:  # an edited catalog or another Django version prepares again
             from seq2seq.data.catalogs import catalog_fingerprints
 
             key["catalogs"] = catalog_fingerprints(self.catalogs)
