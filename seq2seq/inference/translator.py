@@ -41,6 +41,7 @@ from seq2seq.inference.glossary import (
     annotate_pieces,
     constrained_beam,
     piece_terms,
+    piece_texts,
     term_constraints,
     warn_missing_terms,
 )
@@ -323,7 +324,7 @@ class Translator:
             encoded = annotate_pieces(
                 self.tokenizer, sentences, plans, terms, self.truecaser, limit
             )
-        constraints = self.constraints(terms)
+        constraints = self.constraints(terms, piece_texts(sentences, plans))
         found = self.decode_encoded(
             encoded,
             options.beam_size,
@@ -340,8 +341,12 @@ class Translator:
         """The glossary terms of each piece, in plan order (``glossary.piece_terms``)."""
         return piece_terms(glossary, sentences, plans)
 
-    def constraints(self, terms: Sequence[Sequence[Term]]) -> list[Constraints | None] | None:
-        """Each piece's constraints (None where it has no term); None when no piece has any."""
+    def constraints(
+        self, terms: Sequence[Sequence[Term]], sources: Sequence[str] | None = None
+    ) -> list[Constraints | None] | None:
+        """Each piece's constraints (None where it has no term); None when no piece has any.
+        ``sources``: each piece's English (``piece_texts``), which keeps another word of it
+        free to take a translation the terms' other words share (``beside_texts``)."""
         if not any(terms):
             return None
         if self.annotates_terms and not (
@@ -352,7 +357,11 @@ class Translator:
             raise ValueError(
                 "glossaries need the torch engine (CTranslate2 has no constrained beam search)"
             )
-        return [term_constraints(self.tokenizer, found) if found else None for found in terms]
+        sources = sources or [None] * len(terms)
+        return [
+            term_constraints(self.tokenizer, found, source) if found else None
+            for found, source in zip(terms, sources, strict=True)
+        ]
 
     def plan(self, sentences: Sequence[str]) -> list[list[Piece]]:
         """The pieces each sentence is decoded as: itself, or for a sentence longer than the

@@ -13,7 +13,7 @@ from seq2seq.decoding.search import Hypothesis
 from seq2seq.errors import DataError
 from seq2seq.formats import parse
 from seq2seq.inference.documents import SentenceTranslation, TextBatch
-from seq2seq.inference.glossary import Term
+from seq2seq.inference.glossary import Term, piece_texts
 from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.pieces import cut_source
 from seq2seq.inference.translator import Translator
@@ -128,7 +128,8 @@ class TextTranslator:
         plans = translator.plan(batch.sentences)
         terms = translator.piece_terms(batch.sentences, plans, options.glossary)
         try:
-            return _Prepared(batch, plans, terms, translator.constraints(terms))
+            constraints = translator.constraints(terms, piece_texts(batch.sentences, plans))
+            return _Prepared(batch, plans, terms, constraints)
         except ValueError as error:  # a CTranslate2 engine
             raise ApiError(400, f"Invalid request: {error}", "glossary") from None
 
