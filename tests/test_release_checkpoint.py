@@ -4,7 +4,7 @@
 pairs) before the package layout of issue 30 moved the modules, with its hyper-parameters as a
 module built in Python saves them: ``ModelConfig`` and ``SearchConfig`` objects, pickled under
 the module paths of that release. ``release-0.1.0.expected.json`` holds what that release
-translated with it; ``changed_since`` names the one output a later, deliberate change of the
+translated with it; ``changed_since`` names the outputs later, deliberate changes of the
 searches moved, and why.
 """
 
