@@ -321,10 +321,15 @@ def test_a_terms_english_is_never_translated_again_by_another_word():
     assert beside_texts([Term("zyzzyva", "虫")]) == []  # no dictionary sense
     assert "学生" in beside_texts([Term("students", "学员")])  # the dictionary's "student"
     assert "孩子" in beside_texts([Term("children", "儿童")])  # and "child"
+    assert "英语" in beside_texts([Term("English", "英文")])  # a proper noun's entry (Ying1 yu3)
     # Another word of the source that wants the word frees it but right before the term.
     assert "问题" in beside_texts([Term("problem", "难题")])
     texts = beside_texts([Term("problem", "难题")], "A question about the problem.")
     assert "问题" not in texts and "问题难题" in texts and "难度" in texts
+    # The search places a term once: an English said twice keeps its other words but right
+    # before the term (the second "company" may still come out as 公司).
+    texts = beside_texts([Term("company", "企业")], "how the company sees a company")
+    assert "公司" not in texts and "公司企业" in texts
 
 
 def test_a_phrase_the_vocabulary_cannot_write_is_no_constraint():

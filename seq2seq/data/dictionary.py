@@ -66,12 +66,13 @@ def hsk_words() -> list[str]:
     return [w for w in (line.strip() for line in lines) if w and not w.startswith("//")]
 
 
-def all_glosses() -> dict[str, list[str]]:
+def all_glosses(proper_nouns: bool = False) -> dict[str, list[str]]:
     """Each HSK 3.0 word (normalised) -> every plain English sense of it, in CC-CEDICT's order
-    (the terms of :mod:`seq2seq.data.terms`)."""
+    (the terms of :mod:`seq2seq.data.terms`); ``proper_nouns``: the senses of its entries with
+    a capitalised pinyin too (英语 Ying1 yu3 "English"), which the training terms leave out."""
     words = set(hsk_words())
     out: dict[str, list[str]] = {}
-    for simplified, senses in _entries(_package_file(CEDICT_FILE)):
+    for simplified, senses in _entries(_package_file(CEDICT_FILE), proper_nouns):
         if simplified not in words:
             continue
         glosses = out.setdefault(normalize_zh(simplified), [])
@@ -93,11 +94,11 @@ def plain_gloss(sense: str) -> str | None:
     return gloss
 
 
-def _entries(path: Path) -> Iterator[tuple[str, list[str]]]:
+def _entries(path: Path, proper_nouns: bool = False) -> Iterator[tuple[str, list[str]]]:
     for line in path.read_text(encoding="utf-8").splitlines():
         match = _ENTRY.match(line)
         # A capitalised pinyin is a proper noun's entry (保 Bao3 "Bulgaria"): not the word's sense.
-        if match and not match.group(3)[:1].isupper():
+        if match and (proper_nouns or not match.group(3)[:1].isupper()):
             yield match.group(2), match.group(4).split("/")
 
 

@@ -100,11 +100,14 @@ def find_span(text: str, english: str) -> tuple[int, int] | None:
     return None
 
 
-@lru_cache(maxsize=2)
-def term_table(termbase: str | None = None) -> dict[tuple[str, ...], tuple[str, ...]]:
+@lru_cache(maxsize=4)
+def term_table(
+    termbase: str | None = None, proper_nouns: bool = False
+) -> dict[tuple[str, ...], tuple[str, ...]]:
     """English sense (casefolded words) -> the common words that translate it, from CC-CEDICT
-    (every plain sense of each HSK 3.0 word, :mod:`seq2seq.data.dictionary`); a ``termbase``
-    file's entries first (:func:`read_termbase`)."""
+    (every plain sense of each HSK 3.0 word, :mod:`seq2seq.data.dictionary`; ``proper_nouns``:
+    those of its proper-noun entries too, as ``all_glosses``); a ``termbase`` file's entries
+    first (:func:`read_termbase`)."""
     from seq2seq.data.dictionary import all_glosses
 
     table: dict[tuple[str, ...], list[str]] = {}
@@ -112,7 +115,7 @@ def term_table(termbase: str | None = None) -> dict[tuple[str, ...], tuple[str, 
         key = tuple(w for w, _, _ in word_spans(english))
         if chinese not in table.setdefault(key, []):
             table[key].append(chinese)
-    for chinese, glosses in all_glosses().items():
+    for chinese, glosses in all_glosses(proper_nouns).items():
         for gloss in glosses:
             key = tuple(w for w, _, _ in word_spans(gloss))
             if 0 < len(key) <= MAX_TERM_WORDS and chinese not in table.setdefault(key, []):

