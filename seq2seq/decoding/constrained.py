@@ -201,30 +201,25 @@ class ConstraintBanks:
         tokens: list[int] = []
         after: list[State] = []
         bank: list[int] = []
-        banned: list[tuple[int, float]] = []
-        for key, score in found.items():
-            if score == NEG_INF:
-                continue
+
+        def add(key: int, score: float, banned_too: bool = False) -> bool:
+            """Take the candidate, unless it writes text the output may never hold."""
             j, t = divmod(key, vocab)
-            state = states[j] if t == eos else advance(states[j], t)
-            if state is None:  # text the output may never hold
-                banned.append((key, score))
-                continue
+            state = states[j] if t == eos else advance(states[j], t, banned_too)
+            if state is None:
+                return False
             scores.append(score)
             beams.append(j)
             tokens.append(t)
             after.append(state)
             bank.append(progress(state))
+            return True
+
+        banned = [(k, s) for k, s in found.items() if s != NEG_INF and not add(k, s)]
         if banned and all(t == eos for t in tokens):
             # Every open candidate is banned: better a banned text than no translation.
             for key, score in banned:
-                j, t = divmod(key, vocab)
-                state = advance(states[j], t, banned_too=True)
-                scores.append(score)
-                beams.append(j)
-                tokens.append(t)
-                after.append(state)
-                bank.append(progress(state))
+                add(key, score, banned_too=True)
         # Best first; equal scores keep their order (as ``allocate``'s sort does).
         order = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
         open_ranked = [i for i in order if tokens[i] != eos]
@@ -323,11 +318,11 @@ class TermConstraints:
     A phrase the vocabulary cannot write at all (``spell`` gives []) is no constraint: it could
     never be met, and would only keep every hypothesis from ending before its length limit.
 
-    ``avoid``: texts the output may never hold (``advance`` gives None for a token that would
-    complete one, unless ``banned_too``: the search takes banned candidates only when a
-    sentence has no other open one), followed on the same bytes as the phrases; a text inside
-    a phrase is not avoided: a glossary term's English
-    translated a second time, by another word ("出租车的士", ``glossary.beside_texts``).
+    ``avoid``: texts the output may never hold, followed on the same bytes as the phrases: a
+    glossary term's English translated a second time, by another word ("出租车的士",
+    ``glossary.beside_texts``). ``advance`` gives None for a token that would complete one,
+    unless ``banned_too`` (the search takes a banned candidate only when a sentence has no
+    other open one). A text inside a phrase is not avoided: it would ban the phrase.
 
     Args:
         phrases: the target texts (repeats count once).

