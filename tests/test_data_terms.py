@@ -2,6 +2,7 @@
 generated, and glossaries annotating a term-trained model's sources."""
 
 import pytest
+import torch
 
 from seq2seq.data.terms import (
     TERM_TAGS,
@@ -15,6 +16,8 @@ from seq2seq.data.terms import (
     term_tag_ids,
     unrelated_word,
 )
+from seq2seq.decoding.decode import TransformerScorer
+from seq2seq.decoding.search import written_lengths
 from seq2seq.inference.glossary import Glossary
 from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
@@ -55,6 +58,37 @@ def test_the_annotation_is_text_and_tags_by_id(term_model):
     assert annotated_source_ids(tokenizer, text, []) == tokenizer.encode_source(text)
     literal = tokenizer.encode_source(f"I typed {TERM_TAGS[0]} here")
     assert not set(literal) & {start, trans, end}
+
+
+def test_the_length_limit_counts_the_source_without_its_annotation(term_model, monkeypatch):
+    tokenizer, pad = term_model.tokenizer, term_model.engine.model.config.pad_id
+    start, trans, end = tags = term_tag_ids(tokenizer)
+    text = "My teacher and my friend will buy apples."
+    plain = tokenizer.encode_source(text)
+    spans = [TermSpan(3, 10, "导师"), TermSpan(18, 24, "友人")]
+    annotated = annotated_source_ids(tokenizer, text, spans)
+    assert len(annotated) > len(plain) + 6  # two annotations: three tags and a term each
+    rows = [annotated, plain, [pad] * 3 + annotated]  # right-padded and left-padded (server)
+    width = max(map(len, rows))
+    ids = torch.tensor([row + [pad] * (width - len(row)) for row in rows])
+    assert written_lengths(ids, pad, tags).tolist() == [len(plain)] * 3
+    assert written_lengths(ids, pad).tolist() == [len(annotated), len(plain), len(annotated)]
+    # A tag alone, unclosed or closing nothing, is left out and leaves the rest counted.
+    odd = torch.tensor([[7, start, 8, end, 9, pad], [7, trans, 8, 9, pad, pad]])
+    assert written_lengths(odd, pad, tags).tolist() == [3, 1]
+    # The searches' cache is sized by the limit: with a glossary, as without it.
+    sizes = []
+    real_init = TransformerScorer.__init__
+
+    def init(self, model, src_ids, beam_size, max_len):  # noqa: ANN001, ANN202
+        sizes.append(max_len)
+        real_init(self, model, src_ids, beam_size, max_len)
+
+    monkeypatch.setattr(TransformerScorer, "__init__", init)
+    glossary = Glossary.parse("teacher\t导师\nfriend\t友人\n")
+    for used in (None, glossary):
+        term_model.translate([text], TranslateOptions(beam_size=2, glossary=used))
+    assert len(sizes) == 2 and sizes[0] == sizes[1]
 
 
 def test_terms_are_found_on_both_sides_and_mostly_swapped_for_a_synonym():

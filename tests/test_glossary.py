@@ -112,6 +112,23 @@ def test_terms_are_forced_only_in_the_sentences_that_hold_them(translator):
     assert all(not s.missing for s in sentences)
 
 
+def test_sentences_with_and_without_terms_share_a_batch_at_one_beam(translator, monkeypatch):
+    glossary = Glossary([Term("apples", "苹果")])
+    lines = ["I will buy apples today.", "We will eat rice.", "He can see a new car tomorrow."]
+    plain = translator.translate(lines, TranslateOptions(beam_size=5))
+    batches = []
+    real = translator.engine.hypotheses
+
+    def hypotheses(sources, beam_size, n_best=1, constraints=None):  # noqa: ANN001, ANN202
+        batches.append((len(sources), beam_size, constraints is not None))
+        return real(sources, beam_size, n_best, constraints)
+
+    monkeypatch.setattr(translator.engine, "hypotheses", hypotheses)
+    forced = translator.translate(lines, TranslateOptions(beam_size=5, glossary=glossary))
+    assert batches == [(3, 5, True)]  # one batch: the term's beam is the beam asked for
+    assert forced[1:] == plain[1:] and "苹果" in forced[0]
+
+
 def test_a_term_that_cannot_fit_is_reported_not_raised(translator, capsys):
     long_term = "苹果" * 40  # far beyond the length limit of a two-word sentence
     out = translator.translate(

@@ -42,6 +42,7 @@ from seq2seq.decoding.search import (
     sentences_done,
     still_empty,
     top_k_by_blocks,
+    written_lengths,
 )
 from seq2seq.model import Transformer
 
@@ -181,9 +182,8 @@ class ContinuousBatch:
         pad, width = self.specials.pad, max(map(len, sources))
         src = torch.tensor([[*s, *[pad] * (width - len(s))] for s in sources], device=self.device)
         source_mask = padding_mask(src, pad)  # (n, S)
-        limits = self.search.max_lengths(
-            source_mask.sum(dim=1), cap=self.model.config.max_positions
-        )
+        written = written_lengths(src, pad, self.specials.term_tags)
+        limits = self.search.max_lengths(written, cap=self.model.config.max_positions)
         memory = self.model.encode(src)
         rows = len(sources) * self.rows
         cache = self.model.init_cache(rows, 0, memory, source_mask, copies=self.rows)

@@ -26,6 +26,7 @@ from seq2seq.decoding.search import (
     TokenRules,
     beam_search,
     greedy_search,
+    written_lengths,
 )
 from seq2seq.model import Transformer
 
@@ -41,6 +42,7 @@ def special_tokens(config: ModelConfig, rules: TokenRules = TokenRules()) -> Spe
         blank=rules.blank,
         banned=rules.banned,
         bytes=rules.bytes,
+        term_tags=rules.term_tags,
     )
 
 
@@ -156,10 +158,12 @@ def translate_ids(
         room = model.config.max_positions - torch.tensor([len(p) for p in prompts])
         if int(room.min()) < 1:
             raise ValueError("a prompt fills the model's positions: no room for a translation")
-        max_lens = torch.minimum(config.max_lengths(src_lengths), room.to(src_lengths.device))
+        limits = config.max_lengths(written_lengths(src_ids, specials.pad, specials.term_tags))
+        max_lens = torch.minimum(limits, room.to(src_lengths.device))
         scorer: Scorer = PromptScorer(model, prompts, beam_size, int(max_lens.max()))
     else:
-        max_lens = config.max_lengths(src_lengths, cap=model.config.max_positions)
+        written = written_lengths(src_ids, specials.pad, specials.term_tags)
+        max_lens = config.max_lengths(written, cap=model.config.max_positions)
         scorer = TransformerScorer(model, src_ids, beam_size, int(max_lens.max()))
     if constraints is not None and any(c is not None and c.count for c in constraints):
         return constrained_beam_search(

@@ -16,7 +16,7 @@ import torch
 from seq2seq.config import ModelConfig
 from seq2seq.data.terms import term_tag_ids
 from seq2seq.data.tokenizer import SOURCE_EOS_KEY, TokenizerLike
-from seq2seq.decoding.search import Hypothesis, SearchConfig
+from seq2seq.decoding.search import Hypothesis, SearchConfig, written_lengths
 from seq2seq.errors import CheckpointError
 from seq2seq.inference.checkpoint import search_from_dict
 from seq2seq.inference.engines import whole_characters
@@ -83,7 +83,9 @@ class CTranslate2Engine:
         sp, config = self.tokenizer, self.config
         # Our search's limits exactly (float32 arithmetic, capped at the positions), minus the
         # eos it forces at the limit.
-        lengths = torch.tensor([len(source) for source in sources])
+        width = max(map(len, sources))
+        ids = torch.tensor([[*source, *[-1] * (width - len(source))] for source in sources])
+        lengths = written_lengths(ids, -1, term_tag_ids(self.tokenizer) or ())  # -1: padding
         limits = (self.search.max_lengths(lengths, cap=config.max_positions) - 1).tolist()
         longest = max(limits)  # 0 when every sentence may hold only its eos
         if self.adds_source_eos:  # CTranslate2 appends the </s> our tokenizer did

@@ -30,10 +30,9 @@ def token_rules(tokenizer: TokenizerLike) -> TokenRules:
     """What our searches must know of ``tokenizer``'s pieces: those that write nothing visible
     (``blank_ids``), the term tags, never generated (``seq2seq.data.terms``), and the byte
     pieces, kept valid UTF-8 (``byte_piece_ids``)."""
+    tags = term_tag_ids(tokenizer) or ()
     return TokenRules(
-        blank=blank_ids(tokenizer),
-        banned=term_tag_ids(tokenizer) or (),
-        bytes=byte_piece_ids(tokenizer),
+        blank=blank_ids(tokenizer), banned=tags, bytes=byte_piece_ids(tokenizer), term_tags=tags
     )
 
 

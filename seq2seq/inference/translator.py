@@ -434,22 +434,25 @@ class Translator:
         """``translate_hypotheses`` of sources already encoded by ``encode`` (a server
         encodes each request as it arrives and decodes many requests' sources together).
 
-        ``constraints[i]``: what source i's output must hold. Sources with constraints are
-        batched apart, by their beam (``constrained_beam``); the others decode exactly as
-        without them.
+        ``constraints[i]``: what source i's output must hold. Sources are batched by their
+        beam (``constrained_beam`` for those with constraints): a source without constraints
+        decodes exactly as without them, whatever its batch holds (the constrained search
+        leaves its beams to plain beam search), and sharing batches saves decoder steps.
         """
         outputs: list[list[Hypothesis]] = [[] for _ in encoded]
         self._split_batches = 0
         constraints = constraints or [None] * len(encoded)
-        groups: dict[tuple[bool, int], list[int]] = {}  # (constrained, beam) -> sources
+        groups: dict[int, list[int]] = {}  # beam -> sources
         for i, c in enumerate(constraints):
-            key = (False, beam_size) if c is None else (True, constrained_beam(beam_size, c))
-            groups.setdefault(key, []).append(i)
-        for (steered, beam), group in sorted(groups.items()):
+            beam = beam_size if c is None else constrained_beam(beam_size, c)
+            groups.setdefault(beam, []).append(i)
+        for beam, group in sorted(groups.items()):
             budget = self.engine.batch_budget(max_tokens, beam)
             for batch in token_batches([encoded[i] for i in group], budget):
                 rows = [group[i] for i in batch]
-                wanted = [constraints[i] for i in rows] if steered else None
+                wanted = [constraints[i] for i in rows]
+                if all(c is None for c in wanted):
+                    wanted = None  # engines without constrained search take none
                 found = self._hypotheses([encoded[i] for i in rows], beam, n_best, wanted)
                 for index, hyps in zip(rows, found, strict=True):
                     outputs[index] = hyps
