@@ -1,6 +1,8 @@
 """Term annotation (seq2seq.data.terms): the source format, tags placed by id only and never
 generated, and glossaries annotating a term-trained model's sources."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -40,6 +42,21 @@ def plain_model(tmp_path_factory):
     return Translator.from_checkpoint(path)
 
 
+def test_a_vocabulary_without_the_tags_has_none_whatever_its_unknown_id():
+    class MarianLike:  # an imported model: its unknown piece is 3, and 1 is a real piece
+        unk_id = 3
+
+        def __init__(self, pieces: dict[str, int]) -> None:
+            self.pieces = pieces
+
+        def piece_to_id(self, piece: str) -> int:
+            return self.pieces.get(piece, self.unk_id)
+
+    assert term_tag_ids(MarianLike({})) is None
+    tagged = MarianLike({tag: 10 + i for i, tag in enumerate(TERM_TAGS)})
+    assert term_tag_ids(tagged) == (10, 11, 12)
+
+
 def test_the_annotation_is_text_and_tags_by_id(term_model):
     tokenizer = term_model.tokenizer
     start, trans, end = term_tag_ids(tokenizer)
@@ -68,7 +85,7 @@ def test_the_length_limit_counts_the_source_without_its_annotation(term_model, m
     spans = [TermSpan(3, 10, "导师"), TermSpan(18, 24, "友人")]
     annotated = annotated_source_ids(tokenizer, text, spans)
     assert len(annotated) > len(plain) + 6  # two annotations: three tags and a term each
-    rows = [annotated, plain, [pad] * 3 + annotated]  # right-padded and left-padded (server)
+    rows = [annotated, plain, [pad] * 3 + annotated]  # padded on either side
     width = max(map(len, rows))
     ids = torch.tensor([row + [pad] * (width - len(row)) for row in rows])
     assert written_lengths(ids, pad, tags).tolist() == [len(plain)] * 3
@@ -181,6 +198,45 @@ def test_annotation_only_skips_the_constrained_search(term_model):
     finally:
         term_model.constrain_terms = True
     assert term_model.constraints(terms) is not None
+
+
+def test_the_server_annotates_a_glossary_as_the_python_api_does(term_model):
+    """LibreTranslate's, our own and DeepL's routes encode a request's glossary terms into the
+    source as ``Translator.translate`` does, with and without ``--glossary-annotation-only``
+    (whose requests then decode in the continuous batch, as plain ones do)."""
+    httpx = pytest.importorskip("httpx")
+    from seq2seq.serve.served_model import ServedModel
+    from tests.test_serve_deepl import serving
+
+    sentences = [
+        "My teacher will buy apples today.",
+        "The teacher is kind.",
+        "Tom will buy rice.",
+        "Where is your teacher?",
+    ]
+    glossary, terms = Glossary.parse("teacher\t导师\n"), {"teacher": "导师"}
+    options = TranslateOptions(beam_size=2, glossary=glossary)
+    served = ServedModel("terms", translator=term_model)
+    try:
+        for only in (True, False):
+            term_model.constrain_terms = not only
+            expected = term_model.translate(sentences, options)
+            with serving(served, beam_size=2, glossary_annotation_only=only) as url:
+                with httpx.Client(base_url=url, timeout=60) as http:
+                    libre = http.post(
+                        "/translate",
+                        json={"q": sentences, "source": "en", "target": "zh", "glossary": terms},
+                    )
+                    native = http.post("/v1/translate", json={"text": sentences, "glossary": terms})
+            assert libre.status_code == 200, libre.text
+            assert libre.json()["translatedText"] == expected
+            assert [item["text"] for item in native.json()["translations"]] == expected
+        # The annotation is what changes them: unannotated, the untrained model writes others.
+        term_model.constrain_terms = False
+        annotated = term_model.translate(sentences, options)
+        assert annotated != term_model.translate(sentences, replace(options, glossary=None))
+    finally:
+        term_model.constrain_terms = True
 
 
 def test_a_model_without_term_tags_reads_glossaries_as_before(plain_model):

@@ -390,7 +390,7 @@ def _add_request_limits(p: argparse.ArgumentParser) -> None:
 
 
 def _add_decoding_and_glossary_options(p: argparse.ArgumentParser) -> None:
-    """Continuous batching, and where DeepL glossaries are kept."""
+    """Continuous batching, where DeepL glossaries are kept, and how glossaries are met."""
     p.add_argument(
         "--no-continuous",
         dest="continuous",
@@ -405,6 +405,13 @@ def _add_decoding_and_glossary_options(p: argparse.ArgumentParser) -> None:
         help="keep the glossaries made through DeepL's API (/v2/glossaries) in this "
         "directory, one JSON file each, so they survive a restart (default: in "
         "memory only)",
+    )
+    p.add_argument(
+        "--glossary-annotation-only",
+        action="store_true",
+        help="with a model trained with term annotation: a request's glossary terms are "
+        "annotated in the source only, with no constrained beam search (faster, and such "
+        "requests share the continuous batch; a term is met as often as the model copies it)",
     )
 
 

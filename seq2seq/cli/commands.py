@@ -372,4 +372,5 @@ def _server_settings(args: argparse.Namespace):  # noqa: ANN202 (ServerSettings)
         continuous=args.continuous,
         file_limit=args.file_limit,
         glossary_dir=Path(args.glossary_dir) if args.glossary_dir else None,
+        glossary_annotation_only=args.glossary_annotation_only,
     )

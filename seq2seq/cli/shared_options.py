@@ -33,7 +33,8 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
         "--max-len-a",
         type=float,
         default=None,
-        help="output limit a*source_len+b: a (default: the checkpoint's)",
+        help="output limit a*source_len+b, source_len in tokens as written (without a "
+        "glossary's term annotation): a (default: the checkpoint's)",
     )
     p.add_argument(
         "--max-len-b",

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from seq2seq.data.tokenizer import UNK_ID, TokenizerLike
+from seq2seq.data.tokenizer import TokenizerLike
 from seq2seq.errors import DataError
 from seq2seq.textio import numbered_lines
 
@@ -52,7 +52,8 @@ def term_tag_ids(tokenizer: TokenizerLike) -> tuple[int, int, int] | None:
     """The ids of :data:`TERM_TAGS` in ``tokenizer``'s vocabulary; None when it has none (a
     model trained without term annotation)."""
     ids = tuple(tokenizer.piece_to_id(tag) for tag in TERM_TAGS)
-    return None if UNK_ID in ids else ids  # type: ignore[return-value]
+    # An unknown piece maps to the tokenizer's own unk (a Marian import's is not ours).
+    return None if tokenizer.unk_id in ids else ids  # type: ignore[return-value]
 
 
 def annotated_source_ids(tokenizer, text: str, spans: list[TermSpan]) -> list[int]:  # noqa: ANN001

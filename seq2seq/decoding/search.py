@@ -93,7 +93,8 @@ class SearchConfig:
 
     Attributes:
         max_len_a, max_len_b: a hypothesis has at most ``a * source_length + b`` tokens
-            (counting its eos); the eos is forced at that length.
+            (counting its eos); the eos is forced at that length. The source length is
+            counted as written, without a glossary's term annotation (``written_lengths``).
         length_penalty: alpha of the GNMT length penalty ``((5 + |Y|) / 6) ** alpha``; beam
             search ranks finished hypotheses by log P(Y) / lp(Y). 0.6 as in the paper (§6.1).
         exact_stop: beam search stops a sentence only when no open beam could still beat its

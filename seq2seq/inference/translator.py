@@ -316,14 +316,9 @@ class Translator:
         their English side occurs (``piece_terms``)."""
         options = options or TranslateOptions()
         plans = self.plan(sentences)
-        encoded = [piece.ids for plan in plans for piece in plan]
-        progress.set_total(sum(1 for ids in encoded if ids))
         terms = self.piece_terms(sentences, plans, options.glossary)
-        if self.annotates_terms and any(terms):
-            limit = self.engine.source_limit()
-            encoded = annotate_pieces(
-                self.tokenizer, sentences, plans, terms, self.truecaser, limit
-            )
+        encoded = self.encode_pieces(sentences, plans, terms)
+        progress.set_total(sum(1 for ids in encoded if ids))
         constraints = self.constraints(terms, piece_texts(sentences, plans))
         found = self.decode_encoded(
             encoded,
@@ -340,6 +335,16 @@ class Translator:
     ) -> list[list[Term]]:
         """The glossary terms of each piece, in plan order (``glossary.piece_terms``)."""
         return piece_terms(glossary, sentences, plans)
+
+    def encode_pieces(
+        self, sentences: Sequence[str], plans: list[list[Piece]], terms: Sequence[Sequence[Term]]
+    ) -> list[list[int]]:
+        """Each piece's source ids, in plan order; with a model trained on term annotation,
+        its glossary ``terms`` annotated inline (``annotate_pieces``), as it was trained."""
+        if self.annotates_terms and any(terms):
+            limit = self.engine.source_limit()
+            return annotate_pieces(self.tokenizer, sentences, plans, terms, self.truecaser, limit)
+        return [piece.ids for plan in plans for piece in plan]
 
     def constraints(
         self, terms: Sequence[Sequence[Term]], sources: Sequence[str] | None = None

@@ -43,6 +43,8 @@ DEEPL_PATHS = ("/v2/", "/v3/")
 def create_app(served: ServedModel, settings: ServerSettings = ServerSettings()) -> FastAPI:  # noqa: B008
     """The app, with its worker thread started; the app's shutdown finishes queued work."""
     store = GlossaryStore(settings.glossary_dir)  # before the thread: a bad directory fails
+    if served.translator is not None:
+        served.translator.constrain_terms = not settings.glossary_annotation_only
     worker = BatchingWorker(
         lambda jobs: _run(served, settings, jobs),
         max_batch_tokens=settings.max_batch_tokens,

@@ -32,6 +32,9 @@ class ServerSettings:
     continuous: bool = True  # sentences join and leave the batch between decoder steps
     file_limit: int = 200_000  # characters of a file sent to /translate_file
     glossary_dir: Path | None = None  # DeepL-API glossaries saved here (None: in memory only)
+    # A model trained with term annotation meets a glossary by the annotation alone (no
+    # constrained search); a model without term tags still searches (Translator.constraints).
+    glossary_annotation_only: bool = False
 
     def __post_init__(self) -> None:
         """Refuse a bad value when the settings are made, before the model loads; each error

@@ -39,11 +39,13 @@ class TextResult:
 @dataclass
 class _Prepared:
     """Texts made ready to decode: their sentences, each sentence's pieces (its plan), the
-    glossary terms placed in the pieces and the engine's constraints for them."""
+    glossary terms placed in the pieces, each piece's source ids (the terms annotated for a
+    model trained with them) and the engine's constraints for the terms."""
 
     batch: TextBatch
     plans: list
     terms: list
+    encoded: list[list[int]]
     constraints: list | None
 
 
@@ -99,9 +101,8 @@ class TextTranslator:
         n_best = options.n_best
         # Parsing, splitting and rebuilding a large file take a second: off the event loop.
         prepared = await asyncio.to_thread(self._prepare, texts, options)
-        encoded = [piece.ids for plan in prepared.plans for piece in plan]
         decoded = await self._decode(
-            request, encoded, options.beam_size, n_best, constraints=prepared.constraints
+            request, prepared.encoded, options.beam_size, n_best, constraints=prepared.constraints
         )
         found = [sentence.hypotheses for sentence in decoded]
         if any(prepared.batch.aligned):
@@ -127,9 +128,10 @@ class TextTranslator:
         batch = TextBatch(documents, options.split)
         plans = translator.plan(batch.sentences)
         terms = translator.piece_terms(batch.sentences, plans, options.glossary)
+        encoded = translator.encode_pieces(batch.sentences, plans, terms)
         try:
             constraints = translator.constraints(terms, piece_texts(batch.sentences, plans))
-            return _Prepared(batch, plans, terms, constraints)
+            return _Prepared(batch, plans, terms, encoded, constraints)
         except ValueError as error:  # a CTranslate2 engine
             raise ApiError(400, f"Invalid request: {error}", "glossary") from None
 
