@@ -11,7 +11,12 @@ from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decoding.constrained import TermConstraints, allocate, constrained_beam_search
 from seq2seq.decoding.decode import TransformerScorer, translate_ids
 from seq2seq.decoding.search import SearchConfig, SpecialTokens, beam_search
-from seq2seq.inference.glossary import Term, beside_texts, term_constraints
+from seq2seq.inference.glossary import (
+    Term,
+    beside_texts,
+    sentence_constraints,
+    term_constraints,
+)
 from tests.helpers import random_ids, synthetic_pairs, tiny_model
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
@@ -186,6 +191,33 @@ def test_unconstrained_sentences_in_a_constrained_batch_decode_exactly_as_beam_s
         assert [h.tokens for h in alone[0]] == [h.tokens for h in together[i]]
         assert [h.score for h in alone[0]] == pytest.approx([h.score for h in together[i]])
         assert together[i][0].unmet == 0
+
+
+def test_sentences_with_the_same_terms_share_constraints_and_decode_as_with_their_own():
+    """One ``TermConstraints`` for every sentence with the same terms and bans: the moves one
+    sentence's search works out serve the others, and no output changes."""
+    model = tiny_model(seed=3)
+    src = random_ids(6, 9, seed=4)
+
+    def made() -> TermConstraints:
+        return TermConstraints(["pq", "r"], _letters(), _spell_letters, avoid=["st", "u"])
+
+    own = translate_ids(model, src, 4, SearchConfig(), 2, constraints=[made() for _ in src])
+    shared = translate_ids(model, src, 4, SearchConfig(), 2, constraints=[made()] * len(src))
+    assert [[(h.tokens, h.score, h.unmet) for h in found] for found in shared] == [
+        [(h.tokens, h.score, h.unmet) for h in found] for found in own
+    ]
+    texts = [text for pair in synthetic_pairs() for text in pair]
+    tokenizer = Tokenizer.train(texts, 420)
+    teacher, car = Term("teacher", "导师"), Term("car", "轿车")
+    sources = ["My teacher.", "Hi.", "The teacher.", "A teacher's car.", "Teacher and teacher."]
+    terms = [[teacher], [], [teacher], [teacher, car], [teacher]]
+    each = sentence_constraints(tokenizer, terms, sources)
+    assert each[0] is each[2] and each[1] is None and each[3] is not each[0]
+    same_bans = beside_texts([teacher], sources[4]) == beside_texts([teacher], sources[0])
+    assert (each[4] is each[0]) == same_bans
+    alone = term_constraints(tokenizer, [teacher, car], sources[3])
+    assert (each[3].phrases, each[3].tokens) == (alone.phrases, alone.tokens)
 
 
 def test_the_cache_follows_the_beams_the_banks_choose():

@@ -156,18 +156,20 @@ class ConstraintBanks:
         best_scores, best_tokens = (x.view(-1, k).tolist() for x in (best_scores, best_tokens))
         # A candidate (beam j, token t) is the key j * vocab + t: an int hashes faster than a
         # pair, and a search makes tens of thousands.
-        sentences, keys = [], []  # the next constraint tokens: sentence, key
-        for b in steered:
-            constraints, states = self._beams(b)
-            for j, state in enumerate(states):
-                for t in constraints.next_tokens(state):
-                    sentences.append(b)
-                    keys.append(j * vocab + t)
-        flat = log_probs.reshape(log_probs.shape[0], -1)  # (n, k * V): [b, j * V + t]
-        forced_scores = flat[sentences, keys].tolist() if keys else []
+        forced = [  # the next constraint tokens: (sentence, key)
+            (b, j * vocab + t)
+            for b in steered
+            for j, state in enumerate(self._beams(b)[1])
+            for t in self.constraints[b].next_tokens(state)  # type: ignore[union-attr]
+        ]
         by_sentence: dict[int, dict[int, float]] = {b: {} for b in steered}
-        for b, key, score in zip(sentences, keys, forced_scores, strict=True):
-            by_sentence[b][key] = score
+        if forced:
+            sentences, keys = zip(*forced, strict=True)
+            flat = log_probs.reshape(log_probs.shape[0], -1)  # (n, k * V): [b, j * V + t]
+            for b, key, score in zip(
+                sentences, keys, flat[list(sentences), list(keys)].tolist(), strict=True
+            ):
+                by_sentence[b][key] = score
         top_scores, top_beam, top_token = (x[steered].tolist() for x in candidates)
         beams = []  # per steered sentence: k (score, source beam, token)
         for i, b in enumerate(steered):
@@ -195,48 +197,40 @@ class ConstraintBanks:
         best first, (score, source beam, token) each, from its candidates ``found``
         ({beam * vocab + token: score})."""
         (constraints, states), eos = self._beams(b), self.specials.eos
-        advance, progress = constraints.advance, constraints.progress
-        scores: list[float] = []
-        beams: list[int] = []
-        tokens: list[int] = []
-        after: list[State] = []
-        bank: list[int] = []
-
-        def add(key: int, score: float, banned_too: bool = False) -> bool:
-            """Take the candidate, unless it writes text the output may never hold."""
+        advance = constraints.advance
+        # (score, source beam, token, state after), in the order of ``found``: equal scores
+        # keep it through the sorts below (as ``allocate``'s).
+        taken: list[tuple[float, int, int, State]] = []
+        banned: list[tuple[float, int, int]] = []  # those that write text the output may not hold
+        for key, score in found.items():
+            if score == NEG_INF:
+                continue
             j, t = divmod(key, vocab)
-            state = states[j] if t == eos else advance(states[j], t, banned_too)
-            if state is None:
-                return False
-            scores.append(score)
-            beams.append(j)
-            tokens.append(t)
-            after.append(state)
-            bank.append(progress(state))
-            return True
-
-        banned = [(k, s) for k, s in found.items() if s != NEG_INF and not add(k, s)]
-        if banned and all(t == eos for t in tokens):
+            after = states[j] if t == eos else advance(states[j], t)
+            if after is None:
+                banned.append((score, j, t))
+            else:
+                taken.append((score, j, t, after))
+        if banned and all(t == eos for _, _, t, _ in taken):
             # Every open candidate is banned: better a banned text than no translation.
-            for key, score in banned:
-                add(key, score, banned_too=True)
-        # Best first; equal scores keep their order (as ``allocate``'s sort does).
-        order = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)
-        open_ranked = [i for i in order if tokens[i] != eos]
+            taken += [(score, j, t, advance(states[j], t, True)) for score, j, t in banned]
+        scores = [score for score, _, _, _ in taken]
+        bank = [constraints.progress(after) for _, _, _, after in taken]
+        order = sorted(range(len(taken)), key=scores.__getitem__, reverse=True)
+        open_ranked = [i for i in order if taken[i][2] != eos]
         if len(open_ranked) < len(order):  # eos candidates: those allocated a slot finish
             for i in _allocate_ranked(order, bank, self.k):
-                if tokens[i] == eos:
-                    written = history[b, beams[i], :step].tolist()
+                score, j, t, after = taken[i]
+                if t == eos:
+                    written = history[b, j, :step].tolist()
                     norm = self.config.length_norm(step + 1)  # the eos counts towards |Y|
-                    unmet = constraints.unmet(after[i])
-                    finished.append(Hypothesis(written, scores[i] / norm, scores[i], unmet=unmet))
+                    unmet = constraints.unmet(after)
+                    finished.append(Hypothesis(written, score / norm, score, unmet=unmet))
         picked = _allocate_ranked(open_ranked, bank, self.k)
         picked.sort(key=scores.__getitem__, reverse=True)
         dead = self.k - len(picked)  # too few candidates: beams that go nowhere
-        self.states[b] = [after[i] for i in picked] + [constraints.start()] * dead
-        return [(scores[i], beams[i], tokens[i]) for i in picked] + [
-            (NEG_INF, 0, self.specials.pad)
-        ] * dead
+        self.states[b] = [taken[i][3] for i in picked] + [constraints.start()] * dead
+        return [taken[i][:3] for i in picked] + [(NEG_INF, 0, self.specials.pad)] * dead
 
     def _beams(self, b: int) -> tuple[Constraints, list[State]]:
         """Sentence b's constraints and the states of its k beams (a sentence it steers)."""

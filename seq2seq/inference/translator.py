@@ -42,7 +42,7 @@ from seq2seq.inference.glossary import (
     constrained_beam,
     piece_terms,
     piece_texts,
-    term_constraints,
+    sentence_constraints,
     warn_missing_terms,
 )
 from seq2seq.inference.options import (
@@ -362,11 +362,7 @@ class Translator:
             raise ValueError(
                 "glossaries need the torch engine (CTranslate2 has no constrained beam search)"
             )
-        sources = sources or [None] * len(terms)
-        return [
-            term_constraints(self.tokenizer, found, source) if found else None
-            for found, source in zip(terms, sources, strict=True)
-        ]
+        return sentence_constraints(self.tokenizer, terms, sources or [None] * len(terms))
 
     def plan(self, sentences: Sequence[str]) -> list[list[Piece]]:
         """The pieces each sentence is decoded as: itself, or for a sentence longer than the
