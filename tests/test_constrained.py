@@ -366,6 +366,9 @@ def test_a_terms_english_is_never_translated_again_by_another_word():
     assert "孩子" in beside_texts([Term("children", "儿童")])  # and "child"
     assert "英语" in beside_texts([Term("English", "英文")])  # a proper noun's entry (Ying1 yu3)
     assert "计划" not in beside_texts([Term("planes", "飞机")])  # "planes" has its own entry
+    # An English no common (HSK) word translates takes the whole dictionary's words.
+    assert beside_texts([Term("tonight", "今夜")]) == ["今晚"]
+    assert beside_texts([Term("tonights", "今夜")]) == ["今晚"]  # its singular's
     # Never what another term writes: bus's other words hold 汽车, which car → 汽车 needs.
     texts = beside_texts([Term("bus", "公交车"), Term("car", "汽车")], "the bus, not the car")
     assert not [text for text in texts if text in "汽车"]

@@ -201,9 +201,10 @@ def test_annotation_only_skips_the_constrained_search(term_model):
 
 
 def test_the_server_annotates_a_glossary_as_the_python_api_does(term_model):
-    """LibreTranslate's, our own and DeepL's routes encode a request's glossary terms into the
-    source as ``Translator.translate`` does, with and without ``--glossary-annotation-only``
-    (whose requests then decode in the continuous batch, as plain ones do)."""
+    """LibreTranslate's, our own and DeepL's routes (its stored glossary, HTML) encode a
+    request's glossary terms into the source as ``Translator.translate`` does, with and without
+    ``--glossary-annotation-only`` (whose requests then decode in the continuous batch, as plain
+    ones do); the server's setting is its own, not the ``Translator``'s it was given."""
     httpx = pytest.importorskip("httpx")
     from seq2seq.serve.served_model import ServedModel
     from tests.test_serve_deepl import serving
@@ -212,7 +213,7 @@ def test_the_server_annotates_a_glossary_as_the_python_api_does(term_model):
         "My teacher will buy apples today.",
         "The teacher is kind.",
         "Tom will buy rice.",
-        "Where is your teacher?",
+        "Where is your <b>teacher</b>?",
     ]
     glossary, terms = Glossary.parse("teacher\t导师\n"), {"teacher": "导师"}
     options = TranslateOptions(beam_size=2, glossary=glossary)
@@ -221,16 +222,44 @@ def test_the_server_annotates_a_glossary_as_the_python_api_does(term_model):
         for only in (True, False):
             term_model.constrain_terms = not only
             expected = term_model.translate(sentences, options)
+            html = term_model.translate(sentences, replace(options, format="html"))
+            term_model.constrain_terms = only  # the server must not read it
             with serving(served, beam_size=2, glossary_annotation_only=only) as url:
                 with httpx.Client(base_url=url, timeout=60) as http:
                     libre = http.post(
                         "/translate",
                         json={"q": sentences, "source": "en", "target": "zh", "glossary": terms},
-                    )
+                    ).json()
                     native = http.post("/v1/translate", json={"text": sentences, "glossary": terms})
-            assert libre.status_code == 200, libre.text
-            assert libre.json()["translatedText"] == expected
+                    stored = http.post(
+                        "/v2/glossaries",
+                        json={
+                            "name": "g",
+                            "source_lang": "en",
+                            "target_lang": "zh",
+                            "entries": "teacher\t导师",
+                            "entries_format": "tsv",
+                        },
+                    ).json()["glossary_id"]
+                    deepl = http.post(
+                        "/v2/translate",
+                        json={
+                            "text": sentences,
+                            "source_lang": "EN",
+                            "target_lang": "ZH",
+                            "glossary_id": stored,
+                            "tag_handling": "html",
+                        },
+                    )
+            assert term_model.constrain_terms is only
+            assert libre["translatedText"] == expected
             assert [item["text"] for item in native.json()["translations"]] == expected
+            assert [item["text"] for item in deepl.json()["translations"]] == html
+            # Unplaced terms are named, and why: the search's limit, or the model's copying.
+            lacking = [w for w in libre.get("warnings", []) if "glossary term" in w]
+            held = [o for text, o in zip(sentences, expected, strict=True) if "teacher" in text]
+            assert bool(lacking) == any("导师" not in out for out in held)
+            assert all(("annotation" in w) is only for w in lacking)
         # The annotation is what changes them: unannotated, the untrained model writes others.
         term_model.constrain_terms = False
         annotated = term_model.translate(sentences, options)

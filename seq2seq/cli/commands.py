@@ -44,7 +44,14 @@ def _load_translator(args: argparse.Namespace):  # noqa: ANN202 (Translator)
     else:
         translator = Translator.from_checkpoint(args.checkpoint, args.device, args.quantize)
     _check_glossary_engine(translator, args)
-    translator.constrain_terms = not getattr(args, "glossary_annotation_only", False)
+    alone = getattr(args, "glossary_annotation_only", False)
+    if alone and not translator.annotates_terms:
+        print(
+            "warning: --glossary-annotation-only: this model was not trained with term "
+            "annotation, so its glossary keeps the constrained search",
+            file=sys.stderr,
+        )
+    translator.constrain_terms = not alone
     return translator.with_search(
         length_penalty=args.length_penalty, max_len_a=args.max_len_a, max_len_b=args.max_len_b
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +84,36 @@ def all_glosses(proper_nouns: bool = False) -> dict[str, list[str]]:
     return out
 
 
+def headword_glosses(text: str) -> list[tuple[str, str]]:
+    """(headword, plain gloss) of every CC-CEDICT entry, HSK word or not, proper nouns too,
+    whose line holds ``text`` (casefolded): the whole dictionary, read where the common words
+    have nothing to say (tonight: 今晚, not an HSK word). Both sides normalised as the corpus
+    is; the caller matches the glosses it wants. [] without the package."""
+    try:
+        lines = _casefolded_lines()
+    except DataError:
+        return []
+    needle = text.casefold()
+    out = []
+    for folded, line in lines:
+        if needle not in folded:
+            continue
+        for simplified, senses in _entries_of([line], proper_nouns=True):
+            out.extend(
+                (normalize_zh(simplified), normalize_en(gloss))
+                for gloss in map(plain_gloss, senses)
+                if gloss
+            )
+    return out
+
+
+@lru_cache(maxsize=1)
+def _casefolded_lines() -> tuple[tuple[str, str], ...]:
+    """CC-CEDICT's lines, each with its casefolded copy (read once: about 0.6 s)."""
+    lines = _package_file(CEDICT_FILE).read_text(encoding="utf-8").splitlines()
+    return tuple((line.casefold(), line) for line in lines if not line.startswith("#"))
+
+
 def plain_gloss(sense: str) -> str | None:
     """A CC-CEDICT sense as a translation, or None when it is no plain sense."""
     if _NOT_A_SENSE.search(sense):
@@ -95,7 +126,11 @@ def plain_gloss(sense: str) -> str | None:
 
 
 def _entries(path: Path, proper_nouns: bool = False) -> Iterator[tuple[str, list[str]]]:
-    for line in path.read_text(encoding="utf-8").splitlines():
+    return _entries_of(path.read_text(encoding="utf-8").splitlines(), proper_nouns)
+
+
+def _entries_of(lines: list[str], proper_nouns: bool) -> Iterator[tuple[str, list[str]]]:
+    for line in lines:
         match = _ENTRY.match(line)
         # A capitalised pinyin is a proper noun's entry (保 Bao3 "Bulgaria"): not the word's sense.
         if match and (proper_nouns or not match.group(3)[:1].isupper()):

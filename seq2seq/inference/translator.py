@@ -123,6 +123,15 @@ class Translator:
         return cls(engine, engine.tokenizer, Truecaser(engine.truecase))
 
     @property
+    def annotation_alone(self) -> bool:
+        """A glossary's terms reach this model by the source annotation alone, with no
+        constrained search: a model trained with term annotation, and the search switched off
+        (``constrain_terms``) or missing from the engine (CTranslate2)."""
+        return self.annotates_terms and not (
+            self.constrain_terms and getattr(self.engine, "constrains", False)
+        )
+
+    @property
     def search(self) -> SearchConfig:
         return self.engine.search
 
@@ -354,10 +363,8 @@ class Translator:
         free to take a translation the terms' other words share (``beside_texts``)."""
         if not any(terms):
             return None
-        if self.annotates_terms and not (
-            self.constrain_terms and getattr(self.engine, "constrains", False)
-        ):
-            return None  # the annotation alone
+        if self.annotation_alone:
+            return None
         if not getattr(self.engine, "constrains", False):
             raise ValueError(
                 "glossaries need the torch engine (CTranslate2 has no constrained beam search)"

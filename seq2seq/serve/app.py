@@ -12,6 +12,7 @@ Model work happens in the worker thread; the event loop only parses, queues and 
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
 from importlib import resources
@@ -40,11 +41,27 @@ OPENAI_PATHS = ("/v1/completions", "/v1/models")
 DEEPL_PATHS = ("/v2/", "/v3/")
 
 
+def _with_glossary_search(served: ServedModel, search: bool) -> ServedModel:
+    """``served`` with a translator of its own (sharing the engine) whose glossaries use the
+    constrained search or not: another app, or a caller, holding the same ``ServedModel``
+    keeps its setting."""
+    translator = copy.copy(served.translator)
+    translator.constrain_terms = search
+    if not search and not translator.annotates_terms:
+        log.warning(
+            "--glossary-annotation-only: this model was not trained with term annotation, "
+            "so its glossaries keep the constrained search"
+        )
+    own = copy.copy(served)
+    own.translator = translator
+    return own
+
+
 def create_app(served: ServedModel, settings: ServerSettings = ServerSettings()) -> FastAPI:  # noqa: B008
     """The app, with its worker thread started; the app's shutdown finishes queued work."""
     store = GlossaryStore(settings.glossary_dir)  # before the thread: a bad directory fails
     if served.translator is not None:
-        served.translator.constrain_terms = not settings.glossary_annotation_only
+        served = _with_glossary_search(served, not settings.glossary_annotation_only)
     worker = BatchingWorker(
         lambda jobs: _run(served, settings, jobs),
         max_batch_tokens=settings.max_batch_tokens,

@@ -53,14 +53,22 @@ def not_whole_warning(indices: list[int], limit: int, batch: bool = True) -> str
     )
 
 
-def missing_terms_warning(results: list[TextResult], batch: bool = True) -> str | None:
-    """Never silent: the texts whose translation lacks a glossary term, and the terms."""
+def missing_terms_warning(
+    results: list[TextResult], batch: bool = True, annotation_alone: bool = False
+) -> str | None:
+    """Never silent: the texts whose translation lacks a glossary term, and the terms
+    (``annotation_alone``: no constrained search ran, the model did not copy them)."""
     lacking = [(i, r.missing) for i, r in enumerate(results) if r.missing]
     if not lacking:
         return None
     shown = ", ".join(f"q[{i}]" for i, _ in lacking[:20]) if batch else "q"
     terms = ", ".join(dict.fromkeys(t.source for _, missing in lacking for t in missing))
-    return f"{shown}: glossary term(s) not placed within the length limit: {terms}"
+    why = (
+        "not written by the model from the source annotation (no constrained search)"
+        if annotation_alone
+        else "not placed within the length limit"
+    )
+    return f"{shown}: glossary term(s) {why}: {terms}"
 
 
 def request_glossary(value: Any, field_name: str = "glossary") -> Glossary | None:
@@ -159,7 +167,8 @@ class TranslationRoutes:
         windowed = [i for i, result in enumerate(found) if result.windowed]
         if windowed:
             warnings.append(not_whole_warning(windowed, self.texts.source_limit(), batch))
-        if glossary is not None and (lacking := missing_terms_warning(found, batch)):
+        alone = self.served.translator.annotation_alone
+        if glossary is not None and (lacking := missing_terms_warning(found, batch, alone)):
             warnings.append(lacking)
         return warnings
 
@@ -202,7 +211,8 @@ class TranslationRoutes:
             _native_item(body, result, sentence, glossary is not None)
             for result, sentence in zip(results, sentences, strict=True)
         ]
-        if lacking := missing_terms_warning(results):
+        alone = self.served.translator.annotation_alone
+        if lacking := missing_terms_warning(results, annotation_alone=alone):
             warnings.append(lacking)
         answer = {"model": self.served.name, "beam_size": beam, "translations": out}
         return {**answer, "warnings": warnings} if warnings else answer
