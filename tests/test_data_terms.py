@@ -278,6 +278,22 @@ def test_a_model_without_term_tags_reads_glossaries_as_before(plain_model):
     assert "导师" in out and plans[0][0].ids == plain_model.encode_sentence(sentence)
 
 
+def test_annotation_only_on_a_model_without_term_tags_says_it_keeps_the_search(tmp_path, capsys):
+    from seq2seq.cli import main
+
+    checkpoint = tiny_checkpoint(tmp_path / "p.ckpt", seed=2, source_ends_with_eos=True)
+    (tmp_path / "g.tsv").write_text("teacher\t导师\n", encoding="utf-8")
+    (tmp_path / "in.txt").write_text("My teacher will buy apples today.\n", encoding="utf-8")
+    common = ["translate", "--checkpoint", str(checkpoint), "--glossary", str(tmp_path / "g.tsv")]
+    common += ["--input", str(tmp_path / "in.txt"), "--beam-size", "2"]
+    assert main([*common, "--output", str(tmp_path / "search.txt")]) == 0
+    assert "annotation-only" not in capsys.readouterr().err
+    assert main([*common, "--glossary-annotation-only", "--output", str(tmp_path / "o.txt")]) == 0
+    assert "not trained with term annotation" in capsys.readouterr().err
+    searched = (tmp_path / "search.txt").read_text(encoding="utf-8")
+    assert "导师" in searched and (tmp_path / "o.txt").read_text(encoding="utf-8") == searched
+
+
 @pytest.mark.slow
 def test_a_term_model_takes_glossaries_through_the_cli_and_the_deepl_client(tmp_path_factory):
     deepl = pytest.importorskip("deepl")

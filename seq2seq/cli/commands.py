@@ -45,7 +45,7 @@ def _load_translator(args: argparse.Namespace):  # noqa: ANN202 (Translator)
         translator = Translator.from_checkpoint(args.checkpoint, args.device, args.quantize)
     _check_glossary_engine(translator, args)
     alone = getattr(args, "glossary_annotation_only", False)
-    if alone and not translator.annotates_terms:
+    if alone and getattr(args, "glossary", None) and not translator.annotates_terms:
         print(
             "warning: --glossary-annotation-only: this model was not trained with term "
             "annotation, so its glossary keeps the constrained search",
