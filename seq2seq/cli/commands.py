@@ -37,7 +37,7 @@ def _check_glossary_engine(translator, args: argparse.Namespace) -> None:  # noq
 
 
 def _load_translator(args: argparse.Namespace):  # noqa: ANN202 (Translator)
-    from seq2seq.inference.translator import Translator
+    from seq2seq.inference.translator import ANNOTATION_ONLY_IGNORED, Translator
 
     if args.engine == "ctranslate2":
         translator = Translator.from_ctranslate2(args.checkpoint, args.device, args.quantize)
@@ -46,11 +46,7 @@ def _load_translator(args: argparse.Namespace):  # noqa: ANN202 (Translator)
     _check_glossary_engine(translator, args)
     alone = getattr(args, "glossary_annotation_only", False)
     if alone and getattr(args, "glossary", None) and not translator.annotates_terms:
-        print(
-            "warning: --glossary-annotation-only: this model was not trained with term "
-            "annotation, so its glossary keeps the constrained search",
-            file=sys.stderr,
-        )
+        print(f"warning: {ANNOTATION_ONLY_IGNORED}", file=sys.stderr)
     translator.constrain_terms = not alone
     return translator.with_search(
         length_penalty=args.length_penalty, max_len_a=args.max_len_a, max_len_b=args.max_len_b

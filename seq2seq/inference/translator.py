@@ -65,6 +65,13 @@ from seq2seq.textio import one_line, warn_lines
 DEFAULT_WINDOW = 1000  # lines decoded together when streaming (translate_stream)
 
 
+# Said by `translate` and `serve` when --glossary-annotation-only cannot apply.
+ANNOTATION_ONLY_IGNORED = (
+    "--glossary-annotation-only: this model was not trained with term annotation, so its "
+    "glossaries keep the constrained search"
+)
+
+
 class Translator:
     """A decoding engine plus its tokenizer: English lines in, Chinese lines out.
 

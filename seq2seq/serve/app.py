@@ -23,6 +23,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from seq2seq.inference.translator import ANNOTATION_ONLY_IGNORED
 from seq2seq.serve.completion_routes import add_completion_routes
 from seq2seq.serve.deepl_routes import add_deepl_routes
 from seq2seq.serve.files import SUPPORTED
@@ -48,10 +49,7 @@ def _with_glossary_search(served: ServedModel, search: bool) -> ServedModel:
     translator = copy.copy(served.translator)
     translator.constrain_terms = search
     if not search and not translator.annotates_terms:
-        log.warning(
-            "--glossary-annotation-only: this model was not trained with term annotation, "
-            "so its glossaries keep the constrained search"
-        )
+        log.warning(ANNOTATION_ONLY_IGNORED)
     own = copy.copy(served)
     own.translator = translator
     return own
