@@ -85,3 +85,84 @@ def test_a_title_with_contractions_is_still_a_title():
         truecaser.normalize("I Don't Know Where Tom's Car Is.")
         == "I don't know where Tom's car is."
     )
+
+
+def test_acronyms_and_inner_capitals_in_a_title_keep_their_case():
+    truecaser = Truecaser.learn(CORPUS)
+    assert truecaser.normalize("USB Port Settings") == "USB port settings"
+    assert truecaser.normalize("REST API Guide") == "REST API guide"
+    assert truecaser.normalize("The IT Desk Of NASA") == "The IT desk of NASA"
+    assert truecaser.normalize("McDonald's Opening Hours") == "McDonald's opening hours"
+
+
+def test_a_one_word_shouted_line_stays_as_written_unless_the_forms_know_it():
+    truecaser = Truecaser.learn(CORPUS)
+    for label in ["FAQ", "PDF", "OK", "OK!", "FAQ:", "E-MAIL", "NASA"]:
+        assert truecaser.normalize(label) == label
+    assert truecaser.normalize("TOM") == "Tom"
+    assert truecaser.normalize("TOM!") == "Tom!"
+    # Longer than an acronym usually is: a shouted word, read in sentence case.
+    assert truecaser.normalize("HELLO") == "Hello"
+    assert truecaser.normalize("STATION") == "Station"
+
+
+def test_a_sentence_with_names_is_not_read_as_a_title():
+    truecaser = Truecaser.learn(CORPUS)
+    for sentence in ["Welcome to New York!", "Tom and Mary Went to Paris.", "Is It on the Table?"]:
+        assert not is_title_cased(sentence)
+        assert truecaser.normalize(sentence) == sentence
+    # Without a sentence's end, small words in lower case are a title's ("Gone with the Wind").
+    assert truecaser.normalize("Gone with the Wind") == "Gone with the wind"
+    assert truecaser.normalize("Flights From Paris To Tom") == "Flights from Paris to Tom"
+
+
+def test_every_sentence_of_an_unsplit_line_starts_with_a_capital():
+    truecaser = Truecaser.learn(CORPUS)
+    assert truecaser.normalize("WHERE IS TOM? HE IS HERE.") == "Where is Tom? He is here."
+    assert truecaser.normalize("Where Is Tom? He Is Here!") == "Where is Tom? He is here!"
+    assert truecaser.normalize('"WHERE IS IT?" SHE ASKED. "HERE."') == (
+        '"Where is it?" She asked. "Here."'
+    )
+    assert truecaser.normalize("1. OPEN THE BOX") == "1. Open the box"
+
+
+def test_full_width_capitals_are_read_after_nfkc():
+    truecaser = Truecaser.learn(CORPUS)
+    assert truecaser.normalize("ＷＨＥＲＥ ＩＳ ＴＯＭ？") == "Where is Tom?"
+    assert truecaser.normalize("Ｗｈｅｒｅ Ｉｓ Ｔｏｍ？") == "Where is Tom?"
+    assert truecaser.normalize("ＦＡＱ") == "ＦＡＱ"  # kept: left as written, not folded
+
+
+def test_without_learnt_forms_every_line_is_left_as_written():
+    lines = [
+        "WHERE IS THE TRAIN STATION?",
+        "Where Is The Train Station?",
+        "Paris, France",
+        "ＷＨＥＲＥ ＩＳ ＴＯＭ？",
+        "USB Port Settings",
+        "HELLO",
+    ]
+    for truecaser in (Truecaser(), Truecaser({}), Truecaser.learn(["no capitals here at all."])):
+        assert [truecaser.normalize(line) for line in lines] == lines
+        assert not truecaser.learnt
+    assert Truecaser.learn(CORPUS).learnt
+
+
+def test_every_encode_path_reads_full_width_capitals_after_nfkc(tmp_path):
+    import torch
+
+    from seq2seq.inference.checkpoint import CHECKPOINT_KEY, TRUECASE_KEY
+    from seq2seq.inference.translator import Translator
+    from tests.helpers import tiny_checkpoint
+
+    path = tiny_checkpoint(tmp_path / "tiny.ckpt", source_ends_with_eos=True)
+    checkpoint = torch.load(path, weights_only=False)
+    checkpoint[CHECKPOINT_KEY][TRUECASE_KEY] = {"tom": "Tom"}
+    torch.save(checkpoint, path)
+    translator = Translator.from_checkpoint(path)
+    [expected] = translator.encode(["Where is Tom?"])
+    assert expected != translator.encode(["Where is tom?"])[0]
+    for line in ["ＷＨＥＲＥ ＩＳ ＴＯＭ？", "Ｗｈｅｒｅ Ｉｓ Ｔｏｍ？"]:
+        assert translator.encode([line]) == [expected]
+        assert translator.encode_sentence(line) == expected
+        assert [piece.ids for piece in translator.plan([line])[0]] == [expected]
