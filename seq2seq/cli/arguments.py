@@ -17,6 +17,7 @@ from seq2seq.cli.shared_options import (
     add_quantize,
     add_search_options,
     add_split,
+    add_truecase,
 )
 from seq2seq.inference.pieces import MAX_TOKENS
 from seq2seq.inference.translator import DEFAULT_WINDOW
@@ -124,6 +125,7 @@ def _add_translate(p: argparse.ArgumentParser) -> None:
         "as &#NNNNN; in HTML (default %(default)s; plain text is always UTF-8)",
     )
     add_split(p)
+    add_truecase(p)
     p.add_argument(
         "--n-best",
         type=int,
@@ -164,6 +166,7 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hyps", help="where to write the hypotheses (default: next to the ckpt)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     add_split(p)
+    add_truecase(p)
     add_glossary(p)
     p.set_defaults(run=commands.run_evaluate)
 
@@ -390,7 +393,9 @@ def _add_request_limits(p: argparse.ArgumentParser) -> None:
 
 
 def _add_decoding_and_glossary_options(p: argparse.ArgumentParser) -> None:
-    """Continuous batching, where DeepL glossaries are kept, and how glossaries are met."""
+    """Continuous batching, the truecaser, where DeepL glossaries are kept, and how glossaries
+    are met."""
+    add_truecase(p)  # every request; /v1/translate's "truecase": false, one request
     p.add_argument(
         "--no-continuous",
         dest="continuous",

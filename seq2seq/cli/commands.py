@@ -48,9 +48,23 @@ def _load_translator(args: argparse.Namespace):  # noqa: ANN202 (Translator)
     if alone and getattr(args, "glossary", None) and not translator.annotates_terms:
         print(f"warning: {ANNOTATION_ONLY_IGNORED}", file=sys.stderr)
     translator.constrain_terms = not alone
-    return translator.with_search(
-        length_penalty=args.length_penalty, max_len_a=args.max_len_a, max_len_b=args.max_len_b
-    )
+    return translator.with_search(**search_changes(args))
+
+
+SEARCH_OPTIONS = (
+    "length_penalty",
+    "max_len_a",
+    "max_len_b",
+    "max_repeats",
+    "no_repeat_ngram_size",
+    "repetition_penalty",
+)
+
+
+def search_changes(args: argparse.Namespace) -> dict[str, object]:
+    """The search settings given on the command line, over the checkpoint's."""
+    given = {name: getattr(args, name, None) for name in SEARCH_OPTIONS}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def run_translate(args: argparse.Namespace) -> int:
@@ -165,6 +179,7 @@ def _options(args: argparse.Namespace, glossary=None):  # noqa: ANN202
         max_tokens=args.max_tokens,
         split=args.split_sentences,
         glossary=glossary,
+        truecase=args.truecase,
     )
 
 
@@ -210,6 +225,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
     )
     if glossary is not None:
         result["glossary"] = args.glossary
+    if not args.truecase:
+        result["truecase"] = False
     _print_scores(result, args.json)
     return 0
 
@@ -376,4 +393,5 @@ def _server_settings(args: argparse.Namespace):  # noqa: ANN202 (ServerSettings)
         file_limit=args.file_limit,
         glossary_dir=Path(args.glossary_dir) if args.glossary_dir else None,
         glossary_annotation_only=args.glossary_annotation_only,
+        truecase=args.truecase,
     )

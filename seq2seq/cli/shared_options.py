@@ -1,5 +1,5 @@
-"""Options several commands share: the search settings, the device, int8, sentence splitting
-and glossaries. Each default is read from its one home in the toolkit."""
+"""Options several commands share: the search settings, the device, int8, sentence splitting,
+the truecaser and glossaries. Each default is read from its one home in the toolkit."""
 
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="output limit a*source_len+b: b (default: the checkpoint's)",
     )
+    add_repetition_guard(p)
     add_device(p)
     p.add_argument(
         "--engine",
@@ -50,6 +51,35 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
         help="ctranslate2: --checkpoint is a 'seq2seq export --format ctranslate2' directory",
     )
     add_quantize(p)
+
+
+def add_repetition_guard(p: argparse.ArgumentParser) -> None:
+    """The repetition guard's settings (``seq2seq.decoding.repetition``), over the
+    checkpoint's search settings."""
+    p.add_argument(
+        "--max-repeats",
+        type=int,
+        default=None,
+        metavar="N",
+        help="never write a unit of 1 to 4 pieces more than N times in a row (numbers and "
+        "punctuation excepted); 0 = off (default: the checkpoint's, 2: 谢谢 and 一个一个 "
+        "are kept, 谢谢谢 is not)",
+    )
+    p.add_argument(
+        "--no-repeat-ngram-size",
+        type=int,
+        default=None,
+        metavar="N",
+        help="never write an n-gram of N pieces twice in one output, as fairseq, Hugging "
+        "Face and CTranslate2 do; 0 = off (default: the checkpoint's, 0)",
+    )
+    p.add_argument(
+        "--repetition-penalty",
+        type=float,
+        default=None,
+        help="divide (multiply, when negative) the logit of every piece already written by "
+        "this, as Hugging Face and CTranslate2 do; 1.0 = off (default: the checkpoint's, 1.0)",
+    )
 
 
 def add_device(p: argparse.ArgumentParser, default: str = "cpu") -> None:
@@ -75,6 +105,17 @@ def add_split(p: argparse.ArgumentParser) -> None:
         action="store_false",
         help="take each line as one sentence; by default lines are split into "
         "sentences, translated, and joined again",
+    )
+
+
+def add_truecase(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-truecase",
+        dest="truecase",
+        action="store_false",
+        help="read every line as written; by default a SHOUTED or Title Cased line is read in "
+        "sentence case with the word forms the checkpoint learnt (one without them, such as "
+        "an imported OPUS-MT model, is read as written either way)",
     )
 
 

@@ -4,6 +4,7 @@
     translator.py          ``Translator``: lines in, one output line per input line
     options.py             ``TranslateOptions``: what every translation call decodes with
     engines.py             the engines ``Translator`` drives (``TorchEngine``; the protocol)
+    reading.py             what a model reads: lines normalised, truecased, encoded, cut
     pieces.py              sentences as pieces within the source limit; token batches
     finishing.py           pieces' hypotheses back into sentence translations
     word_alignment.py      each output character aligned to the source word it came from

@@ -85,7 +85,9 @@ class LoadedModel:
     tokenizer: Any
     search: SearchConfig
     task: str
-    truecase: dict[str, str] | None = None  # the training English's word forms, if stored
+    # The training English's word forms, if learnt; None (a checkpoint from before them, an
+    # imported model): the truecaser leaves every line as written.
+    truecase: dict[str, str] | None = None
 
     @property
     def is_language_model(self) -> bool:

@@ -37,6 +37,10 @@ class TranslateOptions:
         format: what the texts are: "text" (plain lines), "html", "markdown" or "srt".
         n_best: hypotheses per line for ``translate_n_best`` (searched with a beam of at least
             ``n_best``).
+        truecase: read SHOUTED and Title Cased English in sentence case, with the word forms
+            the checkpoint learnt (``seq2seq.data.truecase``); False: every line as written.
+            A checkpoint without learnt forms (an imported OPUS-MT model) reads as written
+            either way.
     """
 
     beam_size: int = 5
@@ -45,8 +49,13 @@ class TranslateOptions:
     glossary: Glossary | None = None
     format: str = "text"
     n_best: int = 1
+    truecase: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.truecase, bool):
+            raise ValueError(
+                f"TranslateOptions.truecase must be True or False, got {self.truecase!r}"
+            )
         for name in ("beam_size", "max_tokens", "n_best"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

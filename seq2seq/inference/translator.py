@@ -15,6 +15,7 @@ with) in ``glossary.py``.
 
 from __future__ import annotations
 
+import copy
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
@@ -23,7 +24,6 @@ from typing import Any
 
 import torch
 
-from seq2seq.data.clean import normalize_en
 from seq2seq.data.terms import term_tag_ids
 from seq2seq.data.truecase import Truecaser
 from seq2seq.decoding.constrained import Constraints
@@ -54,12 +54,11 @@ from seq2seq.inference.options import (
 from seq2seq.inference.pieces import (
     MAX_TOKENS,
     Piece,
-    cut_source,
     encode_sentence,
     line_windows,
-    sentence_pieces,
     token_batches,
 )
+from seq2seq.inference.reading import encode_lines, plan_sentences
 from seq2seq.textio import one_line, warn_lines
 
 DEFAULT_WINDOW = 1000  # lines decoded together when streaming (translate_stream)
@@ -89,8 +88,8 @@ class Translator:
     def __init__(self, engine: Engine, tokenizer, truecaser: Truecaser | None = None) -> None:
         self.engine = engine
         self.tokenizer = tokenizer
-        # SHOUTED and Title Cased lines are read in sentence case (seq2seq.data.truecase):
-        # with the training English's word forms when the checkpoint has them.
+        # SHOUTED and Title Cased lines are read in sentence case (seq2seq.data.truecase)
+        # with the training English's word forms; a checkpoint without them reads as written.
         self.truecaser = truecaser or Truecaser()
         # A model trained with term annotation (seq2seq.data.terms) reads a glossary's terms
         # in its source; constrained beam search stays on as the guarantee unless this is
@@ -147,6 +146,15 @@ class Translator:
         changes = {k: v for k, v in overrides.items() if v is not None}
         translator = Translator(self.engine.with_search(**changes), self.tokenizer, self.truecaser)
         translator.constrain_terms = self.constrain_terms
+        return translator
+
+    def with_truecase(self, truecase: bool) -> Translator:
+        """This translator, or (False) one sharing its engine that reads every line exactly as
+        written (``TranslateOptions.truecase``; ``--no-truecase``)."""
+        if truecase:
+            return self
+        translator = copy.copy(self)
+        translator.truecaser = Truecaser()  # no learnt forms: nothing rewritten
         return translator
 
     @old_arguments(
@@ -331,9 +339,10 @@ class Translator:
         sentence i's best translation to its words; ``options.glossary``: terms forced where
         their English side occurs (``piece_terms``)."""
         options = options or TranslateOptions()
-        plans = self.plan(sentences)
+        reader = self.with_truecase(options.truecase)
+        plans = reader.plan(sentences)
         terms = self.piece_terms(sentences, plans, options.glossary)
-        encoded = self.encode_pieces(sentences, plans, terms)
+        encoded = reader.encode_pieces(sentences, plans, terms)
         progress.set_total(sum(1 for ids in encoded if ids))
         constraints = self.constraints(terms, piece_texts(sentences, plans))
         found = self.decode_encoded(
@@ -384,10 +393,7 @@ class Translator:
         and a clause still too long cut into windows of tokens at word starts. A SHOUTED or
         Title Cased sentence is read in sentence case (``self.truecaser``; same words)."""
         limit = self.engine.source_limit()
-        return [
-            sentence_pieces(self.truecaser.normalize(sentence), limit, self.tokenizer)
-            for sentence in sentences
-        ]
+        return plan_sentences(sentences, self.tokenizer, self.truecaser, limit)
 
     def finish(
         self,
@@ -482,19 +488,9 @@ class Translator:
         return outputs
 
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
-        """Normalised, tokenised sources, cut to the engine's source limit (with a warning
-        naming the lines cut)."""
-        # A blank line stays blank (a Marian model's tokenizer would give it a language token
-        # and an eos to translate).
-        texts = [self.truecaser.normalize(normalize_en(line)) for line in lines]
-        encoded = [self.tokenizer.encode_source(text) if text.strip() else [] for text in texts]
-        limit = self.engine.source_limit()
-        cut = [i + 1 for i, ids in enumerate(encoded) if len(ids) > limit]
-        for i in cut:
-            encoded[i - 1] = cut_source(encoded[i - 1], limit, self.tokenizer)
-        if cut:
-            warn_lines(f"truncated {len(cut)} over-long input line(s) to {limit} tokens", cut)
-        return encoded
+        """Normalised, truecased, tokenised sources, cut to the engine's source limit (with a
+        warning naming the lines cut: ``reading.encode_lines``)."""
+        return encode_lines(lines, self.tokenizer, self.truecaser, self.engine.source_limit())
 
     def _hypotheses(
         self,

@@ -42,11 +42,12 @@ OPENAI_PATHS = ("/v1/completions", "/v1/models")
 DEEPL_PATHS = ("/v2/", "/v3/")
 
 
-def _with_glossary_search(served: ServedModel, search: bool) -> ServedModel:
+def _with_settings(served: ServedModel, settings: ServerSettings) -> ServedModel:
     """``served`` with a translator of its own (sharing the engine) whose glossaries use the
-    constrained search or not: another app, or a caller, holding the same ``ServedModel``
-    keeps its setting."""
-    translator = copy.copy(served.translator)
+    constrained search or not, and that truecases or not: another app, or a caller, holding
+    the same ``ServedModel`` keeps its settings."""
+    translator = copy.copy(served.translator.with_truecase(settings.truecase))
+    search = not settings.glossary_annotation_only
     translator.constrain_terms = search
     if not search and not translator.annotates_terms:
         log.warning(ANNOTATION_ONLY_IGNORED)
@@ -59,7 +60,7 @@ def create_app(served: ServedModel, settings: ServerSettings = ServerSettings())
     """The app, with its worker thread started; the app's shutdown finishes queued work."""
     store = GlossaryStore(settings.glossary_dir)  # before the thread: a bad directory fails
     if served.translator is not None:
-        served = _with_glossary_search(served, not settings.glossary_annotation_only)
+        served = _with_settings(served, settings)
     worker = BatchingWorker(
         lambda jobs: _run(served, settings, jobs),
         max_batch_tokens=settings.max_batch_tokens,

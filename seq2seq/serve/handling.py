@@ -35,6 +35,9 @@ class ServerSettings:
     # A model trained with term annotation meets a glossary by the annotation alone (no
     # constrained search); a model without term tags still searches (Translator.constraints).
     glossary_annotation_only: bool = False
+    # SHOUTED and Title Cased requests read in sentence case with the checkpoint's learnt word
+    # forms (seq2seq.data.truecase); False: every request as written (--no-truecase).
+    truecase: bool = True
 
     def __post_init__(self) -> None:
         """Refuse a bad value when the settings are made, before the model loads; each error

@@ -78,9 +78,11 @@ class TextTranslator:
         beam_size: int,
         n_best: int,
         attention: bool = False,
+        truecase: bool = True,
     ) -> list[TranslatedSentence]:
-        """Each line decoded whole as one sentence (attention maps)."""
-        translator = self.translator
+        """Each line decoded whole as one sentence (attention maps); ``truecase``: as
+        ``TranslateOptions.truecase``."""
+        translator = self.translator.with_truecase(truecase)
         limit = translator.engine.source_limit()
         # attention is drawn for the model's window (a Marian source keeps its eos)
         encoded = [
@@ -120,7 +122,7 @@ class TextTranslator:
         return await asyncio.to_thread(_results, prepared.batch, finished, n_best)
 
     def _prepare(self, texts: list[str], options: TranslateOptions) -> _Prepared:
-        translator = self.translator
+        translator = self.translator.with_truecase(options.truecase)
         try:
             documents = [parse(valid_text(text), options.format, "q") for text in texts]
         except DataError as error:

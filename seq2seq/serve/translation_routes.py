@@ -42,6 +42,7 @@ class NativeTranslateRequest(BaseModel):
     format: Literal["text", "html", "markdown", "srt"] = "text"
     split: bool = True
     glossary: dict[str, str] | str | None = None  # {English: Chinese} or TSV lines
+    truecase: bool = True  # False: read as written (a server run with --no-truecase always is)
     api_key: str | None = None
 
 
@@ -196,7 +197,7 @@ class TranslationRoutes:
         warnings = _raised_beam_warnings(body, beam)
         glossary = _native_glossary(body)
         if body.return_attention:  # attention is drawn over one sentence: each text whole
-            results, sentences = await self._translate_whole(request, texts, beam, body.n_best)
+            results, sentences = await self._translate_whole(request, texts, beam, body)
         else:
             options = TranslateOptions(
                 beam_size=beam,
@@ -204,6 +205,7 @@ class TranslationRoutes:
                 format=body.format,
                 split=body.split,
                 glossary=glossary,
+                truecase=body.truecase,
             )
             results = await self.texts.translate_texts(request, texts, options)
             sentences = [TranslatedSentence(r.hypotheses) for r in results]
@@ -218,11 +220,13 @@ class TranslationRoutes:
         return {**answer, "warnings": warnings} if warnings else answer
 
     async def _translate_whole(
-        self, request: Request, texts: list[str], beam: int, n_best: int
+        self, request: Request, texts: list[str], beam: int, body: NativeTranslateRequest
     ) -> tuple[list[TextResult], list[TranslatedSentence]]:
         """Each text decoded as one sentence, with its attention."""
         lines = [" ".join(valid_text(text).split()) for text in texts]
-        sentences = await self.texts.translate_lines(request, lines, beam, n_best, True)
+        sentences = await self.texts.translate_lines(
+            request, lines, beam, body.n_best, True, body.truecase
+        )
         text = self.served.text
         results = [
             TextResult(

@@ -66,6 +66,8 @@ def import_marian(source: str, output: str | Path, target_token: str | None = No
     config = model_config(marian.config, ids, output_bias=ids["appended_pad"] or bool(bias.any()))
     tokenizer = _tokenizer(source, hf_tokenizer, ids, target_token, marian.config)
     weights = weights_from_marian(marian.state_dict(), config, ids["appended_pad"])
+    # No truecase forms: OPUS-MT reads case itself, and a checkpoint without learnt forms is
+    # read as written (seq2seq.data.truecase), so the import translates as Marian does.
     section = checkpoint_section(
         config, SearchConfig(), tokenizer.to_bytes(), "translation", tokenizer.source_ends_with_eos
     )
