@@ -97,12 +97,14 @@ def test_acronyms_and_inner_capitals_in_a_title_keep_their_case():
 
 def test_a_one_word_shouted_line_stays_as_written_unless_the_forms_know_it():
     truecaser = Truecaser.learn(CORPUS)
-    for label in ["FAQ", "PDF", "OK", "OK!", "FAQ:", "E-MAIL", "NASA"]:
+    for label in ["FAQ", "PDF", "OK", "OK!", "FAQ:", "WI-FI", "NASA"]:
         assert truecaser.normalize(label) == label
     assert truecaser.normalize("TOM") == "Tom"
     assert truecaser.normalize("TOM!") == "Tom!"
     # Longer than an acronym usually is: a shouted word, read in sentence case.
     assert truecaser.normalize("HELLO") == "Hello"
+    assert truecaser.normalize("HELP!") == "Help!"
+    assert truecaser.normalize("E-MAIL") == "E-mail"
     assert truecaser.normalize("STATION") == "Station"
 
 

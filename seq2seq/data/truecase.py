@@ -16,9 +16,10 @@ modifiers of :mod:`seq2seq.data.modifiers` train it on such text). What the rule
   ``McDonald's``) keeps its case, whatever the learnt forms say: title case capitalises only
   first letters, so the others were written so on purpose (``IT Support`` is not "it support").
 * A one-word SHOUTED line is most likely an acronym or a label: a word the learnt forms know
-  takes its usual form (``TOM`` -> ``Tom``), an unknown one of up to :data:`ACRONYM_LETTERS`
-  letters stays as written (``FAQ``, ``PDF``, ``OK``) and a longer one is sentence-cased
-  (``HELLO`` -> ``Hello``). In longer SHOUTED lines every word takes its usual form.
+  takes its usual form (``TOM`` -> ``Tom``), an unknown one of up to three letters
+  (:data:`ACRONYM_LETTERS`) stays as written (``FAQ``, ``PDF``, ``OK``) and a longer one is
+  sentence-cased (``HELLO`` -> ``Hello``, ``HELP!`` -> ``Help!``). In longer SHOUTED lines
+  every word takes its usual form.
 * Names: a title may leave its small words lower (``Gone with the Wind``), but a line that does
   and ends a sentence with . ! or ? is a sentence whose capitals are names (``Welcome to New
   York!``): it is left as written.
@@ -42,7 +43,9 @@ _SENTENCE_END = re.compile(r"[.!?]['\"”’)]*\s*$")
 _SENTENCE_BREAK = re.compile(r"[.!?]['\"”’)\]]*\s+['\"“‘(\[¿¡]*")
 _ENDS_SENTENCE = re.compile(r"[.!?]['\"”’)\]]*(?:\s|$)")
 MIN_COUNT = 2  # a form seen once is no evidence
-ACRONYM_LETTERS = 4  # a one-word SHOUTED line this short, unknown to the forms: an acronym
+# A one-word SHOUTED line this short, unknown to the forms, is an acronym (FAQ, PDF, OK); a
+# longer one a shouted label (HELP, SAVE, SETTINGS), more often than an acronym unknown to them.
+ACRONYM_LETTERS = 3
 # Short words a title leaves lower case ("Gone with the Wind"): they do not break a title.
 _TITLE_SMALL = frozenset(
     "a an and as at but by for from in into nor of on or over per the to up via with".split()
