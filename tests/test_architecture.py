@@ -102,11 +102,12 @@ def test_no_import_circle():
 
 
 def test_the_searches_never_see_a_model():
-    for search in ("search", "sampling", "constrained"):
+    searches = {"decoding.search", "decoding.sampling", "decoding.utf8", "decoding.repetition"}
+    for search in ("search", "sampling", "constrained", "repetition"):
         path = PACKAGE / "decoding" / f"{search}.py"
         if path.exists():
             imported = seq2seq_imports(path, top_level_only=False)
-            assert imported <= {"decoding.search", "decoding.sampling", "decoding.utf8"}, search
+            assert imported <= searches, search
 
 
 CORE_MAY_IMPORT = (

@@ -79,7 +79,7 @@ def test_production_like_model_beam_one_is_greedy_and_cache_equals_recomputation
     model = production_like_model(seed)
     src = random_ids(4, 9, vocab=3000, seed=seed)
     src[1, 4:] = PAD
-    config = SearchConfig(max_len_a=0.0, max_len_b=8)
+    config = SearchConfig(max_len_a=0.0, max_len_b=8, max_repeats=0)  # the reference has none
     greedy = translate_ids(model, src, 1, config)
     max_lens = config.max_lengths((src != PAD).sum(1))
     one_beam = beam_search(TransformerScorer(model, src, 1, 8), max_lens, 1, IDS, config)
@@ -222,7 +222,7 @@ def _decoder_only_translation_model(sep_id=SEP):
 
 def test_decoder_only_translation_beam_one_is_greedy_and_batching_does_not_matter():
     model = _decoder_only_translation_model()
-    config = SearchConfig(max_len_a=1.0, max_len_b=4)
+    config = SearchConfig(max_len_a=1.0, max_len_b=4, max_repeats=0)  # naive_greedy has none
     src = random_ids(3, 6, seed=9)
     src[0, 3:] = PAD
     src[2, 5:] = PAD

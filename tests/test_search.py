@@ -125,19 +125,24 @@ def _all_hypotheses(model, src, content_tokens, max_len, config):
     return sorted(results, reverse=True)
 
 
-@pytest.mark.parametrize("exact_stop", [False, True])
-def test_a_beam_holding_every_hypothesis_finds_the_exhaustive_optimum(exact_stop):
+@pytest.mark.parametrize(("exact_stop", "max_repeats"), [(False, 0), (True, 0), (False, 2)])
+def test_a_beam_holding_every_hypothesis_finds_the_exhaustive_optimum(exact_stop, max_repeats):
     # vocab 6: pad, unk, bos, eos, 4, 5 -> content tokens 4, 5 (pad/unk/bos are banned), and
-    # at least one of them before the eos
+    # at least one of them before the eos; with the repetition guard, never one three times
+    # in a row (4 4 4 and 5 5 5 are not hypotheses)
     model = tiny_model(seed=3, vocab_size=6)
     src = torch.tensor([[4, 5, 4, 1]])
-    config = SearchConfig(max_len_a=0.0, max_len_b=4, length_penalty=0.6, exact_stop=exact_stop)
+    config = SearchConfig(
+        max_len_a=0.0, max_len_b=4, exact_stop=exact_stop, max_repeats=max_repeats
+    )
     expected = _all_hypotheses(model, src, [A, B], 4, config)  # 2 + 4 + 8 = 14
+    if max_repeats:
+        expected = [(s, body) for s, body in expected if body not in ([A] * 3, [B] * 3)]
     max_lens = config.max_lengths(torch.tensor([4]))
     found = beam_search(TransformerScorer(model, src, 16, 4), max_lens, 16, IDS, config, n_best=16)[
         0
     ]
-    assert len(found) == len(expected) == 14
+    assert len(found) == len(expected) == (12 if max_repeats else 14)
     assert [h.tokens for h in found] == [tokens for _, tokens in expected]
     assert [h.score for h in found] == pytest.approx([score for score, _ in expected])
 

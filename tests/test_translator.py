@@ -79,13 +79,13 @@ def test_n_best_hypotheses_agree_with_translate_and_come_best_first(tmp_path):
     assert (found[3][0].text, found[3][0].score) == ("", 0.0)
     for hyps in found[:3]:
         assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
-    best = [translator.tokenizer.decode(h[0].tokens) for h in found]
+    best = [h[0].text for h in found]  # decoded, then written on one line as translate does
     assert best == translator.translate(lines, TranslateOptions(beam_size=4))
     greedy = translator.translate_n_best(
         lines, TranslateOptions(beam_size=1, n_best=1, split=False)
     )
     assert [len(h) for h in greedy] == [1, 1, 1, 1]
-    assert [translator.tokenizer.decode(h[0].tokens) for h in greedy[:3]] == translator.translate(
+    assert [h[0].text for h in greedy[:3]] == translator.translate(
         lines[:3], TranslateOptions(beam_size=1)
     )
 

@@ -12,8 +12,17 @@ from seq2seq import checks
 # Options whose values must be at least 1 / at least 0, wherever a command has them.
 # (serve's own settings, port included, are checked by seq2seq.serve before its model loads.)
 AT_LEAST_ONE = ("beam_size", "max_tokens", "n_best", "window", "max_new_tokens")
-AT_LEAST_ZERO = ("max_len_a", "top_k", "temperature", "top_p", "layer", "head")
-FINITE = ("length_penalty", "max_len_a", "temperature", "top_p")
+AT_LEAST_ZERO = (
+    "max_len_a",
+    "top_k",
+    "temperature",
+    "top_p",
+    "layer",
+    "head",
+    "max_repeats",
+    "no_repeat_ngram_size",
+)
+FINITE = ("length_penalty", "max_len_a", "temperature", "top_p", "repetition_penalty")
 READABLE = {
     "input": "input file",
     "src": "source file",
@@ -52,6 +61,17 @@ def _check_numbers(args: argparse.Namespace) -> None:
     for name in AT_LEAST_ZERO:
         if _given(args, name) is not None:
             checks.at_least(_given(args, name), 0, _option(name))
+    _check_repetition_guard(args)
+
+
+def _check_repetition_guard(args: argparse.Namespace) -> None:
+    """What ``seq2seq.decoding.repetition.check_guard`` would refuse once the model loads."""
+    if _given(args, "repetition_penalty") is not None:
+        checks.at_least(args.repetition_penalty, 1.0, "--repetition-penalty")
+    if _given(args, "no_repeat_ngram_size") == 1:
+        raise ValueError(
+            "--no-repeat-ngram-size 1 would forbid every piece twice; use 0 (off) or >= 2"
+        )
 
 
 def _check_inputs(args: argparse.Namespace) -> None:

@@ -250,6 +250,24 @@ def blank_ids(tokenizer: TokenizerLike) -> tuple[int, ...]:
     return tuple(blank)
 
 
+def symbol_ids(tokenizer: TokenizerLike) -> tuple[int, ...]:
+    """The pieces that write no letter: digits, punctuation, symbols and white space, and the
+    byte pieces of ASCII bytes that are no letter. The repetition guard lets these repeat
+    (``1000000``, ``...``, ``---``: ``seq2seq.decoding.repetition``); control pieces
+    (``<s>``, ``<pad>``, ...) are left out, never generated anyway."""
+    symbols = []
+    for token_id in range(tokenizer.vocab_size):
+        piece = tokenizer.id_to_piece(token_id)
+        byte = _BYTE_PIECE.fullmatch(piece)
+        if byte is not None:
+            value = int(byte.group(1), 16)
+            if value < 0x80 and not chr(value).isalpha():
+                symbols.append(token_id)
+        elif piece and not _CONTROL_PIECE.fullmatch(piece) and not any(map(str.isalpha, piece)):
+            symbols.append(token_id)
+    return tuple(symbols)
+
+
 def byte_piece_ids(tokenizer: TokenizerLike) -> tuple[int, ...]:
     """The ids of the 256 byte-fallback pieces ``<0x00>`` .. ``<0xFF>``, in byte order; empty
     for a vocabulary without all of them (an imported Marian model's). The searches keep them
@@ -263,6 +281,7 @@ def byte_piece_ids(tokenizer: TokenizerLike) -> tuple[int, ...]:
 
 
 _BYTE_PIECE = re.compile(r"<0x([0-9A-F]{2})>")
+_CONTROL_PIECE = re.compile(r"<[^<>\s]+>")  # <s>, </s>, <pad>, <unk>, term tags
 
 
 def tokenizer_from_bytes(data: bytes, source_ends_with_eos: bool = True) -> TokenizerLike:

@@ -199,14 +199,22 @@ class ContinuousGreedy(ContinuousBatch):
         self.log_probs = torch.zeros(0)  # (n,) float32 sums, as greedy_search keeps them
         self.last = torch.zeros(0, dtype=torch.long)  # (n,) the tokens to feed next
         self.empty = torch.zeros(0, dtype=torch.bool)  # (n,) nothing visible written yet
-        self.recent = torch.zeros(0, 3, dtype=torch.long)  # (n, 3) the last tokens written
+        # (n, W) the last tokens written, pad-filled on the left: the last three say whether a
+        # character is open (utf8), the guard reads its window (all of them when it has none).
+        window = self.search.guard.window
+        self.window = None if window is None else max(3, window)
+        self.recent = torch.zeros(0, self.window or 0, dtype=torch.long)
 
     def _carry(self, live: list[int], joining: int) -> None:
         self.tokens = [self.tokens[i] for i in live] + [[] for _ in range(joining)]
         self.log_probs = torch.cat([self.log_probs[live], torch.zeros(joining)])
         self.empty = torch.cat([self.empty[live], torch.ones(joining, dtype=torch.bool)])
-        nothing = torch.full((joining, 3), self.specials.pad, dtype=torch.long)
-        self.recent = torch.cat([self.recent[live], nothing])
+        kept = self.recent[live]
+        if self.window is None:  # all of them: drop the columns no sentence wrote in
+            written = (kept != self.specials.pad).any(dim=0).nonzero()
+            kept = kept[:, int(written[0]) :] if len(written) else kept[:, :0]
+        nothing = torch.full((joining, kept.shape[1]), self.specials.pad, dtype=torch.long)
+        self.recent = torch.cat([kept, nothing])
         bos = torch.full((joining,), self.specials.bos, dtype=torch.long)
         self.last = torch.cat([self.last[live], bos])
 
@@ -214,10 +222,11 @@ class ContinuousGreedy(ContinuousBatch):
         return self.last
 
     def _choose(self, logits: Tensor, steps: Tensor) -> list[tuple[int, object]]:
-        log_probs = logits.log_softmax(dim=-1)[:, None]  # (n, 1, V)
+        guard, written = self.search.guard, self.recent[:, None]
+        logits = guard.penalize_(logits[:, None], written, self.specials.pad)  # (n, 1, V)
         empty = self.empty[:, None] if self.specials.blank else None
         log_probs = restrict_next_tokens_(
-            log_probs, steps, self.limits, self.specials, empty, self.recent[:, None]
+            logits.log_softmax(dim=-1), steps, self.limits, self.specials, empty, written, guard
         )
         best_log_prob, best = top_k_by_blocks(log_probs[:, 0], 1)
         best, best_log_prob = best[:, 0], best_log_prob[:, 0]
@@ -225,7 +234,8 @@ class ContinuousGreedy(ContinuousBatch):
             self.empty &= still_empty(best[:, None], self.specials)
         self.log_probs += best_log_prob
         self.last = best
-        self.recent = torch.cat([self.recent[:, 1:], best[:, None]], dim=1)
+        kept = self.recent if self.window is None else self.recent[:, 1:]
+        self.recent = torch.cat([kept, best[:, None]], dim=1)
         finished: list[tuple[int, object]] = []
         for index, token in enumerate(best.tolist()):
             if self.keys[index] is None:
@@ -292,6 +302,7 @@ class ContinuousBeam(ContinuousBatch):
             self.specials,
             empty,
             self.history,
+            self.search.guard,
         )
         collect_finished(
             self.found, self.done, self.history, steps, top, k, self.specials.eos, self.search

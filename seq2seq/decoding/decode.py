@@ -43,6 +43,7 @@ def special_tokens(config: ModelConfig, rules: TokenRules = TokenRules()) -> Spe
         banned=rules.banned,
         bytes=rules.bytes,
         term_tags=rules.term_tags,
+        symbols=rules.symbols,
     )
 
 
@@ -170,7 +171,7 @@ def translate_ids(
             scorer, max_lens, beam_size, specials, constraints, config, n_best
         )
     if beam_size == 1:
-        return [[hyp] for hyp in greedy_search(scorer, max_lens, specials)]
+        return [[hyp] for hyp in greedy_search(scorer, max_lens, specials, config.guard)]
     return beam_search(scorer, max_lens, beam_size, specials, config, n_best)
 
 
@@ -196,7 +197,8 @@ def generate_ids(
     """Continue each prompt of a decoder-only model by 1 to ``max_new_tokens`` tokens.
 
     ``beam_size`` > 1 runs beam search (``config``'s length penalty); otherwise tokens are
-    sampled (temperature 0 = greedy), and ``on_token`` sees each step's (N,) tokens. As in
+    sampled (temperature 0 = greedy), and ``on_token`` sees each step's (N,) tokens. Both
+    follow ``config``'s repetition guard. As in
     translation the first new token is never eos: a continuation adds at least one token.
 
     Args:
@@ -222,7 +224,7 @@ def generate_ids(
     if beam_size > 1:
         hyps = beam_search(scorer, max_lens, beam_size, specials, config)
         return [best[0].tokens for best in hyps]
-    out = sample_search(scorer, max_lens, sampling, specials, indices, on_token)
+    out = sample_search(scorer, max_lens, sampling, specials, indices, on_token, config.guard)
     return [_strip_after_eos(row, specials.eos, specials.pad) for row in out.tolist()]
 
 

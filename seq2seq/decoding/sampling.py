@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from seq2seq.decoding.repetition import NO_GUARD, RepetitionGuard
 from seq2seq.decoding.search import (
     NEG_INF,
     Scorer,
@@ -91,6 +92,7 @@ def sample_search(
     specials: SpecialTokens,
     indices: Sequence[int] | None = None,
     on_token: Callable[[Tensor], None] | None = None,
+    guard: RepetitionGuard = NO_GUARD,
 ) -> Tensor:
     """Sample every row's next token until its eos or its length limit, N rows at once.
 
@@ -104,6 +106,7 @@ def sample_search(
         indices: each row's index in the caller's input, which picks its random stream
             (``SamplingConfig.seed``); 0..N-1 by default.
         on_token: called with each step's (N,) tokens as soon as they exist (streaming).
+        guard: the repetition guard (off by default: a language model's text may repeat).
 
     Returns:
         (N, max(max_lens) - 1) sampled ids; after a row's eos or limit, pad.
@@ -117,8 +120,8 @@ def sample_search(
     for step in range(width):
         written = out[:, None, :step]
         empty = still_empty(written, specials)
-        scores = scorer(last)[:, None]
-        scores = restrict_next_tokens_(scores, step, max_lens, specials, empty, written)
+        scores = guard.penalize_(scorer(last)[:, None], written, specials.pad)
+        scores = restrict_next_tokens_(scores, step, max_lens, specials, empty, written, guard)
         scores = scores[:, 0]
         token = _sample_token(scores, sampling, streams.next())
         token = token.masked_fill(finished, specials.pad)

@@ -18,6 +18,7 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
+from seq2seq.decoding.repetition import NO_GUARD, RepetitionGuard, check_guard, letter_table
 from seq2seq.decoding.utf8 import ban_broken_bytes_
 
 NEG_INF = float("-inf")
@@ -44,7 +45,7 @@ class SpecialTokens:
     real token (fairseq's ``min_len = 1``; an empty translation of a non-empty source is no
     translation), unless a length limit of 1 leaves room for the eos alone.
 
-    ``blank``, ``banned``, ``bytes`` and ``term_tags`` come from the tokenizer
+    ``blank``, ``banned``, ``bytes``, ``term_tags`` and ``symbols`` come from the tokenizer
     (:class:`TokenRules`).
     """
 
@@ -56,6 +57,7 @@ class SpecialTokens:
     banned: tuple[int, ...] = ()
     bytes: tuple[int, ...] = ()
     term_tags: tuple[int, ...] = ()
+    symbols: tuple[int, ...] = ()
 
     @property
     def never_generated(self) -> tuple[int, ...]:
@@ -79,12 +81,15 @@ class TokenRules:
         term_tags: the annotation's opening, translation and closing tags, in that order
             (empty without them): a source's length limit leaves its annotations out
             (:func:`written_lengths`).
+        symbols: pieces that write no letter (digits, punctuation, spaces): the repetition
+            guard lets them repeat (``1000000``, ``...``; ``seq2seq.decoding.repetition``).
     """
 
     blank: tuple[int, ...] = ()
     banned: tuple[int, ...] = ()
     bytes: tuple[int, ...] = ()
     term_tags: tuple[int, ...] = ()
+    symbols: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,12 +106,26 @@ class SearchConfig:
             k-th best finished hypothesis at ANY length up to the limit (a true bound). The
             default compares open beams at their current length, the usual heuristic; the two
             differ rarely, and only the heuristic makes beam size 1 identical to greedy.
+        max_repeats, no_repeat_ngram_size, repetition_penalty: the repetition guard of every
+            search (``seq2seq.decoding.repetition``): by default no unit of 1 to 4 pieces with
+            a letter is written three times in a row; the other two are off.
     """
 
     max_len_a: float = 1.2
     max_len_b: int = 10
     length_penalty: float = 0.6
     exact_stop: bool = False
+    max_repeats: int = 2
+    no_repeat_ngram_size: int = 0
+    repetition_penalty: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_guard(self.max_repeats, self.no_repeat_ngram_size, self.repetition_penalty)
+
+    @property
+    def guard(self) -> RepetitionGuard:
+        """The repetition guard these settings ask for."""
+        return RepetitionGuard(self.max_repeats, self.no_repeat_ngram_size, self.repetition_penalty)
 
     def max_lengths(self, src_lengths: Tensor, cap: int | None = None) -> Tensor:
         """(B,) real source lengths -> (B,) maximum hypothesis lengths (>= 1)."""
@@ -145,10 +164,11 @@ def restrict_next_tokens_(
     specials: SpecialTokens,
     empty: Tensor | None = None,
     written: Tensor | None = None,
+    guard: RepetitionGuard = NO_GUARD,
 ) -> Tensor:
-    """Ban pad/unk/bos everywhere, eos while a row has written nothing visible, and byte
-    pieces that would break UTF-8; force eos on rows at their length limit, in place (see
-    ``SpecialTokens``: a limit of 1 still ends at once).
+    """Ban pad/unk/bos everywhere, eos while a row has written nothing visible, byte pieces
+    that would break UTF-8 and pieces the repetition ``guard`` forbids; force eos on rows at
+    their length limit, in place (see ``SpecialTokens``: a limit of 1 still ends at once).
 
     Args:
         logits: (B, R, V) next-token scores of R rows per sentence.
@@ -159,9 +179,14 @@ def restrict_next_tokens_(
             (:func:`still_empty`); None: the rows at step 0.
         written: (B, R, T) the rows' tokens so far, pad where none (their last three say
             whether a character is open: ``utf8.ban_broken_bytes_``); None: nothing written.
+        guard: the repetition guard, which reads ``written`` (its penalty comes before the
+            scores are normalised: ``RepetitionGuard.penalize_``).
     """
     for token in specials.never_generated:
         logits[..., token] = NEG_INF
+    if written is not None:
+        letters = letter_table(logits.shape[-1], specials.symbols, str(logits.device))
+        guard.ban_(logits, written, specials.pad, letters)
     at_limit = step >= max_lens - 1  # (B,)
     if specials.bytes:  # no half character; at the limit eos comes all the same
         none = torch.empty(*logits.shape[:2], 0, dtype=torch.long, device=logits.device)
@@ -206,13 +231,19 @@ def still_empty(written: Tensor, specials: SpecialTokens) -> Tensor | None:
 
 
 @torch.no_grad()
-def greedy_search(scorer: Scorer, max_lens: Tensor, specials: SpecialTokens) -> list[Hypothesis]:
+def greedy_search(
+    scorer: Scorer,
+    max_lens: Tensor,
+    specials: SpecialTokens,
+    guard: RepetitionGuard = RepetitionGuard(),  # noqa: B008 (frozen)
+) -> list[Hypothesis]:
     """Pick the most probable token at every step, for B sentences at once.
 
     Args:
         scorer: incremental model over B rows.
         max_lens: (B,) length limits, eos included.
         specials: the model's special token ids.
+        guard: the repetition guard (``SearchConfig.guard``).
 
     Returns:
         One hypothesis per sentence, ``score`` = ``log_prob`` (no length normalisation).
@@ -227,12 +258,12 @@ def greedy_search(scorer: Scorer, max_lens: Tensor, specials: SpecialTokens) -> 
     finished = torch.zeros(batch, dtype=torch.bool, device=device)
     last = torch.full((batch,), specials.bos, dtype=torch.long, device=device)
     for step in range(tokens.shape[1]):
-        # Normalised over the whole vocabulary, banned tokens included, then restricted.
-        log_probs = scorer(last).log_softmax(dim=-1)  # (N, V)
         written = tokens[active, None, :step]
+        # Normalised over the whole vocabulary, banned tokens included, then restricted.
+        logits = guard.penalize_(scorer(last)[:, None], written, specials.pad)  # (N, 1, V)
         empty = still_empty(written, specials)
         log_probs = restrict_next_tokens_(
-            log_probs[:, None], step, limits, specials, empty, written
+            logits.log_softmax(dim=-1), step, limits, specials, empty, written, guard
         )[:, 0]
         best_log_prob, best = top_k_by_blocks(log_probs, 1)
         best_log_prob, best = best_log_prob[:, 0], best[:, 0].masked_fill(finished, specials.pad)
@@ -303,7 +334,9 @@ def beam_search(
         logits = scorer(last.reshape(-1)).view(len(found), k, -1)  # (n, k, V)
         written = history[:, :, :step]
         empty = still_empty(written, specials)
-        log_probs = continuation_scores(logits, scores, step, max_lens, specials, empty, written)
+        log_probs = continuation_scores(
+            logits, scores, step, max_lens, specials, empty, written, config.guard
+        )
         if steer is not None:
             steer.restrict_(log_probs, step, max_lens)
         candidates = top_continuations(log_probs, k)
@@ -410,6 +443,7 @@ def best_continuations(
     specials: SpecialTokens,
     empty: Tensor | None = None,
     written: Tensor | None = None,
+    guard: RepetitionGuard = NO_GUARD,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """The 2k best (beam, token) continuations of each sentence: scores, beam, token (n, 2k).
 
@@ -420,8 +454,11 @@ def best_continuations(
         scores: (n, k) log-probabilities of the beams so far.
         empty: (n, k) beams that have written nothing visible (``still_empty``).
         written: (n, k, T) the beams' tokens so far (``restrict_next_tokens_``).
+        guard: the repetition guard (``SearchConfig.guard``).
     """
-    continuations = continuation_scores(logits, scores, step, max_lens, specials, empty, written)
+    continuations = continuation_scores(
+        logits, scores, step, max_lens, specials, empty, written, guard
+    )
     return top_continuations(continuations, logits.shape[1])
 
 
@@ -433,11 +470,15 @@ def continuation_scores(
     specials: SpecialTokens,
     empty: Tensor | None = None,
     written: Tensor | None = None,
+    guard: RepetitionGuard = NO_GUARD,
 ) -> Tensor:
     """(n, k, V) scores of every continuation: the beam's log-probability plus the token's
-    (normalised over the whole vocabulary, then restricted by ``restrict_next_tokens_``)."""
+    (the repetition penalty on the logits, normalised over the whole vocabulary, then
+    restricted by ``restrict_next_tokens_``)."""
+    if written is not None:
+        logits = guard.penalize_(logits, written, specials.pad)
     log_probs = logits.log_softmax(dim=-1)
-    log_probs = restrict_next_tokens_(log_probs, step, max_lens, specials, empty, written)
+    log_probs = restrict_next_tokens_(log_probs, step, max_lens, specials, empty, written, guard)
     return log_probs.add_(scores[:, :, None])
 
 

@@ -16,6 +16,7 @@ import torch
 from seq2seq.config import ModelConfig
 from seq2seq.data.terms import term_tag_ids
 from seq2seq.data.tokenizer import SOURCE_EOS_KEY, TokenizerLike
+from seq2seq.decoding.repetition import tandem_repeats
 from seq2seq.decoding.search import Hypothesis, SearchConfig, written_lengths
 from seq2seq.errors import CheckpointError
 from seq2seq.inference.checkpoint import search_from_dict
@@ -23,6 +24,8 @@ from seq2seq.inference.engines import whole_characters
 
 SETTINGS_FILE = "seq2seq_search.json"  # our decoding defaults and model config, beside CT2's
 SPM_FILE = "spm.model"
+# Searches again of the outputs that break max_repeats (each round suppresses what it found).
+GUARD_ROUNDS = 4
 
 
 class CTranslate2Engine:
@@ -33,12 +36,18 @@ class CTranslate2Engine:
     to a sentence's own length limit is what our search gives (CTranslate2 takes one limit per
     batch). Beam search differs in its length penalty: CTranslate2 divides by length^alpha,
     GNMT's penalty is ((5 + length) / 6)^alpha.
+
+    The repetition guard: ``no_repeat_ngram_size`` and ``repetition_penalty`` are
+    CTranslate2's own options. ``max_repeats`` is not, so an output that breaks it is searched
+    again with what it repeated (and what the batch's other such outputs repeated) in
+    CTranslate2's ``suppress_sequences``, until none does (``GUARD_ROUNDS`` at most). Each
+    suppressed run is one our guard forbids too, so greedy output still equals ours.
     """
 
     def __init__(self, model_dir: str | Path, device: str = "cpu", compute_type: str = "default"):
         import ctranslate2
 
-        from seq2seq.data.tokenizer import byte_piece_ids, load_tokenizer
+        from seq2seq.data.tokenizer import byte_piece_ids, load_tokenizer, symbol_ids
 
         directory = Path(model_dir)
         if not (directory / "model.bin").is_file() or not (directory / SPM_FILE).is_file():
@@ -50,6 +59,7 @@ class CTranslate2Engine:
         self.tokenizer = load_tokenizer(directory / SPM_FILE, with_eos)
         self.search, self.config = read_settings(settings, self.tokenizer)
         self.byte_ids = byte_piece_ids(self.tokenizer)  # its outputs' half characters dropped
+        self.symbols = frozenset(symbol_ids(self.tokenizer))  # free to repeat (the guard)
         # Exports since 0.3 say add_source_eos in CTranslate2's own config.json, so that
         # translate_batch(sp.encode(text, out_type=str)) reads sources as the model was
         # trained; ours then leave the eos the tokenizer appended to CTranslate2.
@@ -87,32 +97,80 @@ class CTranslate2Engine:
         ids = torch.tensor([[*source, *[-1] * (width - len(source))] for source in sources])
         lengths = written_lengths(ids, -1, term_tag_ids(self.tokenizer) or ())  # -1: padding
         limits = (self.search.max_lengths(lengths, cap=config.max_positions) - 1).tolist()
-        longest = max(limits)  # 0 when every sentence may hold only its eos
         if self.adds_source_eos:  # CTranslate2 appends the </s> our tokenizer did
             sources = [
                 source[:-1] if source[-1:] == [config.eos_id] else source for source in sources
             ]
+        pieces = [[sp.id_to_piece(t) for t in source] for source in sources]
+        suppressed = [(token,) for token in self._never_generated()]
+        found = self._search(pieces, limits, beam_size, n_best, suppressed)
+        looping = self._looping(found)
+        for _ in range(GUARD_ROUNDS if looping else 0):
+            suppressed += list(dict.fromkeys(run for i in looping for run in looping[i]))
+            retried = list(looping)
+            again = self._search(
+                [pieces[i] for i in retried],
+                [limits[i] for i in retried],
+                beam_size,
+                n_best,
+                suppressed,
+            )
+            for i, hypotheses in zip(retried, again, strict=True):
+                found[i] = hypotheses
+            looping = {i: runs for i, runs in self._looping(found).items() if i in looping}
+            if not looping:
+                break
+        return whole_characters(found, self.byte_ids, "CTranslate2")
+
+    def _search(
+        self,
+        pieces: list[list[str]],
+        limits: list[int],
+        beam_size: int,
+        n_best: int,
+        suppressed: list[tuple[int, ...]],
+    ) -> list[list[Hypothesis]]:
+        """One ``translate_batch`` call with our search settings, each output cut to its
+        sentence's limit (eos not counted); ``suppressed``: token sequences it may not write
+        (our never-generated tokens, the guard's runs)."""
+        sp, search = self.tokenizer, self.search
+        longest = max(limits)  # 0 when every sentence may hold only its eos
         results = self.translator.translate_batch(
-            [[sp.id_to_piece(t) for t in source] for source in sources],
+            pieces,
             beam_size=beam_size,
             num_hypotheses=n_best,
             return_scores=True,
-            length_penalty=self.search.length_penalty,
+            length_penalty=search.length_penalty,
+            no_repeat_ngram_size=search.no_repeat_ngram_size,
+            repetition_penalty=search.repetition_penalty,
             # Our rules: at least one token before the eos unless the limit leaves none (those
-            # outputs are cut to [] below), never unk, pad or bos.
+            # outputs are cut to [] by the caller), never unk, pad or bos.
             max_decoding_length=max(1, longest),
             min_decoding_length=min(1, longest),
             disable_unk=True,
-            suppress_sequences=[[sp.id_to_piece(token)] for token in self._never_generated()],
+            suppress_sequences=[[sp.id_to_piece(t) for t in run] for run in suppressed],
         )
-        found = [
+        return [
             [
-                Hypothesis([sp.piece_to_id(p) for p in pieces][:limit], score, score)
-                for pieces, score in zip(result.hypotheses, result.scores, strict=True)
+                Hypothesis([sp.piece_to_id(p) for p in out][:limit], score, score)
+                for out, score in zip(result.hypotheses, result.scores, strict=True)
             ]
             for result, limit in zip(results, limits, strict=True)
         ]
-        return whole_characters(found, self.byte_ids, "CTranslate2")
+
+    def _looping(self, found: list[list[Hypothesis]]) -> dict[int, list[tuple[int, ...]]]:
+        """Sentence index -> the runs its hypotheses repeat past ``max_repeats`` (none: not
+        listed)."""
+        looping = {}
+        for i, hypotheses in enumerate(found):
+            runs = [
+                run
+                for h in hypotheses
+                for run in tandem_repeats(h.tokens, self.search.max_repeats, self.symbols)
+            ]
+            if runs:
+                looping[i] = runs
+        return looping
 
     def _never_generated(self) -> list[int]:
         """pad, bos and the term tags (``seq2seq.data.terms``); an imported model's appended

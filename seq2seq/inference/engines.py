@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import torch
 
 from seq2seq.data.terms import term_tag_ids
-from seq2seq.data.tokenizer import TokenizerLike, blank_ids, byte_piece_ids
+from seq2seq.data.tokenizer import TokenizerLike, blank_ids, byte_piece_ids, symbol_ids
 from seq2seq.decoding.constrained import Constraints
 from seq2seq.decoding.decode import translate_ids, translation_prompt
 from seq2seq.decoding.search import Hypothesis, SearchConfig, TokenRules
@@ -32,7 +32,11 @@ def token_rules(tokenizer: TokenizerLike) -> TokenRules:
     pieces, kept valid UTF-8 (``byte_piece_ids``)."""
     tags = term_tag_ids(tokenizer) or ()
     return TokenRules(
-        blank=blank_ids(tokenizer), banned=tags, bytes=byte_piece_ids(tokenizer), term_tags=tags
+        blank=blank_ids(tokenizer),
+        banned=tags,
+        bytes=byte_piece_ids(tokenizer),
+        term_tags=tags,
+        symbols=symbol_ids(tokenizer),
     )
 
 
