@@ -119,25 +119,26 @@ def test_terms_are_found_on_both_sides_and_mostly_swapped_for_a_synonym():
 
 
 def test_several_terms_of_a_pair_are_annotated_apart():
-    en, zh = "That boy is my friend.", "那个男生是我朋友。"
+    en, zh = "My teacher's friend bought a computer.", "我老师的朋友买了一台电脑。"
     one = find_term(en, zh, 0.9, 0.1)
     assert find_terms(en, zh, [0.9], [0.1]) == (one[0], [one[1]])  # one draw: one term
     kept, spans = find_terms(en, zh, [0.0] * 5, [0.95] * 5)  # every term, none swapped
-    assert kept == zh and [en[s.start : s.end] for s in spans] == ["That", "boy", "friend"]
-    assert [s.target for s in spans] == ["那个", "男生", "朋友"]
-    # Two draws: "friend" (swapped for a synonym), then one of the two terms left.
+    assert kept == zh and [en[s.start : s.end] for s in spans] == ["teacher", "friend", "computer"]
+    assert [s.target for s in spans] == ["老师", "朋友", "电脑"]
+    # Two draws: "computer" (swapped for a synonym), then one of the two terms left.
     swapped, spans = find_terms(en, zh, [0.9, 0.0], [0.1, 0.3])
-    assert [en[s.start : s.end] for s in spans] == ["That", "friend"]
-    assert spans[1].target not in zh and swapped == zh.replace("朋友", spans[1].target)
+    assert [en[s.start : s.end] for s in spans] == ["teacher", "computer"]
+    assert spans[1].target not in zh and swapped == "我教师的朋友买了一台计算机。"
     assert all(
         a.end <= b.start for a, b in zip(spans, spans[1:], strict=False)
     )  # apart, in source order
-    # A word twice: each term claims its own occurrence in the reference.
+    # A word twice: each term claims its own occurrence in the reference (the second finds
+    # no synonym left: 公车 is the only one of 公共汽车's sense).
     assert find_terms(
         "My bus, my bus!", "我的公共汽车，我的公共汽车！", [0.0, 0.0], [0.3, 0.1]
     ) == (
-        "我的客车，我的公车！",
-        [TermSpan(3, 6, "客车"), TermSpan(11, 14, "公车")],
+        "我的公车，我的公共汽车！",
+        [TermSpan(3, 6, "公车"), TermSpan(11, 14, "公共汽车")],
     )
 
 

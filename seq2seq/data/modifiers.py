@@ -14,9 +14,10 @@ YAML as ``data.modifiers`` (:class:`Modifiers`, each a share of the training pai
 - ``ui_strings``: up to this many UI strings with their Chinese from gettext catalogs
   (:mod:`seq2seq.data.catalogs`) added likewise: ``catalogs`` (a user's ``.po`` files or folders
   of them) first, then Django's simplified-Chinese ones;
-- ``terms``: a term of the source annotated inline with the Chinese the reference uses for it
-  (or a synonym put in its place), between tags the vocabulary holds
-  (:mod:`seq2seq.data.terms`): the model learns to copy a glossary's terms. ``termbase``: a
+- ``terms``: a term of the source (no function word) annotated inline with the Chinese word the
+  reference uses for it (or a synonym of the same sense put in its place), between tags the
+  vocabulary holds (:mod:`seq2seq.data.terms`): the model learns to copy a glossary's terms.
+  Terms are found last, on the text the other modifiers wrote. ``termbase``: a
   user's ``english<TAB>chinese`` file whose terms are annotated too (before the dictionary's).
   ``aligned_terms``: up to this many more term pairs learnt from the training split itself by
   word association (:mod:`seq2seq.data.alignment`), for a corpus whose words CC-CEDICT's
@@ -147,7 +148,7 @@ class Modifiers:
         for name, default in _ADDED_LATER.items():
             if key["modifiers"][name] == default:  # caches prepared before it existed stay valid
                 del key["modifiers"][name]
-        if self.terms:  # how the annotation is written (2: a term's pieces without a bare "▁")
+        if self.terms:  # how the annotation is written and drawn (terms.TERM_FORMAT)
             key["term_format"] = TERM_FORMAT
         if self.termbase is not None:
             key["termbase"] = fingerprint(self.termbase)
@@ -170,6 +171,14 @@ class Modifiers:
         swaps = np.stack([uniforms(seed, rows, s) for _, s in salts], axis=1)  # (N, terms)
         out_src, out_tgt, out_spans = [], [], []
         for n, (en, zh) in enumerate(zip(sources, targets, strict=True)):
+            if u_case[n] < self.uppercase:
+                en, zh = en.upper(), zh.upper()
+            elif u_case[n] < self.uppercase + self.titlecase:
+                en, zh = title_case(en), title_case(zh)
+            if u_stop[n] < self.no_end_punctuation:
+                en, zh = remove_end_punctuation(en, zh)
+            # Terms last, on the text as trained: a case change (ß -> SS) or a dropped stop
+            # after them moved or cut the annotation, and the reference kept its swapped word.
             spans: list[TermSpan] = []
             if u_term[n] < self.terms:
                 found = find_terms(
@@ -182,19 +191,9 @@ class Modifiers:
                 )
                 if found is not None:
                     zh, spans = found
-            cased = en
-            if u_case[n] < self.uppercase:
-                cased, zh = en.upper(), zh.upper()
-            elif u_case[n] < self.uppercase + self.titlecase:
-                cased, zh = title_case(en), title_case(zh)
-            if len(cased) != len(en):
-                spans = []  # capitals changed the length (ß -> SS): the offsets no longer hold
-            en = cased
-            if u_stop[n] < self.no_end_punctuation:
-                en, zh = remove_end_punctuation(en, zh)
             out_src.append(en)
             out_tgt.append(zh)
-            out_spans.append([span for span in spans if span.end <= len(en)])
+            out_spans.append(spans)
         return out_src, out_tgt, out_spans
 
 

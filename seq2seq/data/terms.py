@@ -11,17 +11,20 @@ generates them (``SpecialTokens.never_generated``). A vocabulary has them only w
 was prepared with the ``terms`` modifier (:mod:`seq2seq.data.modifiers`): a model trained
 without keeps today's behaviour exactly.
 
-Training pairs (:func:`find_term`): a source word or phrase of up to three words whose CC-CEDICT
-translation (:func:`term_table`, every plain sense of the common HSK words) occurs in the
-reference. Most of the time (:data:`SWAP_SHARE`) the reference's word is replaced by another
-headword of the same English sense (teacher: 老师 → 教师), and that one annotated: the model
-cannot get it from the source words alone, so only copying the annotation pays (OpusTrainer's
-tags modifier replaces terms for the same reason).
+Training pairs (:func:`find_term`): a source word or phrase of up to three words, not all
+function words (:data:`STOP_WORDS`), whose CC-CEDICT translation (:func:`term_table`, every plain
+sense of the common HSK words) occurs in the reference as a word of its own, not inside a longer
+dictionary word (:func:`word_at`: 汽车 is no word of 公共汽车). Most of the time
+(:data:`SWAP_SHARE`) the reference's word is replaced by another headword of the same sense
+(:func:`synonyms`: teacher, 老师 → 教师), and that one annotated: the model cannot get it from
+the source words alone, so only copying the annotation pays (OpusTrainer's tags modifier
+replaces terms for the same reason).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -31,12 +34,34 @@ from seq2seq.textio import numbered_lines
 
 TERM_TAGS = ("<term>", "<trans>", "</term>")  # before the term, before its translation, after
 MAX_TERM_WORDS = 3
-TERM_FORMAT = 2  # in the cache's key: a cache of another annotation is prepared again
+# In the cache's key: a cache of another annotation is prepared again (3: synonyms of one sense,
+# terms as words of the reference, no function words, found after the case and stop modifiers).
+TERM_FORMAT = 3
 # Of the annotated terms, the share whose reference word is swapped for a synonym. At 0.5 (terms
 # 0.2, the demo recipe) the model met 7.7% of glossary terms from the annotation alone: too few
 # annotations asked for copying.
 SWAP_SHARE = 0.8
+# A synonym shares at least this share of its senses with the reference's word (Jaccard): 健康
+# (health, healthy) and 卫生 (health, hygiene, sanitation) share 1 of 4, 公司 and 企业 3 of 5.
+MIN_SHARED_SENSES = 1 / 3
+MAX_WORD_CHARS = 8  # the longest dictionary words that a term may be found inside (673 are longer)
+# Function words are no terms: their Chinese depends on the sentence more than on the word (or:
+# 还是 or 或者; still: 还是 or 仍然), and no glossary holds them.
+STOP_WORDS = frozenset(
+    """a about above after again against all already also although am an and another any are aren
+    as at be because been before being below between both but by can cannot could couldn d did
+    didn do does doesn doing don down during each either even ever every few for from had has
+    hasn have haven having he her here hers herself him himself his how i if in into is isn it
+    its itself just let ll m may me might more most must my myself neither no nor not now of off
+    on once only onto or other others ought our ours ourselves out over own re s same shall she
+    should shouldn so some still such t than that the their theirs them themselves then there
+    these they this those though through till to too under unless until up upon us ve very was
+    wasn we were weren what whatever when where whether which while who whom whose why will with
+    within without won would wouldn yet you your yours yourself yourselves
+    """.split()
+)
 _WORD = re.compile(r"\w+|[^\w\s]")  # as the glossary matches words (inference.glossary)
+_HEADWORD = re.compile(r"^\S+ (\S+) \[", re.MULTILINE)  # a CC-CEDICT line's simplified word
 
 
 @dataclass(frozen=True)
@@ -175,13 +200,7 @@ def find_terms(
     get the same word. None when the pair holds no such term; at most ``len(picks)`` spans,
     in source order."""
     table, words = term_table(termbase), word_spans(en)
-    found = []
-    for i in range(len(words)):
-        for n in range(MAX_TERM_WORDS, 0, -1):
-            key = tuple(w for w, _, _ in words[i : i + n])
-            if len(key) == n and any(len(c) > 1 and c in zh for c in table.get(key, ())):
-                found.append((i, n, key))
-                break
+    found = _candidates(words, zh, table)
     chosen: list[tuple[int, int, str, TermSpan]] = []  # reference [start, end), target, span
     for pick, swap in zip(picks, swaps, strict=True):
         free = [(i, n, key) for i, n, key in found if not _overlaps_source(i, n, chosen, words)]
@@ -198,7 +217,7 @@ def find_terms(
         # English word would make the reference wrong (这是我的车 -> 这是我汽车).
         senses = [c for c in term_table(None).get(key, ()) if len(c) > 1]
         taken = zh + "".join(target for _, _, target, _ in chosen)  # no word for two terms
-        others = [c for c in senses if c != used and c not in taken] if used in senses else []
+        others = [c for c in synonyms(key, used) if c not in taken] if used in senses else []
         target = used
         if used in senses and swap < SWAP_SHARE * unrelated:
             target = unrelated_word(swap / (SWAP_SHARE * unrelated), taken, avoid=senses)
@@ -214,21 +233,129 @@ def find_terms(
     return zh, sorted((span for *_, span in chosen), key=lambda span: span.start)
 
 
+def _candidates(
+    words: list[tuple[str, int, int]], zh: str, table: dict[tuple[str, ...], tuple[str, ...]]
+) -> list[tuple[int, int, tuple[str, ...]]]:
+    """(first word, word count, English key) of each run of ``words`` whose translation, of two
+    characters or more, is a word of ``zh``: the longest run from each word, no run of function
+    words alone."""
+    found = []
+    for i in range(len(words)):
+        for n in range(MAX_TERM_WORDS, 0, -1):
+            key = tuple(w for w, _, _ in words[i : i + n])
+            translations = table.get(key) if len(key) == n else None
+            if not translations or all(w in STOP_WORDS for w in key):
+                continue
+            if any(
+                len(c) > 1 and c in zh and next(word_occurrences(zh, c), None) is not None
+                for c in translations
+            ):
+                found.append((i, n, key))
+                break
+    return found
+
+
 def _overlaps_source(i: int, n: int, chosen: list, words: list[tuple[str, int, int]]) -> bool:
     start, end = words[i][1], words[i + n - 1][2]
     return any(start < span.end and span.start < end for *_, span in chosen)
 
 
 def _free_occurrence(zh: str, candidates: list[str], chosen: list) -> tuple[int, str] | None:
-    """(position, word): the first candidate with an occurrence in ``zh`` that no chosen
-    term's reference word overlaps (its first such occurrence)."""
+    """(position, word): the first candidate with an occurrence in ``zh`` as a word
+    (:func:`word_occurrences`) that no chosen term's reference word overlaps (its first such
+    occurrence)."""
     for word in candidates:
-        at = zh.find(word)
-        while at >= 0:
+        for at in word_occurrences(zh, word):
             if not any(at < end and start < at + len(word) for start, end, *_ in chosen):
                 return at, word
-            at = zh.find(word, at + 1)
     return None
+
+
+def word_occurrences(zh: str, word: str) -> Iterator[int]:
+    """Where ``word`` occurs in ``zh`` as a word of its own (:func:`word_at`), left to right."""
+    at = zh.find(word)
+    while at >= 0:
+        if word_at(zh, at, word):
+            yield at
+        at = zh.find(word, at + 1)
+
+
+def word_at(zh: str, at: int, word: str) -> bool:
+    """Whether ``word``, at ``at`` in ``zh``, is a word there rather than part of a longer one:
+    no CC-CEDICT headword of up to :data:`MAX_WORD_CHARS` characters in ``zh`` holds it and more
+    (汽车 is part of 公共汽车, the bus, and 朋友 of 好朋友). Swapped there, the reference would
+    lose the longer word (公共客车)."""
+    headwords, end = _headwords(), at + len(word)
+    for start in range(max(0, end - MAX_WORD_CHARS), at + 1):
+        for stop in range(
+            max(end, start + len(word) + 1), min(len(zh), start + MAX_WORD_CHARS) + 1
+        ):
+            if zh[start:stop] in headwords:
+                return False
+    return True
+
+
+@lru_cache(maxsize=1)
+def _headwords() -> frozenset[str]:
+    """Every CC-CEDICT headword (simplified) of two to :data:`MAX_WORD_CHARS` characters."""
+    from seq2seq.data.dictionary import _dictionary_text
+
+    return frozenset(
+        w for w in _HEADWORD.findall(_dictionary_text()) if 1 < len(w) <= MAX_WORD_CHARS
+    )
+
+
+def synonyms(key: tuple[str, ...], used: str) -> list[str]:
+    """The common words of two characters or more that may stand for ``used``, the reference's
+    translation of the English ``key``: those of the same sense. CC-CEDICT tags no part of
+    speech, so a sense is its gloss as written: "to like" (喜欢, a verb) is not "like" (一样),
+    "important (contribution etc)" (伟大) not "important". ``key`` must be ``used``'s first
+    sense (its main one, so likely the one the sentence means: know is 认得's third sense,
+    after "to recognize") and a synonym's first sense must be the same gloss; the two also share
+    :data:`MIN_SHARED_SENSES` of their senses. [] where none does: the term is not swapped."""
+    senses = _word_senses()
+    own = senses.get(used, ())
+    if not own or _sense_key(own[0]) != key:
+        return []
+    return [
+        other
+        for other in term_table(None).get(key, ())
+        if other != used
+        and len(other) > 1
+        and senses.get(other, ("",))[0] == own[0]
+        and set(senses[other][1:2]) <= set(own)  # 博士's "court academician" is no 医生
+        and _shared(own, senses[other]) >= MIN_SHARED_SENSES
+    ]
+
+
+def _shared(a: tuple[str, ...], b: tuple[str, ...]) -> float:
+    return len(set(a) & set(b)) / len(set(a) | set(b))
+
+
+def _sense_key(sense: str) -> tuple[str, ...]:
+    """A sense as :func:`term_table` keys it: its plain gloss's words ("to like" -> like)."""
+    from seq2seq.data.dictionary import plain_gloss
+
+    gloss = plain_gloss(sense)
+    return tuple(w for w, _, _ in word_spans(gloss)) if gloss else ()
+
+
+@lru_cache(maxsize=1)
+def _word_senses() -> dict[str, tuple[str, ...]]:
+    """Each common (HSK 3.0) word -> its plain CC-CEDICT senses as written, casefolded, in the
+    dictionary's order (its proper-noun entries left out, as :func:`term_table` leaves them)."""
+    from seq2seq.data.clean import normalize_en, normalize_zh
+    from seq2seq.data.dictionary import _dictionary_text, _entries_of, hsk_words, plain_gloss
+
+    words, senses = set(hsk_words()), {}
+    for simplified, glosses in _entries_of(_dictionary_text().splitlines(), proper_nouns=False):
+        if simplified in words:
+            own = senses.setdefault(normalize_zh(simplified), [])
+            for gloss in glosses:
+                sense = normalize_en(gloss.strip(" ;,")).casefold()
+                if plain_gloss(gloss) and sense not in own:
+                    own.append(sense)
+    return {word: tuple(own) for word, own in senses.items()}
 
 
 @lru_cache(maxsize=1)
