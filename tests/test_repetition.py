@@ -254,3 +254,84 @@ def test_ctranslate2_searches_looping_outputs_again_and_gives_our_greedy_output(
     assert guarded == ours.translate(lines, greedy)
     for line in guarded:  # no character three times in a row
         assert not any(c.isalpha() and line.count(c * 3) for c in line)
+
+
+# -- every route can change it ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def looping_checkpoint(tmp_path_factory):
+    """An untrained tiny checkpoint: it loops, so the guard's settings show."""
+    from tests.helpers import tiny_checkpoint
+
+    return tiny_checkpoint(tmp_path_factory.mktemp("loops") / "mt.ckpt")
+
+
+LOOPING_LINES = ["Tom will buy apples today.", "She can see the small dog.", "We eat rice."]
+
+
+def python_api(checkpoint, **changes) -> list[str]:
+    from seq2seq.inference.options import TranslateOptions
+    from seq2seq.inference.translator import Translator
+
+    translator = Translator.from_checkpoint(checkpoint).with_search(**changes)
+    # One line a call: an untrained model's near-ties may differ between rows of a batch.
+    return [
+        translator.translate([line], TranslateOptions(beam_size=2))[0] for line in LOOPING_LINES
+    ]
+
+
+def test_translate_takes_the_guards_options(looping_checkpoint, tmp_path):
+    from seq2seq.cli import main
+
+    source, out = tmp_path / "in.en", tmp_path / "out.zh"
+    source.write_text("\n".join(LOOPING_LINES) + "\n", encoding="utf-8")
+
+    def translate(*flags: str) -> list[str]:
+        command = ["translate", "--checkpoint", str(looping_checkpoint), "--input", str(source)]
+        assert main([*command, "--output", str(out), "--beam-size", "2", *flags]) == 0
+        return out.read_text(encoding="utf-8").splitlines()
+
+    guarded = translate()
+    assert guarded == python_api(looping_checkpoint)
+    assert translate("--max-repeats", "0") == python_api(looping_checkpoint, max_repeats=0)
+    assert translate("--max-repeats", "0") != guarded
+    flags = ["--no-repeat-ngram-size", "2", "--repetition-penalty", "1.5"]
+    assert translate(*flags) == python_api(
+        looping_checkpoint, no_repeat_ngram_size=2, repetition_penalty=1.5
+    )
+
+
+def test_serve_takes_the_guards_options(looping_checkpoint):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from seq2seq.cli.arguments import build_parser
+    from seq2seq.cli.commands import _server_settings
+    from seq2seq.serve.app import create_app
+    from seq2seq.serve.handling import ServerSettings
+    from seq2seq.serve.served_model import ServedModel
+
+    args = build_parser().parse_args(
+        ["serve", "--checkpoint", str(looping_checkpoint), "--max-repeats", "0"]
+    )
+    assert _server_settings(args).search_changes == {"max_repeats": 0}
+    served = ServedModel.load(looping_checkpoint)
+
+    def answers(settings: ServerSettings) -> list[str]:
+        texts = []
+        with TestClient(create_app(served, settings)) as client:
+            for line in LOOPING_LINES:  # one line a request, as python_api's calls
+                body = {"q": line, "source": "en", "target": "zh"}
+                response = client.post("/translate", json=body)
+                assert response.status_code == 200, response.text
+                texts.append(response.json()["translatedText"])
+        return texts
+
+    assert answers(ServerSettings(continuous=False, beam_size=2)) == python_api(looping_checkpoint)
+    unguarded = python_api(looping_checkpoint, max_repeats=0)
+    assert answers(ServerSettings(continuous=False, beam_size=2, max_repeats=0)) == unguarded
+    assert answers(ServerSettings(beam_size=2, max_repeats=0)) == unguarded  # continuous
+    assert served.translator.search.max_repeats == 2  # the app's setting left the model's own
+    with pytest.raises(ValueError, match="repetition_penalty"):
+        ServerSettings(repetition_penalty=0.5)

@@ -15,6 +15,7 @@ from seq2seq.cli.shared_options import (
     add_device,
     add_glossary,
     add_quantize,
+    add_repetition_guard,
     add_search_options,
     add_split,
     add_truecase,
@@ -396,6 +397,7 @@ def _add_decoding_and_glossary_options(p: argparse.ArgumentParser) -> None:
     """Continuous batching, the truecaser, where DeepL glossaries are kept, and how glossaries
     are met."""
     add_truecase(p)  # every request; /v1/translate's "truecase": false, one request
+    add_repetition_guard(p)  # every request
     p.add_argument(
         "--no-continuous",
         dest="continuous",

@@ -394,4 +394,7 @@ def _server_settings(args: argparse.Namespace):  # noqa: ANN202 (ServerSettings)
         glossary_dir=Path(args.glossary_dir) if args.glossary_dir else None,
         glossary_annotation_only=args.glossary_annotation_only,
         truecase=args.truecase,
+        max_repeats=args.max_repeats,
+        no_repeat_ngram_size=args.no_repeat_ngram_size,
+        repetition_penalty=args.repetition_penalty,
     )

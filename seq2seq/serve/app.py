@@ -45,8 +45,10 @@ DEEPL_PATHS = ("/v2/", "/v3/")
 def _with_settings(served: ServedModel, settings: ServerSettings) -> ServedModel:
     """``served`` with a translator of its own (sharing the engine) whose glossaries use the
     constrained search or not, and that truecases or not: another app, or a caller, holding
-    the same ``ServedModel`` keeps its settings."""
-    translator = copy.copy(served.translator.with_truecase(settings.truecase))
+    the same ``ServedModel`` keeps its settings; the repetition guard's settings, when given,
+    over the checkpoint's."""
+    truecased = served.translator.with_truecase(settings.truecase)
+    translator = copy.copy(truecased.with_search(**settings.search_changes))
     search = not settings.glossary_annotation_only
     translator.constrain_terms = search
     if not search and not translator.annotates_terms:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seq2seq.checks import at_least, finite, writable_directory
+from seq2seq.decoding.repetition import check_guard
 from seq2seq.inference.pieces import MAX_TOKENS
 from seq2seq.serve.protocol import ApiError, Limits
 from seq2seq.serve.worker import BatchingWorker, Job, QueueFull, WorkerClosed
@@ -38,6 +39,21 @@ class ServerSettings:
     # SHOUTED and Title Cased requests read in sentence case with the checkpoint's learnt word
     # forms (seq2seq.data.truecase); False: every request as written (--no-truecase).
     truecase: bool = True
+    # The repetition guard (seq2seq.decoding.repetition) for every request; None: the
+    # checkpoint's own setting.
+    max_repeats: int | None = None
+    no_repeat_ngram_size: int | None = None
+    repetition_penalty: float | None = None
+
+    @property
+    def search_changes(self) -> dict[str, Any]:
+        """The search settings given, to apply over the checkpoint's."""
+        given = {
+            "max_repeats": self.max_repeats,
+            "no_repeat_ngram_size": self.no_repeat_ngram_size,
+            "repetition_penalty": self.repetition_penalty,
+        }
+        return {name: value for name, value in given.items() if value is not None}
 
     def __post_init__(self) -> None:
         """Refuse a bad value when the settings are made, before the model loads; each error
@@ -53,6 +69,9 @@ class ServerSettings:
             ("--file-limit", self.file_limit),
         ):
             at_least(value, 1, option)
+        check_guard(
+            self.max_repeats or 0, self.no_repeat_ngram_size or 0, self.repetition_penalty or 1.0
+        )
         finite(self.max_wait_ms, "--max-wait-ms")  # inf would stop the worker at its first job
         at_least(self.max_wait_ms, 0, "--max-wait-ms")
         if self.limits.batch_limit > self.max_queue:
