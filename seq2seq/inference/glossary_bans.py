@@ -74,6 +74,12 @@ def beside_texts(terms: Sequence[GlossaryTerm], source: str | None = None) -> li
     return [text for text in texts if not any(text in term.target for term in terms)]
 
 
+def bans_available() -> bool:
+    """Whether the search can ban a term's other words: CC-CEDICT's package is installed (where
+    not, the first call warns)."""
+    return bool(_other_words())
+
+
 def _other_runs(words: tuple[str, ...], own: list[tuple[str, ...]]) -> set[tuple[str, ...]]:
     """Every run of up to ``MAX_RUN`` of ``words`` (a source's) that holds none of the terms'
     English ``own`` (such a run translates the term: "the car"), and each one's last word made
