@@ -317,8 +317,6 @@ def constrained_beams(terms: list, beam_size: int, tokenizer) -> dict[str, int] 
 
 def report(args, sources, references, glossary, usual, runs, setup_s, tokenizer) -> dict:
     """Every figure of the run, as one JSON-able dict."""
-    from seq2seq.inference.glossary_bans import bans_available
-
     terms_of = [glossary.terms_in(source) for source in sources]
     held = [i for i, own in enumerate(terms_of) if own]
     others = [i for i, own in enumerate(terms_of) if not own]
@@ -335,7 +333,6 @@ def report(args, sources, references, glossary, usual, runs, setup_s, tokenizer)
         "checkpoint": args.checkpoint,
         "ctranslate2": args.ct2,
         "constrained": args.constrained,
-        "bans": args.constrained and bans_available(),  # without CC-CEDICT: none
         "beam_size": args.beam_size,
         "rounds": args.rounds,
         "items": len(sources),
@@ -435,6 +432,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
+    from seq2seq.inference.glossary_bans import bans_available
     from seq2seq.inference.translator import Translator
 
     glossary, usual = load_terms(args.glossary, args.usual)
@@ -464,6 +462,7 @@ def main(argv: list[str] | None = None) -> dict:
     timed_translate(translator, held[:WARMUP], args.beam_size, glossary)
     runs = measure(translator, {"whole": sources, "terms": held}, glossary, args)
     out = report(args, sources, references, glossary, usual, runs, setup_s, translator.tokenizer)
+    out["bans"] = args.constrained and bans_available()  # without CC-CEDICT there are none
     print_report(out, args.examples)
     if args.json:
         args.json.write_text(json.dumps(out, ensure_ascii=False, indent=2), encoding="utf-8")
