@@ -11,6 +11,7 @@
     ctranslate2_engine.py  ``CTranslate2Engine``, the same over an exported model
     documents.py           texts and documents as distinct sentences, and back
     glossary.py            glossaries: terms found in sentences, spelled as constraints
+    glossary_bans.py       a glossary term's other words, banned beside it by the search
     generation.py          ``Generator``: prompts in, continuations out (LM mode)
     evaluation.py          the one BLEU / chrF scorer and the evaluation sets
     attention_maps.py      attention probabilities of a forward pass, for pictures
