@@ -4,8 +4,8 @@ time, all in one process.
 
     python scripts/data/fetch_documents.py      # the real documents, once
     python scripts/bench_repetition.py --checkpoint runs/demo/checkpoints/last.ckpt
-    python scripts/bench_repetition.py --checkpoint C --settings off,default,max_repeats=3 \\
-        --engine ctranslate2 --limit 300 --json loops.json
+    python scripts/bench_repetition.py --checkpoint exports/ct2 --engine ctranslate2 \\
+        --data-from runs/demo/checkpoints/last.ckpt --settings off,default --json loops.json
 
 A loop is a run of 1 to 4 characters, a letter among them, written four times or more in a row
 (``seq2seq.decoding.repetition.text_loops``: 如如如如, 洪水洪水洪水洪水, gggg); no reference of
@@ -18,7 +18,8 @@ N sentences) translated with ``Translator.translate`` at ``--beam-size``: BLEU a
 (sacreBLEU, ``zh``), translations holding a loop, and seconds (the best of ``--rounds`` runs,
 the settings alternating, so each time ratio to the first setting compares runs of one
 process); then every ``.html``/``.md``/``.srt`` file under ``--documents`` translated whole, as
-``seq2seq translate --input FILE`` does: output lines holding Chinese, and those holding a loop.
+``seq2seq translate --input FILE`` does: output lines holding Chinese, and those holding a loop
+the document itself does not (markup such as ``#ffffff`` is kept as written).
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ def translate_documents(translator: Translator, files: list[Path], beam: int) ->
         output = translator.translate([text], options)[0]
         translated = [line for line in output.splitlines() if _CHINESE.search(line)]
         lines += len(translated)
-        looping += sum(bool(text_loops(line)) for line in translated)
+        # A run the document itself holds (a colour #ffffff in a tag) is no loop of ours.
+        looping += sum(any(run not in text for run in text_loops(line)) for line in translated)
     return {"document_lines": lines, "document_loops": looping}
 
 
@@ -79,11 +81,17 @@ def main(argv: list[str] | None = None) -> int:
     settings = [(name, parse_setting(name)) for name in args.settings.split(",")]
     if args.engine == "ctranslate2":
         base = Translator.from_ctranslate2(args.checkpoint)
-        sources, references = read_pairs(args.src, args.ref)
     else:
         base = Translator.from_checkpoint(args.checkpoint)
-        sources, references, _ = load_eval_set(args.checkpoint)
-    sources, references = sources[: args.limit], references[: args.limit]
+    if args.engine == "ctranslate2" and not (args.data_from or args.src):
+        raise SystemExit(
+            "--engine ctranslate2: give --data-from (the .ckpt it was exported "
+            "from) or --src and --ref"
+        )
+    data_from = args.data_from or args.checkpoint
+    sources, streams, _ = load_eval_set(data_from, src=args.src, refs=args.ref)
+    sources = sources[: args.limit]
+    references = [stream[: args.limit] for stream in streams]
     translators = {name: base if c is None else base.with_search(**c) for name, c in settings}
     options = TranslateOptions(beam_size=args.beam_size)
     base.translate(sources[:20], options)  # warm-up
@@ -113,14 +121,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def read_pairs(src: str | None, ref: str | None) -> tuple[list[str], list[list[str | None]]]:
-    if not src or not ref:
-        raise SystemExit("--engine ctranslate2: give --src and --ref (the test split's files)")
-    sources = Path(src).read_text(encoding="utf-8").splitlines()
-    references = Path(ref).read_text(encoding="utf-8").splitlines()
-    return sources, [[r] for r in references]
-
-
 def print_table(results: dict[str, dict], sentences: int, documents: int) -> None:
     first = next(iter(results.values()))["seconds"]
     print(
@@ -140,8 +140,11 @@ def arguments() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--checkpoint", required=True, help="a .ckpt, or a CTranslate2 export")
     p.add_argument("--engine", choices=("torch", "ctranslate2"), default="torch")
-    p.add_argument("--src", help="--engine ctranslate2: test sources, one a line")
-    p.add_argument("--ref", help="--engine ctranslate2: their references, one a line")
+    p.add_argument(
+        "--data-from", help="the .ckpt whose test split to translate (default --checkpoint)"
+    )
+    p.add_argument("--src", help="instead of a test split: sources, one a line")
+    p.add_argument("--ref", action="append", help="their references, one a line (repeatable)")
     p.add_argument(
         "--settings",
         default="off,default,max_repeats=3,no_repeat_ngram_size=3,"
