@@ -79,9 +79,12 @@ def in_fresh_process(job: Job) -> dict:
         return pool.apply(run_engine, (job,))
 
 
-def base_checkpoint(checkpoint: str, directory: Path) -> tuple[str, str]:
-    """A random-weight checkpoint of the paper's base shape with ``checkpoint``'s tokenizer,
-    decoding exactly 32 tokens, and its CTranslate2 export: (ckpt path, export dir)."""
+def base_checkpoint(
+    checkpoint: str, directory: Path, shape: dict[str, int] = BASE, length: int = 32
+) -> tuple[str, str]:
+    """A random-weight checkpoint of the paper's base shape (or ``shape``) with
+    ``checkpoint``'s tokenizer, decoding exactly ``length`` tokens, and its CTranslate2
+    export: (ckpt path, export dir)."""
     import torch
 
     from seq2seq import ModelConfig, Transformer
@@ -92,10 +95,10 @@ def base_checkpoint(checkpoint: str, directory: Path) -> tuple[str, str]:
     section = dict(read_checkpoint(checkpoint)[CHECKPOINT_KEY])
     trained = ModelConfig(**section["model_config"])
     torch.manual_seed(0)
-    config = ModelConfig(**{**trained.to_dict(), **BASE, "max_positions": 256})
+    config = ModelConfig(**{**trained.to_dict(), **shape, "max_positions": 256})
     model = Transformer(config)
     section["model_config"] = config.to_dict()
-    section["search"] = asdict(SearchConfig(max_len_a=0.0, max_len_b=32))
+    section["search"] = asdict(SearchConfig(max_len_a=0.0, max_len_b=length))
     path = directory / "base.ckpt"
     weights = {f"model.{name}": w for name, w in model.state_dict().items()}
     torch.save({"state_dict": weights, CHECKPOINT_KEY: section}, path)

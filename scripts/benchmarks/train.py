@@ -62,26 +62,50 @@ def update_step(
     amp: bool = False,
     total_steps: int = -1,
     time_used: Callable[[], float] = lambda: 0.0,
+    accumulate: int = 1,
+    fused: bool = False,
 ) -> Step:
-    """step(batch): one optimizer update of ``model`` with our recipe (``settings``:
-    ``TranslationModule``'s arguments): forward (``loss_fn``, under bf16 autocast if ``amp``),
-    backward, gradient-norm clipping at ``clip`` (0: none), AdamW step, schedule step."""
+    """step(batch): forward (``loss_fn``, under bf16 autocast if ``amp``) and backward of
+    ``model`` on a batch, and every ``accumulate`` batches (the trainer's
+    ``accumulate_grad_batches``) one update with our recipe (``settings``:
+    ``TranslationModule``'s arguments): gradient-norm clipping at ``clip`` (0: none), AdamW
+    step (``fused``: torch's fused kernel instead of its default), schedule step."""
     params = trainable_parameters(model)
     optimizer, scheduler = recipe_optimizer(params, settings, total_steps, time_used)
+    if fused:
+        optimizer, scheduler = fused_adamw(optimizer, scheduler)
     device_type = device.type if device is not None else "cpu"
+    batches = itertools.count(1)
 
     def step(batch) -> torch.Tensor:
         with torch.autocast(device_type, dtype=torch.bfloat16, enabled=amp):
             loss = loss_fn(batch)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        (loss / accumulate if accumulate > 1 else loss).backward()
+        if next(batches) % accumulate:
+            return loss
         if clip:
             torch.nn.utils.clip_grad_norm_(params, clip)
         optimizer.step()
         scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
         return loss
 
     return step
+
+
+def fused_adamw(optimizer: torch.optim.AdamW, scheduler: torch.optim.lr_scheduler.LambdaLR):
+    """The recipe's AdamW and schedule again, with torch's fused AdamW kernel: the same
+    settings and rate function (``paper_optimizer`` takes no ``fused``)."""
+    settings = optimizer.defaults
+    fused = torch.optim.AdamW(
+        optimizer.param_groups[0]["params"],
+        lr=settings["lr"],
+        betas=settings["betas"],
+        eps=settings["eps"],
+        weight_decay=settings["weight_decay"],
+        fused=True,
+    )
+    return fused, torch.optim.lr_scheduler.LambdaLR(fused, scheduler.lr_lambdas)
 
 
 def translation_module(settings: dict[str, Any]):
@@ -212,12 +236,17 @@ def run_fit(
     """``seq2seq fit`` on ``config`` (written to out/config.yaml) in a subprocess with
     ``threads`` threads, its output to ``log`` (else to ours); (the command line, its peak RSS
     in MiB). Exits if it fails."""
-    path = out / "config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    command = [sys.executable, "-m", "seq2seq.cli", "fit", "--config", str(path)]
+    command = fit_command(config, out)
     line = " ".join(command)
     print(f"== {label}: {line}" + (f" (log: {log})" if log else ""), flush=True)
     return line, run_measured(command, thread_env(threads), log)
+
+
+def fit_command(config: dict[str, Any], out: Path) -> list[str]:
+    """The ``seq2seq fit`` command line of ``config``, written to out/config.yaml."""
+    path = out / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return [sys.executable, "-m", "seq2seq.cli", "fit", "--config", str(path)]
 
 
 def window_rates(metrics_csv: Path, steps: int, window: int) -> list[float]:
