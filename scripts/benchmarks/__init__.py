@@ -18,4 +18,7 @@ points; they find this package beside them, so nothing needs installing):
 - ``terminology_report``: ``bench_terminology``'s printed report.
 - ``documents_wild``: ``bench_documents_wild``'s comparisons of real documents with their
   translations, and its table.
+- ``gpu_check``, ``gpu_env``, ``gpu_train``, ``gpu_decode``, ``gpu_report``:
+  ``scripts/gpu_check.sh``'s stages (the driver, the machine and its installs, bf16 training
+  against Marian, decoding against CTranslate2, the table).
 """
