@@ -335,3 +335,42 @@ def test_serve_takes_the_guards_options(looping_checkpoint):
     assert served.translator.search.max_repeats == 2  # the app's setting left the model's own
     with pytest.raises(ValueError, match="repetition_penalty"):
         ServerSettings(repetition_penalty=0.5)
+
+
+def test_the_penalty_leaves_pad_alone_so_continuous_batching_equals_alone():
+    """Continuous histories are padded: pad is in the normaliser and must keep its logit (a
+    model with an output bias gives pad a logit of its own)."""
+    model = tiny_model(seed=5, vocab_size=40, max_positions=64, output_bias=True).float()
+    with torch.no_grad():
+        model.embedding.bias[PAD] = 6.0
+    config = SearchConfig(max_len_a=1.0, max_len_b=6, repetition_penalty=1.5)
+    rng = random.Random(4)
+    sources = [[rng.randrange(4, 40) for _ in range(rng.randrange(2, 10))] for _ in range(8)]
+    decoder = ContinuousBeam(model, config, 3)
+    results, pending = {}, list(enumerate(sources))
+    while pending or decoder.active:
+        if pending:
+            index, source = pending.pop(0)
+            decoder.add([source], [index])
+        results.update(decoder.step())
+    for index, source in enumerate(sources):
+        alone = translate_ids(model, torch.tensor([source]), 3, config)[0][0]
+        assert results[index][0].tokens == alone.tokens
+        assert results[index][0].log_prob == pytest.approx(alone.log_prob, abs=1e-4)
+
+
+def test_no_repeat_ngram_size_never_leaves_a_character_unfinished():
+    """Continuation bytes are free of the n-gram rule: inside a character the lead byte chose."""
+    byte_ids = tuple(range(8, 8 + 256))
+    vocab = 8 + 256
+    specials = SpecialTokens(pad=PAD, unk=UNK, bos=BOS, eos=EOS, bytes=byte_ids)
+    lead, cont = byte_ids[0xE5], byte_ids[0x93]
+    logits = torch.zeros(1, 1, vocab)
+    written = torch.tensor([[[lead, cont, byte_ids[0x88], lead]]])  # 哈 then E5 again
+    guard = RepetitionGuard(max_repeats=0, no_repeat_ngram_size=2)
+    from seq2seq.decoding.search import restrict_next_tokens_
+
+    out = restrict_next_tokens_(
+        logits, 4, torch.tensor([20]), specials, written=written, guard=guard
+    )
+    assert out[0, 0, cont].isfinite()  # E5 93 again: the bigram repeats, the character must go on

@@ -61,16 +61,29 @@ class RepetitionGuard:
         """The repetition penalty on (B, R, V) logits, in place, before normalisation."""
         if self.repetition_penalty == 1.0 or written.shape[-1] == 0:
             return logits
-        seen = logits.gather(-1, written)  # (B, R, T); pad's column is -inf or banned anyway
+        seen = logits.gather(-1, written)  # (B, R, T)
         penalty = self.repetition_penalty
-        logits.scatter_(-1, written, torch.where(seen > 0, seen / penalty, seen * penalty))
+        penalized = torch.where(seen > 0, seen / penalty, seen * penalty)
+        # pad marks "nothing written here" (continuous histories are padded); its logit is in
+        # the normaliser, so it keeps the model's value (duplicate indices all write `seen`).
+        logits.scatter_(-1, written, torch.where(written == pad, seen, penalized))
         return logits
 
-    def ban_(self, log_probs: Tensor, written: Tensor, pad: int, letters: Tensor | None) -> Tensor:
+    def ban_(
+        self,
+        log_probs: Tensor,
+        written: Tensor,
+        pad: int,
+        letters: Tensor | None,
+        inside: Tensor | None = None,
+    ) -> Tensor:
         """-inf, in place, on the (B, R, V) scores of pieces that would break a guard.
 
         Args:
             letters: (V,) bool, pieces that write a letter (None: all of them).
+            inside: (V,) bool, the UTF-8 continuation byte pieces, which the n-gram rule lets
+                through: inside a character the lead byte made the choice, and banning them
+                could leave a row with no valid byte to write (None: no byte pieces).
         """
         if written.shape[-1] == 0 or not (self.max_repeats or self.no_repeat_ngram_size):
             return log_probs
@@ -78,7 +91,7 @@ class RepetitionGuard:
         if self.max_repeats:
             ban_tandem_repeats_(log_probs, right, pad, self.max_repeats, letters)
         if self.no_repeat_ngram_size:
-            ban_repeated_ngrams_(log_probs, right, pad, self.no_repeat_ngram_size)
+            ban_repeated_ngrams_(log_probs, right, pad, self.no_repeat_ngram_size, inside)
         return log_probs
 
 
@@ -139,16 +152,32 @@ def ban_tandem_repeats_(
         log_probs.scatter_(-1, next_piece, banned)
 
 
-def ban_repeated_ngrams_(log_probs: Tensor, right: Tensor, pad: int, size: int) -> None:
+def ban_repeated_ngrams_(
+    log_probs: Tensor, right: Tensor, pad: int, size: int, inside: Tensor | None = None
+) -> None:
     """Ban every piece that would write an n-gram (n = ``size``) the row already holds;
-    ``right`` (B, R, W) right-aligned pieces, all of the row's."""
+    ``right`` (B, R, W) right-aligned pieces, all of the row's; ``inside``: (V,) bool, pieces
+    never banned (UTF-8 continuation bytes)."""
     if right.shape[-1] < size:
         return
     grams = right.unfold(-1, size, 1)  # (B, R, W - n + 1, n)
     prefix = right[..., -(size - 1) :]  # (B, R, n - 1): the n-gram a next piece would end
     seen = (grams[..., :-1] == prefix[..., None, :]).all(-1) & (grams != pad).all(-1)
-    ban = torch.zeros_like(log_probs).scatter_add_(-1, grams[..., -1], seen.to(log_probs.dtype))
-    log_probs.masked_fill_(ban > 0, float("-inf"))
+    if inside is not None:
+        seen &= ~inside[grams[..., -1]]
+    # An n-gram not seen points at pad, which no search generates (its score is -inf anyway).
+    log_probs.scatter_(-1, torch.where(seen, grams[..., -1], pad), float("-inf"))
+
+
+@functools.lru_cache(maxsize=8)
+def continuation_table(vocab: int, byte_ids: tuple[int, ...], device: str) -> Tensor | None:
+    """(V,) bool: the UTF-8 continuation byte pieces ``<0x80>``..``<0xBF>`` (None without byte
+    pieces)."""
+    if not byte_ids:
+        return None
+    table = torch.zeros(vocab, dtype=torch.bool, device=device)
+    table[torch.tensor(byte_ids[0x80:0xC0], device=device)] = True
+    return table
 
 
 @functools.lru_cache(maxsize=8)

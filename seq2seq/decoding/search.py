@@ -18,7 +18,13 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
-from seq2seq.decoding.repetition import NO_GUARD, RepetitionGuard, check_guard, letter_table
+from seq2seq.decoding.repetition import (
+    NO_GUARD,
+    RepetitionGuard,
+    check_guard,
+    continuation_table,
+    letter_table,
+)
 from seq2seq.decoding.utf8 import ban_broken_bytes_
 
 NEG_INF = float("-inf")
@@ -185,8 +191,15 @@ def restrict_next_tokens_(
     for token in specials.never_generated:
         logits[..., token] = NEG_INF
     if written is not None:
-        letters = letter_table(logits.shape[-1], specials.symbols, str(logits.device))
-        guard.ban_(logits, written, specials.pad, letters)
+        vocab, device = logits.shape[-1], str(logits.device)
+        letters = letter_table(vocab, specials.symbols, device)
+        guard.ban_(
+            logits,
+            written,
+            specials.pad,
+            letters,
+            continuation_table(vocab, specials.bytes, device),
+        )
     at_limit = step >= max_lens - 1  # (B,)
     if specials.bytes:  # no half character; at the limit eos comes all the same
         none = torch.empty(*logits.shape[:2], 0, dtype=torch.long, device=logits.device)

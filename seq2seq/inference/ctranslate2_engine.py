@@ -7,6 +7,7 @@ CTranslate2's search in place of ours; line handling, batching and truncation st
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from seq2seq.inference.engines import whole_characters
 SETTINGS_FILE = "seq2seq_search.json"  # our decoding defaults and model config, beside CT2's
 SPM_FILE = "spm.model"
 # Searches again of the outputs that break max_repeats (each round suppresses what it found).
-GUARD_ROUNDS = 4
+GUARD_ROUNDS = 16  # a round that finds nothing new to suppress ends sooner
 
 
 class CTranslate2Engine:
@@ -39,9 +40,9 @@ class CTranslate2Engine:
 
     The repetition guard: ``no_repeat_ngram_size`` and ``repetition_penalty`` are
     CTranslate2's own options. ``max_repeats`` is not, so an output that breaks it is searched
-    again with what it repeated (and what the batch's other such outputs repeated) in
-    CTranslate2's ``suppress_sequences``, until none does (``GUARD_ROUNDS`` at most). Each
-    suppressed run is one our guard forbids too, so greedy output still equals ours.
+    again, alone, with what it repeated in CTranslate2's ``suppress_sequences``, until it
+    repeats none (``GUARD_ROUNDS`` at most; a warning if one still does). Each suppressed run
+    is one our guard forbids too, so greedy output still equals ours.
     """
 
     def __init__(self, model_dir: str | Path, device: str = "cpu", compute_type: str = "default"):
@@ -102,24 +103,46 @@ class CTranslate2Engine:
                 source[:-1] if source[-1:] == [config.eos_id] else source for source in sources
             ]
         pieces = [[sp.id_to_piece(t) for t in source] for source in sources]
-        suppressed = [(token,) for token in self._never_generated()]
-        found = self._search(pieces, limits, beam_size, n_best, suppressed)
-        looping = self._looping(found)
-        for _ in range(GUARD_ROUNDS if looping else 0):
-            suppressed += list(dict.fromkeys(run for i in looping for run in looping[i]))
-            retried = list(looping)
-            again = self._search(
-                [pieces[i] for i in retried],
-                [limits[i] for i in retried],
-                beam_size,
-                n_best,
-                suppressed,
-            )
-            for i, hypotheses in zip(retried, again, strict=True):
-                found[i] = hypotheses
-            looping = {i: runs for i, runs in self._looping(found).items() if i in looping}
-            if not looping:
+        never = [(token,) for token in self._never_generated()]
+        found = self._whole(self._search(pieces, limits, beam_size, n_best, never))
+        for i, runs in self._looping(found).items():
+            search = (pieces[i], limits[i], beam_size, n_best)
+            found[i] = self._without_runs(*search, never, found[i], runs)
+        return found
+
+    def _without_runs(
+        self,
+        pieces: list[str],
+        limit: int,
+        beam_size: int,
+        n_best: int,
+        never: list[tuple[int, ...]],
+        found: list[Hypothesis],
+        runs: list[tuple[int, ...]],
+    ) -> list[Hypothesis]:
+        """One looping sentence searched again, alone (its output never depends on its
+        batch), each round with the runs it repeated so far suppressed, until it repeats none
+        or a round finds nothing new (a run written around a byte later dropped)."""
+        suppressed = list(never)
+        for _ in range(GUARD_ROUNDS):
+            new = [run for run in dict.fromkeys(runs) if run not in suppressed]
+            if not new:
                 break
+            suppressed += new
+            found = self._whole(self._search([pieces], [limit], beam_size, n_best, suppressed))[0]
+            runs = self._looping([found]).get(0, [])
+            if not runs:
+                return found
+        print(
+            "warning: a CTranslate2 output still repeats a run past max_repeats after "
+            f"{len(suppressed) - len(never)} suppressed",
+            file=sys.stderr,
+        )
+        return found
+
+    def _whole(self, found: list[list[Hypothesis]]) -> list[list[Hypothesis]]:
+        """Without byte pieces that form no character, before runs are read: dropping them
+        can join two runs into one."""
         return whole_characters(found, self.byte_ids, "CTranslate2")
 
     def _search(
