@@ -70,7 +70,9 @@ class ServerSettings:
         ):
             at_least(value, 1, option)
         check_guard(
-            self.max_repeats or 0, self.no_repeat_ngram_size or 0, self.repetition_penalty or 1.0
+            0 if self.max_repeats is None else self.max_repeats,
+            0 if self.no_repeat_ngram_size is None else self.no_repeat_ngram_size,
+            1.0 if self.repetition_penalty is None else self.repetition_penalty,
         )
         finite(self.max_wait_ms, "--max-wait-ms")  # inf would stop the worker at its first job
         at_least(self.max_wait_ms, 0, "--max-wait-ms")
