@@ -101,6 +101,22 @@ def test_generate_streams_one_prompt_and_a_seed_repeats_it(lm, capsys):
     assert capsys.readouterr().out == greedy
 
 
+def test_generate_takes_the_repetition_guards_options(lm, capsys):
+    """generate --max-repeats N gives what the Python API gives with the same setting."""
+    from dataclasses import replace
+
+    args = ["generate", "--checkpoint", str(lm), "--prompt", "我们", "--max-new-tokens", "24"]
+    outputs = {}
+    for repeats in (0, 1):
+        assert main([*args, "--greedy", "--max-repeats", str(repeats)]) == 0
+        outputs[repeats] = capsys.readouterr().out.rstrip("\n")
+        generator = Generator.from_checkpoint(lm)
+        generator.search = replace(generator.search, max_repeats=repeats)
+        assert generator.generate(["我们"], max_new_tokens=24, sampling=_greedy()) == [
+            outputs[repeats]
+        ]
+
+
 def test_generate_keeps_one_line_per_prompt_whatever_it_holds(lm, tmp_path, capsys):
     prompts = ["我们", "", "   ", "他\r", "汤姆" * 10000, "\x07控制", "emoji 🙂", "明天"]
     raw = ("\n".join(prompts) + "\n").encode() + b"\xff\xfe bad bytes\n"

@@ -174,6 +174,7 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
 
 def _add_generate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", required=True, help="a decoder-only .ckpt from 'seq2seq fit'")
+    add_repetition_guard(p)
     p.add_argument("--prompt", help="text to continue; streamed to stdout (default: stdin lines)")
     p.add_argument("--input", help="file of prompts, one per line (instead of stdin)")
     p.add_argument("--output", help="file for the outputs, one line per prompt (default: stdout)")

@@ -256,6 +256,7 @@ def run_generate(args: argparse.Namespace) -> int:
         raise ValueError("give --prompt or --input, not both")
     prompts = [args.prompt] if args.prompt is not None else read_lines(args.input)
     generator = Generator.from_checkpoint(args.checkpoint, args.device, args.quantize)
+    generator.search = replace(generator.search, **search_changes(args))  # the guard's options
     options = dict(
         max_new_tokens=args.max_new_tokens,
         sampling=sampling,
