@@ -19,6 +19,7 @@ from seq2seq.cli.shared_options import (
     add_search_options,
     add_split,
     add_truecase,
+    add_verbatim,
 )
 from seq2seq.inference.pieces import MAX_TOKENS
 from seq2seq.inference.translator import DEFAULT_WINDOW
@@ -127,6 +128,7 @@ def _add_translate(p: argparse.ArgumentParser) -> None:
     )
     add_split(p)
     add_truecase(p)
+    add_verbatim(p)
     p.add_argument(
         "--n-best",
         type=int,
@@ -168,6 +170,7 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     add_split(p)
     add_truecase(p)
+    add_verbatim(p)
     add_glossary(p)
     p.set_defaults(run=commands.run_evaluate)
 
@@ -398,6 +401,7 @@ def _add_decoding_and_glossary_options(p: argparse.ArgumentParser) -> None:
     """Continuous batching, the truecaser, where DeepL glossaries are kept, and how glossaries
     are met."""
     add_truecase(p)  # every request; /v1/translate's "truecase": false, one request
+    add_verbatim(p)  # every request; /v1/translate's "verbatim": false, one request
     add_repetition_guard(p)  # every request
     p.add_argument(
         "--no-continuous",

@@ -25,6 +25,16 @@ def _read_glossary(args: argparse.Namespace):  # noqa: ANN202 (Glossary | None)
     return Glossary.read(args.glossary)
 
 
+def _read_verbatim(args: argparse.Namespace):  # noqa: ANN202 (Verbatim | bool)
+    """``TranslateOptions.verbatim`` from ``--verbatim FILE`` and ``--no-verbatim``: the file
+    is read and checked before the model loads (a bad line fails at once, naming it)."""
+    if args.verbatim is None:
+        return args.verbatim_builtin
+    from seq2seq.formats.verbatim import Verbatim
+
+    return Verbatim.read(args.verbatim, builtin=args.verbatim_builtin)
+
+
 def _check_glossary_engine(translator, args: argparse.Namespace) -> None:  # noqa: ANN001
     """CTranslate2 has no constrained beam search: a glossary needs a model trained with term
     annotation there (``data.modifiers.terms``), which reads the terms in its source."""
@@ -82,6 +92,7 @@ def run_translate(args: argparse.Namespace) -> int:
     if args.n_best is not None and text_format != "text":
         raise ValueError(f"--n-best takes plain text, not --format {text_format}")
     glossary = _read_glossary(args)
+    args.verbatim_rules = _read_verbatim(args)
     translator = _load_translator(args)  # a wrong checkpoint fails before stdin is read
     if text_format == "text":
         return _translate_lines(translator, args, glossary)
@@ -180,6 +191,7 @@ def _options(args: argparse.Namespace, glossary=None):  # noqa: ANN202
         split=args.split_sentences,
         glossary=glossary,
         truecase=args.truecase,
+        verbatim=args.verbatim_rules,
     )
 
 
@@ -204,6 +216,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from seq2seq.textio import write_lines
 
     glossary = _read_glossary(args)
+    args.verbatim_rules = _read_verbatim(args)
     translator = _load_translator(args)
     sources, references, name = load_eval_set(
         args.data_from or args.checkpoint, args.split, args.src, args.ref, args.engine
@@ -227,6 +240,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
         result["glossary"] = args.glossary
     if not args.truecase:
         result["truecase"] = False
+    if args.verbatim is not None:
+        result["verbatim"] = args.verbatim
+    if not args.verbatim_builtin:
+        result["verbatim_builtin"] = False
     _print_scores(result, args.json)
     return 0
 
@@ -395,7 +412,19 @@ def _server_settings(args: argparse.Namespace):  # noqa: ANN202 (ServerSettings)
         glossary_dir=Path(args.glossary_dir) if args.glossary_dir else None,
         glossary_annotation_only=args.glossary_annotation_only,
         truecase=args.truecase,
+        verbatim=_serve_verbatim(args),
         max_repeats=args.max_repeats,
         no_repeat_ngram_size=args.no_repeat_ngram_size,
         repetition_penalty=args.repetition_penalty,
     )
+
+
+def _serve_verbatim(args: argparse.Namespace):  # noqa: ANN202 (Verbatim | None)
+    """The server's verbatim rules (``ServerSettings.verbatim``): the built-in kinds unless
+    ``--no-verbatim``, and a ``--verbatim`` file's, read before the model loads."""
+    from seq2seq.formats.verbatim import Verbatim
+
+    rules = _read_verbatim(args)
+    if isinstance(rules, bool):
+        return Verbatim() if rules else None
+    return rules or None

@@ -1,5 +1,6 @@
 """Options several commands share: the search settings, the device, int8, sentence splitting,
-the truecaser and glossaries. Each default is read from its one home in the toolkit."""
+the truecaser, verbatim spans and glossaries. Each default is read from its one home in the
+toolkit."""
 
 from __future__ import annotations
 
@@ -116,6 +117,25 @@ def add_truecase(p: argparse.ArgumentParser) -> None:
         help="read every line as written; by default a SHOUTED or Title Cased line is read in "
         "sentence case with the word forms the checkpoint learnt (one without them, such as "
         "an imported OPUS-MT model, is read as written either way)",
+    )
+
+
+def add_verbatim(p: argparse.ArgumentParser) -> None:
+    """What comes through a translation as written (``seq2seq.formats.verbatim``)."""
+    p.add_argument(
+        "--verbatim",
+        metavar="FILE",
+        help="more to keep as written: a UTF-8 file of one term a line (kept wherever it "
+        "occurs, case-sensitive, whole words) or 're:PATTERN' (a Python regular expression); "
+        "'#' starts a comment line",
+    )
+    p.add_argument(
+        "--no-verbatim",
+        dest="verbatim_builtin",
+        action="store_false",
+        help="let the model translate URLs, e-mail addresses, paths, numbers, versions, dates "
+        "and times, identifiers, flags, placeholders and acronyms (kept exactly as written by "
+        "default); a --verbatim file's terms are still kept",
     )
 
 

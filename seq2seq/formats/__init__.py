@@ -5,6 +5,7 @@ segments to translate (``inline.Document``). Pure text: no model.
     html.py      HTML
     markdown.py  Markdown
     srt.py       SubRip subtitles
+    verbatim.py  spans kept as written (URLs, numbers, identifiers...), marked literal
     encoding.py  a document's bytes: its encoding found, read exactly, written back
 
 ``parse(text, format)`` reads any of them; ``format_of(path)`` picks one from a file name.

@@ -41,6 +41,7 @@ class Markup:
     close: str = ""
     literal: str | None = None
     children: list[Markup] = field(default_factory=list)
+    verbatim: bool = False  # a verbatim span (seq2seq.formats.verbatim), not the format's own
 
 
 def _no_escape(text: str) -> str:
@@ -195,10 +196,15 @@ def _write(placed: list[_Placed], text: str, low: int, high: int, segment: Segme
         between = text[cursor : item.start]
         if not between and _glued(previous, item.markup):
             between = segment.text[previous.end : item.markup.start]  # as written in the source
+            if previous.verbatim or item.markup.verbatim:  # "REST API", "NASA CEO"; no English
+                between = " "
         parts.append(segment.escape(between))
         markup = item.markup
         if markup.literal == "":  # a line break in place of its newline; other text stays
             inner = segment.escape(text[item.start : item.end].replace("\n", ""))
+        elif markup.verbatim:
+            after = text[item.end] if item.end < high else ""
+            inner = _apart(markup.literal or "", "".join(parts)[-1:], after)
         elif markup.literal is not None:
             inner = markup.literal
         elif item.from_source:
@@ -211,6 +217,16 @@ def _write(placed: list[_Placed], text: str, low: int, high: int, segment: Segme
         cursor, previous = item.end, markup
     parts.append(segment.escape(text[cursor:high]))
     return "".join(parts)
+
+
+def _apart(literal: str, before: str, after: str) -> str:
+    """A verbatim span set off by a space from letters or digits the model wrote against it
+    (``请2231/12/2024225日``): a span glued to them would read as another number or word."""
+    if literal[:1].isascii() and literal[:1].isalnum() and before.isascii() and before.isalnum():
+        literal = " " + literal
+    if literal[-1:].isascii() and literal[-1:].isalnum() and after.isascii() and after.isalnum():
+        literal += " "
+    return literal
 
 
 def _glued(previous: Markup | None, markup: Markup) -> bool:

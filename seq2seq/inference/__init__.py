@@ -6,6 +6,7 @@
     engines.py             the engines ``Translator`` drives (``TorchEngine``; the protocol)
     reading.py             what a model reads: lines normalised, truecased, encoded, cut
     pieces.py              sentences as pieces within the source limit; token batches
+    memory_split.py        a batch out of (GPU) memory split in halves and retried
     finishing.py           pieces' hypotheses back into sentence translations
     word_alignment.py      each output character aligned to the source word it came from
     ctranslate2_engine.py  ``CTranslate2Engine``, the same over an exported model

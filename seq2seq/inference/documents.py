@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from seq2seq.data.sentences import Sentence, join_translations, split_sentences
+from seq2seq.data.truecase import Truecaser
 from seq2seq.decoding.search import Hypothesis
 from seq2seq.formats.inline import (
     Alignment,
@@ -25,6 +26,7 @@ from seq2seq.formats.inline import (
     rebuild,
     segments,
 )
+from seq2seq.formats.verbatim import Verbatim, settle
 
 
 @dataclass
@@ -56,10 +58,17 @@ class TextBatch:
     Args:
         documents: parsed documents (``seq2seq.formats.parse``).
         split: split each segment into sentences (True) or take each of its lines whole.
+        verbatim: what each translation keeps as written (``seq2seq.formats.verbatim``): its
+            spans are marked literal in the documents, placed by alignment like code. None:
+            nothing is (the documents are used as given).
+        truecaser: the one the sentences are read with, which decides the acronyms of a
+            SHOUTED sentence (``Verbatim.spans``).
     """
 
     documents: list[Document]
     split: bool = True
+    verbatim: Verbatim | None = None
+    truecaser: Truecaser | None = None
     sentences: list[str] = field(init=False, default_factory=list)
     aligned: list[bool] = field(init=False, default_factory=list)  # per distinct sentence
     _layout: list[list[tuple[Segment, list[Sentence], list[int]]]] = field(
@@ -67,6 +76,8 @@ class TextBatch:
     )
 
     def __post_init__(self) -> None:
+        if self.verbatim:
+            self.documents = [self.verbatim.protect(d, self.truecaser) for d in self.documents]
         index: dict[str, int] = {}
         for document in self.documents:
             placed = []
@@ -181,7 +192,7 @@ def _render(
             None if span is None else (span[0] + sentence.start, span[1] + sentence.start)
             for span in own
         ]
-    return segment.render(joined, alignment)
+    return segment.render(joined, settle(segment, joined, alignment))
 
 
 def windowed_lines(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 from seq2seq.formats import FORMATS
+from seq2seq.formats.verbatim import Verbatim
 from seq2seq.inference.glossary import Glossary
 from seq2seq.inference.pieces import MAX_TOKENS
 
@@ -41,6 +42,12 @@ class TranslateOptions:
             the checkpoint learnt (``seq2seq.data.truecase``); False: every line as written.
             A checkpoint without learnt forms (an imported OPUS-MT model) reads as written
             either way.
+        verbatim: URLs, e-mail addresses, paths, numbers, versions, dates and times,
+            identifiers, flags, placeholders and acronyms come through exactly as written
+            (``seq2seq.formats.verbatim``). True: the translator's rules (``Translator.verbatim``:
+            the built-in kinds, or a server's ``--verbatim`` file); a ``Verbatim``: these rules
+            (``Verbatim.read(path)`` adds a file's terms and patterns); False: nothing is kept
+            (the output is the model's alone).
     """
 
     beam_size: int = 5
@@ -50,11 +57,17 @@ class TranslateOptions:
     format: str = "text"
     n_best: int = 1
     truecase: bool = True
+    verbatim: bool | Verbatim = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.truecase, bool):
             raise ValueError(
                 f"TranslateOptions.truecase must be True or False, got {self.truecase!r}"
+            )
+        if not isinstance(self.verbatim, (bool, Verbatim)):
+            raise ValueError(
+                "TranslateOptions.verbatim must be True, False or a Verbatim, "
+                f"got {self.verbatim!r}"
             )
         for name in ("beam_size", "max_tokens", "n_best"):
             value = getattr(self, name)
@@ -64,6 +77,13 @@ class TranslateOptions:
             raise ValueError(
                 f"TranslateOptions.format must be one of {', '.join(FORMATS)}, got {self.format!r}"
             )
+
+    def verbatim_rules(self, default: Verbatim | None) -> Verbatim | None:
+        """The rules a call keeps spans by: ``default`` (the translator's) for True, None for
+        False, else ``verbatim`` itself."""
+        if self.verbatim is True:
+            return default
+        return self.verbatim or None
 
     @property
     def search_beam(self) -> int:

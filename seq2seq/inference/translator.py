@@ -22,14 +22,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from seq2seq.data.terms import term_tag_ids
 from seq2seq.data.truecase import Truecaser
 from seq2seq.decoding.constrained import Constraints
 from seq2seq.decoding.search import Hypothesis, SearchConfig
 from seq2seq.errors import CheckpointError
 from seq2seq.formats import Document, parse, parse_text
+from seq2seq.formats.verbatim import Verbatim
 from seq2seq.inference.checkpoint import load_model
 from seq2seq.inference.cpu import check_quantize, prepare_for_inference
 from seq2seq.inference.documents import SentenceTranslation, TextBatch, windowed_lines
@@ -45,6 +44,7 @@ from seq2seq.inference.glossary import (
     sentence_constraints,
     warn_missing_terms,
 )
+from seq2seq.inference.memory_split import split_on_oom
 from seq2seq.inference.options import (
     NO_PROGRESS,
     Progress,
@@ -96,6 +96,8 @@ class Translator:
         # False (annotation alone: faster, and what an engine without that search gets).
         self.annotates_terms = term_tag_ids(tokenizer) is not None
         self.constrain_terms = True
+        # What TranslateOptions(verbatim=True) keeps as written (a server's --verbatim file).
+        self.verbatim: Verbatim | None = Verbatim()
         self._split_batches = 0  # batches split after running out of memory, per call
 
     @classmethod
@@ -145,7 +147,7 @@ class Translator:
         """A translator sharing this engine, with some search settings changed (None = keep)."""
         changes = {k: v for k, v in overrides.items() if v is not None}
         translator = Translator(self.engine.with_search(**changes), self.tokenizer, self.truecaser)
-        translator.constrain_terms = self.constrain_terms
+        translator.constrain_terms, translator.verbatim = self.constrain_terms, self.verbatim
         return translator
 
     def with_truecase(self, truecase: bool) -> Translator:
@@ -265,7 +267,7 @@ class Translator:
         if options.format != "text":
             raise ValueError(f"n-best lists take plain text, not format {options.format!r}")
         documents = [parse_text(line.replace("\n", " ")) for line in lines]
-        batch = TextBatch(documents, options.split)
+        batch = self.text_batch(documents, options)
         found = self.translate_sentences(
             batch.sentences, replace(options, beam_size=options.search_beam), progress=progress
         )
@@ -306,7 +308,7 @@ class Translator:
         names document i as line ``first_line + i``, or a document read whole from a file by
         the line its paragraph starts on."""
         options = options or TranslateOptions()
-        batch = TextBatch(documents, options.split)
+        batch = self.text_batch(documents, options)
         found = self.translate_sentences(
             batch.sentences, replace(options, n_best=1), aligned=batch.aligned, progress=progress
         )
@@ -321,6 +323,13 @@ class Translator:
                 windowed,
             )
         return batch.rebuild(found)
+
+    def text_batch(self, documents: list[Document], options: TranslateOptions) -> TextBatch:
+        """The documents' distinct sentences, their verbatim spans marked literal
+        (``options.verbatim_rules``; acronyms in SHOUTED lines as this truecaser reads them)."""
+        truecaser = self.with_truecase(options.truecase).truecaser
+        rules = options.verbatim_rules(self.verbatim)
+        return TextBatch(documents, options.split, rules, truecaser)
 
     @old_arguments(
         "beam_size", "max_tokens", "n_best", "aligned", "on_batch", "on_total", "glossary"
@@ -474,7 +483,10 @@ class Translator:
                 wanted = [constraints[i] for i in rows]
                 if all(c is None for c in wanted):
                     wanted = None  # engines without constrained search take none
-                found = self._hypotheses([encoded[i] for i in rows], beam, n_best, wanted)
+                found, splits = split_on_oom(
+                    self.engine, [encoded[i] for i in rows], beam, n_best, wanted
+                )
+                self._split_batches += splits
                 for index, hyps in zip(rows, found, strict=True):
                     outputs[index] = hyps
                 if on_batch is not None:
@@ -491,33 +503,3 @@ class Translator:
         """Normalised, truecased, tokenised sources, cut to the engine's source limit (with a
         warning naming the lines cut: ``reading.encode_lines``)."""
         return encode_lines(lines, self.tokenizer, self.truecaser, self.engine.source_limit())
-
-    def _hypotheses(
-        self,
-        sources: list[list[int]],
-        beam_size: int,
-        n_best: int,
-        constraints: list[Constraints | None] | None = None,
-    ) -> list[list[Hypothesis]]:
-        """The engine's hypotheses for one batch. A batch that runs out of (GPU) memory is
-        split in halves and retried, so one oversized batch never aborts a file."""
-        try:
-            if constraints is None:  # engines without constrained search take no argument
-                return self.engine.hypotheses(sources, beam_size, n_best)
-            return self.engine.hypotheses(sources, beam_size, n_best, constraints)
-        except torch.cuda.OutOfMemoryError:  # (= torch.OutOfMemoryError from torch 2.5)
-            if len(sources) == 1:
-                raise MemoryError(
-                    f"out of memory translating a single sentence of {len(sources[0])} tokens "
-                    f"on {self.engine.device}"
-                ) from None
-        self._split_batches += 1
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()  # hand the failed attempt's blocks back before retrying
-        half = len(sources) // 2
-        first, second = (
-            (None, None) if constraints is None else (constraints[:half], constraints[half:])
-        )
-        return self._hypotheses(sources[:half], beam_size, n_best, first) + self._hypotheses(
-            sources[half:], beam_size, n_best, second
-        )

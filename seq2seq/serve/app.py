@@ -44,13 +44,14 @@ DEEPL_PATHS = ("/v2/", "/v3/")
 
 def _with_settings(served: ServedModel, settings: ServerSettings) -> ServedModel:
     """``served`` with a translator of its own (sharing the engine) whose glossaries use the
-    constrained search or not, and that truecases or not: another app, or a caller, holding
-    the same ``ServedModel`` keeps its settings; the repetition guard's settings, when given,
-    over the checkpoint's."""
+    constrained search or not, that truecases or not and keeps the server's verbatim spans:
+    another app, or a caller, holding the same ``ServedModel`` keeps its settings; the
+    repetition guard's settings, when given, over the checkpoint's."""
     truecased = served.translator.with_truecase(settings.truecase)
     translator = copy.copy(truecased.with_search(**settings.search_changes))
     search = not settings.glossary_annotation_only
     translator.constrain_terms = search
+    translator.verbatim = settings.verbatim  # what TranslateOptions(verbatim=True) keeps
     if not search and not translator.annotates_terms:
         log.warning(ANNOTATION_ONLY_IGNORED)
     own = copy.copy(served)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seq2seq.checks import at_least, finite, writable_directory
 from seq2seq.decoding.repetition import check_guard
+from seq2seq.formats.verbatim import Verbatim
 from seq2seq.inference.pieces import MAX_TOKENS
 from seq2seq.serve.protocol import ApiError, Limits
 from seq2seq.serve.worker import BatchingWorker, Job, QueueFull, WorkerClosed
@@ -39,6 +40,10 @@ class ServerSettings:
     # SHOUTED and Title Cased requests read in sentence case with the checkpoint's learnt word
     # forms (seq2seq.data.truecase); False: every request as written (--no-truecase).
     truecase: bool = True
+    # What every request keeps as written (seq2seq.formats.verbatim: the built-in kinds and a
+    # --verbatim file's terms); None: nothing (--no-verbatim). /v1/translate's "verbatim":
+    # false switches it off for one request.
+    verbatim: Verbatim | None = field(default_factory=Verbatim)
     # The repetition guard (seq2seq.decoding.repetition) for every request; None: the
     # checkpoint's own setting.
     max_repeats: int | None = None

@@ -127,7 +127,7 @@ class TextTranslator:
             documents = [parse(valid_text(text), options.format, "q") for text in texts]
         except DataError as error:
             raise ApiError(400, f"Invalid request: {error}", "q") from None
-        batch = TextBatch(documents, options.split)
+        batch = translator.text_batch(documents, options)  # verbatim spans marked literal
         plans = translator.plan(batch.sentences)
         terms = translator.piece_terms(batch.sentences, plans, options.glossary)
         encoded = translator.encode_pieces(batch.sentences, plans, terms)

@@ -43,6 +43,9 @@ class NativeTranslateRequest(BaseModel):
     split: bool = True
     glossary: dict[str, str] | str | None = None  # {English: Chinese} or TSV lines
     truecase: bool = True  # False: read as written (a server run with --no-truecase always is)
+    # False: nothing kept as written for this request (with --no-verbatim nothing is anyway);
+    # return_attention shows the model's own output, with no span put back.
+    verbatim: bool = True
     api_key: str | None = None
 
 
@@ -206,6 +209,7 @@ class TranslationRoutes:
                 split=body.split,
                 glossary=glossary,
                 truecase=body.truecase,
+                verbatim=body.verbatim,
             )
             results = await self.texts.translate_texts(request, texts, options)
             sentences = [TranslatedSentence(r.hypotheses) for r in results]

@@ -1,0 +1,184 @@
+"""Verbatim spans (``seq2seq.formats.verbatim``): what is found, what is not, how a user adds
+terms and patterns (and the one-line errors of a bad one), and the guarantee the literal
+markup gives: whatever the alignment, every span is written exactly once, as written."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from seq2seq.data.truecase import Truecaser
+from seq2seq.errors import DataError
+from seq2seq.formats import parse, parse_text
+from seq2seq.formats.inline import Markup, Segment, render, segments
+from seq2seq.formats.verbatim import Span, Verbatim, protect, settle
+
+FOUND = {
+    "url": [
+        "https://example.com/a_b?x=1",
+        "www.python.org",
+        "github.com/acme/widget",
+        "https://en.example.org/wiki/Page#top",
+    ],
+    "email": ["info@shop.example", "tom.smith+news@mail.example.org"],
+    "path": ["/etc/hosts", "~/.config/app/settings.toml", "./run.sh", "docs/index.md"],
+    "date": ["2024-05-01", "31/12/2024", "2023-11-02T03:15:00Z"],
+    "time": ["10:30", "9:45", "13:20:05"],
+    "version": ["3.2.7", "v2.0.1", "1.0.0-beta.1", "v18"],
+    "number": ["4,380.25", "-15", "$499", "12.5%", "16GB", "200km", "3/4", "1,250,000", "42"],
+    "placeholder": ["%s", "%d", "%(name)s", "%5.2f", "{0}", "{name}", "${HOME}", "$PATH"],
+    "flag": ["--verbose", "--beam-size=5", "-v"],
+    "identifier": [
+        "getUserName",
+        "max_tokens",
+        "os.path.join",
+        "print()",
+        "HTTP2",
+        "utf8",
+        "UTF-8",
+        "JavaScript",
+        "HttpClient",
+        "__init__",
+        "x86_64",
+    ],
+    "acronym": ["API", "JSON", "TLS", "HTTPS", "NASA", "APIs", "R&D"],
+}
+
+
+@pytest.mark.parametrize("kind, span", [(k, s) for k, spans in FOUND.items() for s in spans])
+def test_each_kind_is_found_whole_in_a_sentence(kind, span):
+    alone = [span] if kind != "acronym" or len(span) <= 3 else []  # a SHOUTED line: below
+    for text in (f"See {span} now.", *alone, f"It is {span}, I think."):
+        found = [(text[s.start : s.end], s.kind) for s in Verbatim().spans(text)]
+        assert (span, kind) in found, (text, found)
+        assert all(s == span for s, _ in found), found  # nothing else in the sentence
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I think a cat is on the mat.",
+        "The first word of a sentence is capitalised.",
+        "WHERE IS THE TRAIN STATION?",  # shouted: not a line of acronyms
+        "I watched TV with Mr. Brown, OK?",  # acronyms Chinese writes as words
+        "World War II ended, e.g. in Europe, i.e. there, in the U.S. too.",
+        "Either/or, km/h and a well-known McDonald's.",
+        "It was 100% sure and 50% off.",  # numbers, yes; no placeholder in '% s' or '% o'
+    ],
+)
+def test_ordinary_words_are_not_kept(text):
+    found = [text[s.start : s.end] for s in Verbatim().spans(text)]
+    assert all(any(c.isdigit() for c in s) for s in found), found  # numbers at most
+
+
+def test_the_longest_match_wins_and_spans_never_overlap():
+    text = "Get https://x.org/v1.2.3/file_name.tar.gz, 2024-05-01T10:30:00Z and 4,380.25 now."
+    found = Verbatim().spans(text)
+    assert [text[s.start : s.end] for s in found] == [
+        "https://x.org/v1.2.3/file_name.tar.gz",
+        "2024-05-01T10:30:00Z",
+        "4,380.25",
+    ]
+    words = "api JSON 3.2.7 x_y v2 --flag {0} a@b.org /tmp/x 10:30 TLS 5GB getIt".split()
+    rng = random.Random(0)
+    for _ in range(200):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 8)))
+        found = Verbatim().spans(text)
+        ends = [(s.start, s.end) for s in found]
+        assert all(a[1] <= b[0] for a, b in zip(ends, ends[1:], strict=False)), text
+
+
+def test_a_shouted_sentence_keeps_the_acronyms_its_truecaser_keeps():
+    truecaser = Truecaser({"nasa": "NASA", "tom": "Tom"})
+    text = "TOM WORKS AT NASA. Use the API."
+    found = {text[s.start : s.end] for s in Verbatim().spans(text, truecaser)}
+    assert found == {"NASA", "API"}
+    assert {text[s.start : s.end] for s in Verbatim().spans(text)} == {"API"}  # no forms
+    assert [s.kind for s in Verbatim().spans("FAQ")] == ["acronym"]  # a one-word line
+    assert Verbatim().spans("SETTINGS") == []
+
+
+def test_user_terms_and_patterns_are_kept_and_win_a_tie():
+    rules = Verbatim(["Acme Cloud", "v-next"], [r"TICKET-\d+"])
+    text = "Acme Cloud fixed TICKET-42 in v-next, not in Acme Clouds."
+    found = [(text[s.start : s.end], s.kind) for s in rules.spans(text)]
+    assert found == [("Acme Cloud", "term"), ("TICKET-42", "term"), ("v-next", "term")]
+    only = Verbatim(["Acme"], builtin=False)
+    assert [s.kind for s in only.spans("Acme 3.2.7 API")] == ["term"]
+    assert not Verbatim(builtin=False) and Verbatim() and only
+
+
+def test_a_do_not_translate_file_is_read_and_a_bad_line_named(tmp_path):
+    good = tmp_path / "keep.txt"
+    good.write_text("# product names\nAcme Cloud\n\n  re:TICKET-\\d+\nBlue Widget  \n")
+    rules = Verbatim.read(good)
+    assert rules.terms == ["Acme Cloud", "Blue Widget"]
+    assert [p.pattern for p in rules.patterns] == [r"TICKET-\d+"]
+    for line, problem in [
+        ("re:(unclosed", "does not compile"),
+        ("re:x*", "matches the empty string"),
+        (r"re:\b", "matches the empty string"),
+        ("re:", "matches the empty string"),
+        ("bad\x01term", "control character"),
+    ]:
+        bad = tmp_path / "bad.txt"
+        bad.write_text(f"Acme\n# note\n{line}\n")
+        with pytest.raises(DataError, match=rf"bad\.txt:3: .*{problem}") as caught:
+            Verbatim.read(bad)
+        assert "\n" not in str(caught.value)
+    with pytest.raises(DataError, match="no such do-not-translate file"):
+        Verbatim.read(tmp_path / "missing.txt")
+    with pytest.raises(ValueError, match="'a\\?' matches the empty string"):
+        Verbatim(patterns=["a?"])
+
+
+def test_protect_marks_spans_literal_inside_their_element_never_inside_code():
+    html = "<p>Set <b>max_tokens to 5</b> in <code>x = 3.2.7</code>, see <a href='u'>v1.2</a>.</p>"
+    [segment] = segments(Verbatim().protect(parse(html, "html")))
+    marked = _verbatim(segment.markup)
+    assert [segment.text[m.start : m.end] for m in marked] == ["max_tokens", "5", "v1.2"]
+    bold = segment.markup[0]
+    assert [segment.text[m.start : m.end] for m in bold.children] == ["max_tokens", "5"]
+    assert all(m.literal == segment.text[m.start : m.end] for m in marked)
+    across = Segment("ab cd", [Markup(0, 4, "<i>", "</i>")])
+    assert protect(across, [Span(3, 5, "term")]) is across  # across the element's edge
+
+
+def test_every_span_comes_through_exactly_whatever_the_alignment():
+    """The mechanism's guarantee, alignment by alignment: random translations with random
+    alignments (some characters aligned to nothing) still write each span once."""
+    rng = random.Random(1)
+    text = "Install version 3.2.7, mail info@shop.example or run --verbose on HTTPS."
+    [segment] = segments(Verbatim().protect(parse_text(text)))
+    spans = [text[m.start : m.end] for m in segment.markup]
+    assert spans == ["3.2.7", "info@shop.example", "--verbose", "HTTPS"]
+    for _ in range(300):
+        translation = "".join(
+            rng.choice("安装版本邮件运行。，3") for _ in range(rng.randint(0, 30))
+        )
+        alignment = [
+            None if rng.random() < 0.2 else (start := rng.randrange(len(text)), start + 1)
+            for _ in translation
+        ]
+        out = render(segment, translation, settle(segment, translation, alignment))
+        for span in spans:
+            assert out.count(span) == 1, (translation, out)
+
+
+def test_settle_takes_the_models_own_copy_and_leaves_punctuation_outside():
+    text = "Install 3.2.7 now."
+    [segment] = segments(Verbatim().protect(parse_text(text)))
+    translation = "现在安装3.2.7。"
+    everything = [(8, 13)] * len(translation)  # attention put every character into the span
+    settled = settle(segment, translation, everything)
+    assert render(segment, translation, settled) == translation
+    assert settled[-1] is None and settled[4:9] == [(8, 13)] * 5
+
+
+def _verbatim(markups: list[Markup]) -> list[Markup]:
+    found = []
+    for markup in markups:
+        found += [markup] if markup.verbatim else []
+        found += _verbatim(markup.children)
+    return sorted(found, key=lambda m: m.start)
