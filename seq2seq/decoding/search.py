@@ -21,7 +21,6 @@ from torch import Tensor
 from seq2seq.decoding.repetition import (
     NO_GUARD,
     RepetitionGuard,
-    check_guard,
     continuation_table,
     letter_table,
 )
@@ -121,12 +120,13 @@ class SearchConfig:
     max_len_b: int = 10
     length_penalty: float = 0.6
     exact_stop: bool = False
-    max_repeats: int = 2
-    no_repeat_ngram_size: int = 0
-    repetition_penalty: float = 1.0
+    # The guard's defaults have one home, RepetitionGuard.
+    max_repeats: int = RepetitionGuard.max_repeats
+    no_repeat_ngram_size: int = RepetitionGuard.no_repeat_ngram_size
+    repetition_penalty: float = RepetitionGuard.repetition_penalty
 
     def __post_init__(self) -> None:
-        check_guard(self.max_repeats, self.no_repeat_ngram_size, self.repetition_penalty)
+        self.guard  # noqa: B018 (made to check the settings: a one-line error)
 
     @property
     def guard(self) -> RepetitionGuard:
