@@ -144,10 +144,14 @@ def test_without_learnt_forms_every_line_is_left_as_written():
         "USB Port Settings",
         "HELLO",
     ]
-    for truecaser in (Truecaser(), Truecaser({}), Truecaser.learn(["no capitals here at all."])):
+    for truecaser in (Truecaser(), Truecaser({})):
         assert [truecaser.normalize(line) for line in lines] == lines
         assert not truecaser.learnt
     assert Truecaser.learn(CORPUS).learnt
+    # Whatever a corpus holds, a checkpoint trained on it has learnt forms ("I" at least): its
+    # SHOUTED lines are read in sentence case.
+    lowered = Truecaser.learn(["no capitals here at all."])
+    assert lowered.learnt and lowered.normalize(lines[0]) == "Where is the train station?"
 
 
 def test_every_encode_path_reads_full_width_capitals_after_nfkc(tmp_path):

@@ -128,8 +128,10 @@ def test_marian_tokenizer_and_generate_give_our_greedy_translations(new_model, c
     assert "warning" not in capsys.readouterr().err
     marian = MarianMTModel.from_pretrained(hf).eval()
     tokenizer = MarianTokenizer.from_pretrained(hf)
-    translator = Translator.from_checkpoint(checkpoint)
-    without_byte_rule(translator)  # generate() has none
+    # generate() has neither our byte rule nor our repetition guard
+    translator = without_byte_rule(Translator.from_checkpoint(checkpoint)).with_search(
+        max_repeats=0
+    )
     ours = translator.translate_n_best(LINES, TranslateOptions(beam_size=1, split=False))
     for line, [best] in zip(LINES, ours, strict=True):
         encoded = tokenizer(line, return_tensors="pt")

