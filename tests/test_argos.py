@@ -254,7 +254,8 @@ def test_libretranslate_answers_as_our_engine_translates_at_argos_settings(
         max_len_a=0,
         max_len_b=argos.ARGOS_MAX_DECODING_LENGTH + 1,  # + the eos our limit counts
     )
-    translator = without_byte_rule(translator)  # CTranslate2 in Argos writes any byte piece
+    # CTranslate2 in Argos writes any byte piece, and has no repetition guard
+    translator = without_byte_rule(translator).with_search(max_repeats=0)
     ours = translator.translate(LINES, TranslateOptions(beam_size=argos.ARGOS_BEAM_SIZE))
     hypotheses = translator.translate_n_best(
         sum(sentences, []), TranslateOptions(beam_size=argos.ARGOS_BEAM_SIZE, split=False)
