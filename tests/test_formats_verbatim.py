@@ -12,7 +12,7 @@ from seq2seq.data.truecase import Truecaser
 from seq2seq.errors import DataError
 from seq2seq.formats import parse, parse_text
 from seq2seq.formats.inline import Markup, Segment, render, segments
-from seq2seq.formats.verbatim import Span, Verbatim, protect, settle
+from seq2seq.formats.verbatim import Span, Verbatim, copied, protect, settle
 
 FOUND = {
     "url": [
@@ -61,9 +61,9 @@ def test_each_kind_is_found_whole_in_a_sentence(kind, span):
         "I think a cat is on the mat.",
         "The first word of a sentence is capitalised.",
         "WHERE IS THE TRAIN STATION?",  # shouted: not a line of acronyms
-        "I watched TV with Mr. Brown, OK?",  # acronyms Chinese writes as words
+        "I watched TV in the UK with Mr. Brown at 5 PM.",  # acronyms Chinese writes as words
         "World War II ended, e.g. in Europe, i.e. there, in the U.S. too.",
-        "Either/or, km/h and a well-known McDonald's.",
+        "Either/or, km/h and a well-known friend's car.",
         "It was 100% sure and 50% off.",  # numbers, yes; no placeholder in '% s' or '% o'
     ],
 )
@@ -166,6 +166,33 @@ def test_every_span_comes_through_exactly_whatever_the_alignment():
             assert out.count(span) == 1, (translation, out)
 
 
+def test_every_span_comes_through_in_its_element_whatever_the_alignment():
+    html = (
+        '<p>Set <a href="#m">max_tokens</a> to <b>5 for the <i>REST API</i></b>, see '
+        '<a href="#u">https://x.org/a</a> and <code>x = 1.2.3</code> in v2.0.1 '
+        "(<span><span>ANY</span></span>).</p>"
+    )
+    [segment] = segments(Verbatim().protect(parse(html, "html")))
+    rng = random.Random(3)
+    for _ in range(300):
+        translation = "".join(rng.choice("设置为看和在。") for _ in range(rng.randint(0, 25)))
+        alignment = [
+            None if rng.random() < 0.2 else (s := rng.randrange(len(segment.text)), s + 1)
+            for _ in translation
+        ]
+        out = render(segment, translation, settle(segment, translation, alignment))
+        for kept in (
+            '<a href="#m">max_tokens</a>',
+            "https://x.org/a</a>",
+            "<code>x = 1.2.3</code>",
+            "<span><span>ANY</span></span>",
+        ):
+            assert out.count(kept) == 1, out
+        for span in ("5", "REST", "API", "v2.0.1"):
+            assert span in out, out
+        assert out.count("<i>") == out.count("</i>") == 1 and out.index("<b>") < out.index("<i>")
+
+
 def test_settle_takes_the_models_own_copy_and_leaves_punctuation_outside():
     text = "Install 3.2.7 now."
     [segment] = segments(Verbatim().protect(parse_text(text)))
@@ -182,3 +209,49 @@ def _verbatim(markups: list[Markup]) -> list[Markup]:
         found += [markup] if markup.verbatim else []
         found += _verbatim(markup.children)
     return sorted(found, key=lambda m: m.start)
+
+
+def test_a_span_is_never_run_into_letters_or_digits_beside_it():
+    text = "Pay before 31/12/2024 now."
+    [segment] = segments(Verbatim().protect(parse_text(text)))
+    translation = "请22XX225日。"  # the model's digits on both sides of where the date went
+    alignment = [(11, 21) if c == "X" else None for c in translation]
+    assert render(segment, translation, alignment) == "请22 31/12/2024 225日。"
+    html = '<p><a href="#a">ACCEPT_ALL_COOKIES</a>&nbsp; <a href="#b">ALERTSECS</a></p>'
+    [segment] = segments(Verbatim().protect(parse(html, "html")))
+    second = segment.text.index("ALERTSECS")
+    alignment = [(0, 18), (0, 18), (second, second + 9), (second, second + 9)]
+    out = render(segment, "xxAB", alignment)
+    assert out == '<a href="#a">ACCEPT_ALL_COOKIES</a> <a href="#b">AB</a>'
+
+
+def test_a_version_number_does_not_end_a_shouted_sentence():
+    text = "LSB 1.3 lists daemon as legacy; ask McGee or click OK."
+    found = [text[s.start : s.end] for s in Verbatim().spans(text)]
+    assert found == ["LSB", "1.3", "McGee", "OK"]
+
+
+def test_a_translation_holding_its_spans_whole_is_left_as_it_is_whatever_the_alignment():
+    text = "Install 3.2.7 from https://x.org or mail a@b.org now."
+    [segment] = segments(Verbatim().protect(parse_text(text)))
+    spans = [text[m.start : m.end] for m in segment.markup]
+    rng = random.Random(2)
+    for _ in range(100):
+        order = rng.sample(spans, len(spans))
+        translation = "".join(rng.choice(["安装", "从", "，", "现在"]) + s for s in order) + "。"
+        assert copied(spans, translation)
+        alignment = [(s := rng.randrange(len(text)), s + 1) for _ in translation]
+        assert render(segment, translation, settle(segment, translation, alignment)) == translation
+    assert not copied(spans, "安装3.2.77从https://x.org，a@b.org")  # 3.2.7 only inside 3.2.77
+    assert not copied(["5", "15"], "第15")  # one copy cannot serve two spans
+
+
+def test_a_span_across_an_elements_edge_is_kept_in_parts():
+    html = "<p><span>blinker.base.</span><span>ANY</span> and <b>max_</b>tokens = 5</p>"
+    [segment] = segments(Verbatim().protect(parse(html, "html")))
+    parts = [segment.text[m.start : m.end] for m in _verbatim(segment.markup)]
+    assert parts == ["blinker.base.", "ANY", "max_", "tokens", "5"]
+    [html_out] = [render(segment, "它", [(0, 1)])]
+    assert (
+        "<span>blinker.base.</span><span>ANY</span>" in html_out and "<b>max_</b>tokens" in html_out
+    )

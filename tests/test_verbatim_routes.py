@@ -219,3 +219,27 @@ def test_the_ctranslate2_engine_keeps_spans_by_position(checkpoint, tmp_path):
         ["<p>Buy <b>version 3.2.7</b> now.</p>"], TranslateOptions(beam_size=2, format="html")
     )
     assert "3.2.7" in html and html.startswith("<p>") and html.endswith("</p>")
+
+
+def test_a_sentence_whose_translation_holds_its_spans_is_not_aligned(translator):
+    from seq2seq.decoding.search import Hypothesis
+    from seq2seq.formats import parse_text
+    from seq2seq.inference.documents import TextBatch
+    from seq2seq.inference.word_alignment import needed_alignments
+
+    documents = [parse_text("I will buy version 3.2.7 today. We will cook rice.")]
+    batch = TextBatch(documents, verbatim=Verbatim())
+    assert batch.aligned == [("3.2.7",), ()]
+    plans = translator.plan(batch.sentences)
+    tokenizer = translator.tokenizer
+
+    def hypotheses(*texts: str) -> list[list[Hypothesis]]:
+        return [[Hypothesis(tokenizer.encode_target(t), 0.0, 0.0)] for t in texts]
+
+    assert needed_alignments(batch.aligned, plans, hypotheses("a 3.2.7 b", "c"), tokenizer) == [
+        False,
+        False,
+    ]
+    needed = needed_alignments(batch.aligned, plans, hypotheses("a 3.2.77", "c"), tokenizer)
+    assert needed == [True, False]
+    assert needed_alignments([True, False], plans, hypotheses("x", "y"), tokenizer) == [True, False]

@@ -51,6 +51,12 @@ _RULES = [
     ("acronym", r"\b[A-Z]{2,}\d*s?\b"),
 ]
 _COMPILED = [(kind, re.compile(pattern)) for kind, pattern in _RULES]
+# Tags a browser starts a new line at: their text is not run into the text before them.
+_BLOCKS = frozenset(
+    "address article aside blockquote body br caption dd div dl dt fieldset figcaption figure "
+    "footer form h1 h2 h3 h4 h5 h6 head header hr html li main nav ol p section table tbody "
+    "td tfoot th thead title tr ul".split()
+)
 _SKIPPED = frozenset("script style pre code kbd samp tt var textarea svg math template".split())
 
 
@@ -113,12 +119,14 @@ class _Text(HTMLParser):
     def handle_starttag(self, tag, attrs):
         if tag in _SKIPPED:
             self.skipped += 1
-        elif tag in ("br", "p", "div", "li", "tr", "td", "th", "h1", "h2", "h3", "h4"):
+        elif tag in _BLOCKS:
             self.parts.append("\n")
 
     def handle_endtag(self, tag):
         if tag in _SKIPPED and self.skipped:
             self.skipped -= 1
+        elif tag in _BLOCKS:
+            self.parts.append("\n")
 
     def handle_data(self, data):
         if not self.skipped:

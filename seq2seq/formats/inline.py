@@ -105,8 +105,34 @@ class _Placed:
 
 
 def _needs_text(markup: Markup) -> bool:
-    """An element around words that are translated (not a point, not kept literally)."""
-    return markup.end > markup.start and markup.literal is None
+    """An element around words that are translated (not a point, not kept literally, not an
+    element whose words are all verbatim spans: ``<a>ACCEPT_ALL_COOKIES</a>`` takes no
+    translated character, it goes where its spans go)."""
+    return markup.end > markup.start and markup.literal is None and not _all_verbatim(markup)
+
+
+def _all_verbatim(markup: Markup) -> bool:
+    """Whether verbatim spans (or elements of them) cover the element's characters end to end
+    (``<span><span>ANY</span></span>``)."""
+    position = markup.start
+    for child in markup.children:
+        if child.start != position or not (child.verbatim or _all_verbatim(child)):
+            return False
+        position = child.end
+    return bool(markup.children) and position == markup.end
+
+
+def _as_written(markup: Markup, tags: bool = True) -> str:
+    """The inside of an element of verbatim spans (``_all_verbatim``): its spans, in their
+    elements (``tags``) or alone (what a reader sees)."""
+    parts = []
+    for child in markup.children:
+        if child.verbatim:
+            parts.append(child.literal or "")
+        else:
+            inner = _as_written(child, tags)
+            parts.append(child.open + inner + child.close if tags else inner)
+    return "".join(parts)
 
 
 def _place(markups: list[Markup], alignment: Alignment, low: int, high: int) -> list[_Placed]:
@@ -132,6 +158,10 @@ def _place(markups: list[Markup], alignment: Alignment, low: int, high: int) -> 
             start, end = found
         else:
             hits = [j for j in range(low, high) if _inside(alignment[j], markup)]
+            moved = _moved(markup, hits, placed, cursor)
+            if moved is not None:
+                placed.append(_Placed(markup, *moved, []))
+                continue
             if hits and markup.end > markup.start:  # literal: in place of the words it was
                 start = min(max(hits[0], cursor), limit)
                 end = min(max(hits[-1] + 1, start), limit)
@@ -141,7 +171,22 @@ def _place(markups: list[Markup], alignment: Alignment, low: int, high: int) -> 
         children = _place(markup.children, alignment, start, end)
         placed.append(_Placed(markup, start, end, children))
         cursor = end
-    return placed
+    return sorted(placed, key=lambda item: item.start)  # in order but for _moved spans
+
+
+def _moved(
+    markup: Markup, hits: list[int], placed: list[_Placed], cursor: int
+) -> tuple[int, int] | None:
+    """Where a verbatim span goes that the translation put before a sibling it followed in
+    the source (Chinese orders words its own way: ``the CEO of NASA`` -> ``NASA的CEO``): its
+    aligned characters, where no placed sibling holds any of them (it has no children to
+    keep in order). None: placed by the rule every literal follows."""
+    if not markup.verbatim or not hits or hits[0] >= cursor:
+        return None
+    start, end = hits[0], hits[-1] + 1
+    if any(item.start < end and start < item.end for item in placed):
+        return None
+    return start, end
 
 
 def _text_range(
@@ -191,20 +236,29 @@ def _insertion_point(markup: Markup, alignment: Alignment, low: int, high: int) 
 
 
 def _write(placed: list[_Placed], text: str, low: int, high: int, segment: Segment) -> str:
-    parts, cursor, previous = [], low, None
-    for item in placed:
+    parts, cursor, previous, before = [], low, None, None
+    starts = [item.start for item in placed[1:]] + [high] * bool(placed)  # each next one's
+    for item, next_start in zip(placed, starts, strict=True):
         between = text[cursor : item.start]
         if not between and _glued(previous, item.markup):
             between = segment.text[previous.end : item.markup.start]  # as written in the source
             if previous.verbatim or item.markup.verbatim:  # "REST API", "NASA CEO"; no English
                 between = " "
+        elif not between and before is not None and _words_meet(before, item, text, segment):
+            between = " "
         parts.append(segment.escape(between))
         markup = item.markup
+        kept = markup.verbatim or _all_verbatim(markup)  # written as in the source
+        pre = post = ""
+        if kept:  # apart from the text around it (from elements: _words_meet)
+            after = text[item.end] if item.end < next_start else ""
+            pre, post = _apart(item, text, segment, between[-1:], after)
         if markup.literal == "":  # a line break in place of its newline; other text stays
             inner = segment.escape(text[item.start : item.end].replace("\n", ""))
         elif markup.verbatim:
-            after = text[item.end] if item.end < high else ""
-            inner = _apart(markup.literal or "", "".join(parts)[-1:], after)
+            inner = markup.literal or ""
+        elif kept:  # its words are its spans: in place of its characters
+            inner = _as_written(markup)
         elif markup.literal is not None:
             inner = markup.literal
         elif item.from_source:
@@ -213,20 +267,63 @@ def _write(placed: list[_Placed], text: str, low: int, high: int, segment: Segme
             inner = _write(item.children, text, item.start, item.end, segment)
         emptied = item.start == item.end and markup.start < markup.end and not inner
         if not emptied or segment.keep_empty:  # Markdown: an empty ** would show as text
-            parts.append(markup.open + inner + markup.close)
-        cursor, previous = item.end, markup
+            parts.append(pre + markup.open + inner + markup.close + post)
+        cursor, previous, before = item.end, markup, item
     parts.append(segment.escape(text[cursor:high]))
     return "".join(parts)
 
 
-def _apart(literal: str, before: str, after: str) -> str:
-    """A verbatim span set off by a space from letters or digits the model wrote against it
-    (``请2231/12/2024225日``): a span glued to them would read as another number or word."""
-    if literal[:1].isascii() and literal[:1].isalnum() and before.isascii() and before.isalnum():
-        literal = " " + literal
-    if literal[-1:].isascii() and literal[-1:].isalnum() and after.isascii() and after.isalnum():
-        literal += " "
-    return literal
+def _words_meet(before: _Placed, item: _Placed, text: str, segment: Segment) -> bool:
+    """Two elements side by side that something separated in the source, one of them showing
+    a verbatim span at the edge where they meet, both showing a letter or digit there
+    (``<a>ACCEPT_ALL_COOKIES</a> <a>ALERTSECS</a>``, ``libxml2 ... <a>RexxXML</a>``): run
+    together, they would read as one word."""
+    if before.markup.end == item.markup.start:  # written together in the source
+        return False
+    last, last_verbatim = _edge(before, text, segment, first=False)
+    first, first_verbatim = _edge(item, text, segment, first=True)
+    latin = all(c.isascii() and c.isalnum() for c in (last, first))
+    return latin and (last_verbatim or first_verbatim)
+
+
+def _edge(item: _Placed, text: str, segment: Segment, first: bool) -> tuple[str, bool]:
+    """The first (or last) character a reader sees of a placed element, and whether it is a
+    verbatim span's ("" when it shows nothing)."""
+    markup = item.markup
+    if markup.literal:
+        return (markup.literal[0] if first else markup.literal[-1]), markup.verbatim
+    if _all_verbatim(markup):
+        shown = _as_written(markup, tags=False)
+        return (shown[:1] if first else shown[-1:]), True
+    if item.from_source:  # written as in the source, its verbatim spans with it
+        source = segment.text[markup.start : markup.end]
+        return (source[:1] if first else source[-1:]), _holds_verbatim(markup)
+    if item.start == item.end:  # a point, or an element that shows nothing
+        return "", False
+    child = item.children[0 if first else -1] if item.children else None
+    if child is not None and (child.start == item.start if first else child.end == item.end):
+        return _edge(child, text, segment, first)
+    return (text[item.start : item.start + 1] if first else text[item.end - 1 : item.end]), False
+
+
+def _apart(item: _Placed, text: str, segment: Segment, before: str, after: str) -> tuple[str, str]:
+    """The spaces that set a verbatim span (or an element of them) off from letters or digits
+    written against it, ``before`` and ``after`` it (``请2231/12/2024225日``): a span glued
+    to them would read as another number or word."""
+    first, _ = _edge(item, text, segment, first=True)
+    last, _ = _edge(item, text, segment, first=False)
+    return (
+        " " if _latin(first) and _latin(before) else "",
+        " " if _latin(last) and _latin(after) else "",
+    )
+
+
+def _latin(char: str) -> bool:
+    return char.isascii() and char.isalnum()
+
+
+def _holds_verbatim(markup: Markup) -> bool:
+    return markup.verbatim or any(_holds_verbatim(child) for child in markup.children)
 
 
 def _glued(previous: Markup | None, markup: Markup) -> bool:

@@ -25,7 +25,7 @@ is one URL; spans never overlap):
                  names with digits (utf8, x86_64, HTTP2), UTF-8, COVID-19
     acronym      API, HTTP, TLS, APIs: two capitals or more, not in a SHOUTED sentence (there
                  the truecaser decides, ``seq2seq.data.truecase``), not a Roman numeral, and
-                 not one Chinese writes as a word (``TRANSLATED_ACRONYMS``: TV, OK, UK, ...)
+                 not one Chinese writes as a word (``TRANSLATED_ACRONYMS``: TV, UK, USA, ...)
 
 ``Verbatim(terms, patterns)`` adds a user's own: terms matched as written (case-sensitive, whole
 words), ``re`` patterns; ``Verbatim.read`` reads them from a file (one term or ``re:PATTERN`` a
@@ -91,23 +91,25 @@ _PATTERNS: list[tuple[str, str]] = [
         r"|\b[A-Za-z]+\d[A-Za-z0-9]*(?:-\w*\d\w*)*\b"  # utf8, x86-64, HTTP2
         r"|\b(?:[A-Z]{2,}|[A-Za-z]+\d\w*)(?:-\d\w*)+\b",  # UTF-8, COVID-19
     ),
-    ("identifier", r"\b[A-Za-z][A-Za-z0-9]*\b"),  # camelCase, JavaScript, HTTPServer: _mixed
+    ("identifier", r"\b[A-Za-z][A-Za-z0-9]*\b"),  # _WORD: camelCase, JavaScript, HTTPServer
     ("acronym", r"\b[A-Z][A-Z0-9&]*[A-Z][A-Z0-9]*s?\b"),
 ]
 KINDS = tuple(dict.fromkeys(kind for kind, _ in _PATTERNS)) + ("term",)
 _COMPILED = [(kind, re.compile(pattern)) for kind, pattern in _PATTERNS]
-# Acronyms Chinese writes as a word (电视, 好, 上午, 英国, 人民币): translated, not kept.
-TRANSLATED_ACRONYMS = frozenset("TV OK AM PM UK US USA UN EU RMB".split())
+_WORD = _COMPILED[-2][1]  # every word: an identifier where its case is mixed (_mixed_case)
+# Acronyms Chinese writes as a word (电视, 上午, 英国, 人民币): translated, not kept.
+TRANSLATED_ACRONYMS = frozenset("TV AM PM UK US USA UN EU RMB".split())
 _ROMAN = re.compile(r"(?=[IVX]{2,}\Z)X{0,3}(?:IX|IV|V?I{0,3})\Z")
-# Sentences as a SHOUTED test reads them: a line cut after . ! or ?.
-_CHUNK = re.compile(r"[^.!?\n]*(?:[.!?]+|\n|$)")
+# Sentences as a SHOUTED test reads them: a line cut after . ! or ? and white space (not
+# inside "LSB 1.3").
+_CHUNK = re.compile(r"[^\n]+?(?:[.!?]+(?=\s|\Z)|(?=\n)|\Z)")
 
 
 def _mixed_case(word: str) -> bool:
     """A word whose capitals are not a sentence's or a title's: a capital after a small letter
     (camelCase, JavaScript, iPhone) or two before one (HTTPServer, OAuth, IPv6); not a plural
-    acronym (APIs) nor a Scottish name (McDonald)."""
-    if word.startswith("Mc") or re.fullmatch(r"[A-Z0-9]+s", word):
+    acronym (APIs)."""
+    if re.fullmatch(r"[A-Z0-9]+s", word):
         return False
     return bool(re.search(r"[a-z][A-Z]|[A-Z]{2}[a-z]", word))
 
@@ -135,12 +137,16 @@ class Verbatim:
         ValueError: a pattern that does not compile or matches the empty string (named).
 
     Examples:
-        >>> [text[s.start:s.end] for s in Verbatim().spans(text := "Install 3.2.7 via pip.")]
-        ['3.2.7']
+        >>> text = "Install 3.2.7 from https://x.org for the API."
+        >>> [(text[s.start : s.end], s.kind) for s in Verbatim().spans(text)]
+        [('3.2.7', 'version'), ('https://x.org', 'url'), ('API', 'acronym')]
     """
 
     def __init__(
-        self, terms: Iterable[str] = (), patterns: Iterable[str | re.Pattern] = (), builtin=True
+        self,
+        terms: Iterable[str] = (),
+        patterns: Iterable[str | re.Pattern] = (),
+        builtin: bool = True,
     ) -> None:
         self.terms = [term for term in terms if term.strip()]
         self.patterns = [check_pattern(p) for p in patterns]
@@ -193,12 +199,6 @@ class Verbatim:
                 raise DataError.at(source, number, str(error)) from None
         return cls(terms, patterns, builtin)
 
-    def with_builtin(self, builtin: bool) -> Verbatim:
-        """The same terms and patterns, with the built-in kinds on or off."""
-        found = copy.copy(self)
-        found.builtin = builtin
-        return found
-
     def spans(self, text: str, truecaser: Truecaser | None = None) -> list[Span]:
         """The verbatim spans of ``text``, in order, none overlapping: of all matches the
         longest wins, then a user's term or pattern, then the earlier kind in ``KINDS``.
@@ -228,9 +228,24 @@ class Verbatim:
     def protect(self, document: Document, truecaser: Truecaser | None = None) -> Document:
         """``document`` with each segment's verbatim spans marked literal (``protect``)."""
         return [
-            part if isinstance(part, str) else protect(part, self.spans(part.text, truecaser))
+            part if isinstance(part, str) else protect(part, self.segment_spans(part, truecaser))
             for part in document
         ]
+
+    def segment_spans(self, segment: Segment, truecaser: Truecaser | None = None) -> list[Span]:
+        """The spans of a segment's text; one across an element's edge (``<span>blinker.base.
+        </span><span>ANY</span>``) is cut there, each part kept in its own element."""
+        edges = sorted(
+            {edge for markup in _walk(segment.markup) for edge in (markup.start, markup.end)}
+        )
+        found = []
+        for span in self.spans(segment.text, truecaser):
+            cuts = [span.start, *(e for e in edges if span.start < e < span.end), span.end]
+            if len(cuts) == 2:
+                found.append(span)
+                continue
+            found += [Span(low, high, span.kind) for low, high in zip(cuts, cuts[1:], strict=False)]
+        return found
 
 
 def check_pattern(pattern: str | re.Pattern) -> re.Pattern:
@@ -255,7 +270,7 @@ def _kept(kind: str, pattern: re.Pattern, match: re.Match, acronym) -> bool:  # 
     word, an acronym only where ``acronym`` (``_acronym_test``) says so."""
     if kind == "acronym":
         return acronym(match.start(), match.end())
-    if pattern is _COMPILED[-2][1]:
+    if pattern is _WORD:
         return _mixed_case(match.group())
     return True
 
@@ -370,22 +385,35 @@ def settle(segment: Segment, translation: str, alignment: Alignment) -> Alignmen
     return settled
 
 
-def _verbatim(markups: list[Markup]) -> Iterable[Markup]:
+def _walk(markups: list[Markup]) -> Iterable[Markup]:
     for markup in markups:
-        if markup.verbatim:
-            yield markup
-        yield from _verbatim(markup.children)
+        yield markup
+        yield from _walk(markup.children)
+
+
+def _verbatim(markups: list[Markup]) -> Iterable[Markup]:
+    return (markup for markup in _walk(markups) if markup.verbatim)
 
 
 def _copy_of(
     raw: str, translation: str, claimed: list[bool], alignment: Alignment, markup: Markup
 ) -> int | None:
-    """Where ``translation`` holds ``raw`` as written, as a whole (not inside a longer
-    number or word) and not inside another span's copy: the occurrence nearest to the
-    characters attention aligned into the span (the first, when none is)."""
+    """Where ``translation`` holds ``raw`` whole and unclaimed (``_whole_copies``): the
+    occurrence nearest to the characters attention aligned into the span (the first, when
+    none is)."""
     aligned = [
         j for j, a in enumerate(alignment) if a and a[0] < markup.end and markup.start < a[1]
     ]
+    found = _whole_copies(raw, translation, claimed)
+    if not found:
+        return None
+    centre = aligned[0] if aligned else 0
+    return min(found, key=lambda start: abs(start - centre))
+
+
+def _whole_copies(raw: str, translation: str, claimed: list[bool]) -> list[int]:
+    """Where ``translation`` holds ``raw`` as written, whole (not inside a longer number or
+    word) and not inside another span's copy (``claimed``)."""
     found = []
     for match in re.finditer(re.escape(raw), translation):
         start, end = match.span()
@@ -396,7 +424,17 @@ def _copy_of(
         )
         if not glued and not any(claimed[start:end]):
             found.append(start)
-    if not found:
-        return None
-    centre = aligned[0] if aligned else 0
-    return min(found, key=lambda start: abs(start - centre))
+    return found
+
+
+def copied(spans: Iterable[str], translation: str) -> bool:
+    """Whether ``translation`` holds each span whole, each copy its own (longest first, as
+    ``settle`` claims them): placing the spans would then give the translation back as it
+    is, so it needs no alignment."""
+    claimed = [False] * len(translation)
+    for raw in sorted(spans, key=len, reverse=True):
+        found = _whole_copies(raw, translation, claimed)
+        if not found:
+            return False
+        claimed[found[0] : found[0] + len(raw)] = [True] * len(raw)
+    return True

@@ -70,7 +70,10 @@ class TextBatch:
     verbatim: Verbatim | None = None
     truecaser: Truecaser | None = None
     sentences: list[str] = field(init=False, default_factory=list)
-    aligned: list[bool] = field(init=False, default_factory=list)  # per distinct sentence
+    # Per distinct sentence: align its translation to its words (to place markup), or, a
+    # tuple of verbatim spans, only if its translation does not hold each of them whole
+    # (``word_alignment.needed_alignments``: where it does they stay where the model put them).
+    aligned: list[bool | tuple[str, ...]] = field(init=False, default_factory=list)
     _layout: list[list[tuple[Segment, list[Sentence], list[int]]]] = field(
         init=False, default_factory=list
     )
@@ -89,10 +92,9 @@ class TextBatch:
         self.sentences = list(index)
         self.aligned = [False] * len(self.sentences)
         for placed in self._layout:
-            for segment, _, ids in placed:
-                if segment.markup:
-                    for i in ids:
-                        self.aligned[i] = True
+            for segment, found, ids in placed:
+                for sentence, i in zip(found, ids, strict=True):
+                    self.aligned[i] = _needs_alignment(segment, sentence, self.aligned[i])
 
     def segment_sentences(self, document: int) -> list[list[int]]:
         """For each segment of document ``document``: the indices of its sentences."""
@@ -157,6 +159,21 @@ class TextBatch:
             for segment, found, ids in self._layout[document]
         ]
         return rebuild(self.documents[document], rendered)
+
+
+def _needs_alignment(
+    segment: Segment, sentence: Sentence, before: bool | tuple[str, ...]
+) -> bool | tuple[str, ...]:
+    """``TextBatch.aligned`` of one occurrence of a sentence, with what an earlier one asked
+    (``before``): True in a segment with markup of its format; in one whose only markup is
+    verbatim spans, the spans inside the sentence; False without markup."""
+    if before is True or not segment.markup:
+        return before
+    if not all(markup.verbatim for markup in segment.markup):
+        return True
+    inside = [m for m in segment.markup if sentence.start <= m.start and m.end <= sentence.end]
+    spans = {segment.text[m.start : m.end] for m in inside} | set(before or ())
+    return tuple(sorted(spans))
 
 
 def _lines(text: str) -> list[Sentence]:

@@ -59,6 +59,7 @@ from seq2seq.inference.pieces import (
     token_batches,
 )
 from seq2seq.inference.reading import encode_lines, plan_sentences
+from seq2seq.inference.word_alignment import needed_alignments
 from seq2seq.textio import one_line, warn_lines
 
 DEFAULT_WINDOW = 1000  # lines decoded together when streaming (translate_stream)
@@ -339,14 +340,14 @@ class Translator:
         sentences: Sequence[str],
         options: TranslateOptions | None = None,
         *,
-        aligned: Sequence[bool] | None = None,
+        aligned: Sequence[bool | tuple[str, ...]] | None = None,
         progress: Progress = NO_PROGRESS,
     ) -> list[SentenceTranslation]:
         """Each sentence translated whole (``options.split`` is not read: these are
         sentences), or, when longer than the model takes, in pieces (``plan``); its
         ``options.n_best`` hypotheses at ``options.beam_size``; ``aligned[i]``: also align
-        sentence i's best translation to its words; ``options.glossary``: terms forced where
-        their English side occurs (``piece_terms``)."""
+        sentence i's best translation to its words (``TextBatch.aligned``); ``options.glossary``:
+        terms forced where their English side occurs (``piece_terms``)."""
         options = options or TranslateOptions()
         reader = self.with_truecase(options.truecase)
         plans = reader.plan(sentences)
@@ -410,13 +411,16 @@ class Translator:
         plans: list[list[Piece]],
         found: list[list[Hypothesis]],
         n_best: int = 1,
-        aligned: Sequence[bool] | None = None,
+        aligned: Sequence[bool | tuple[str, ...]] | None = None,
         terms: Sequence[Sequence[Term]] | None = None,
     ) -> list[SentenceTranslation]:
         """Sentence translations from their pieces' hypotheses (``found``, in plan order);
-        ``terms`` (per piece, ``piece_terms``): each sentence's ``missing`` are those of its
-        terms its best translation does not hold (``finishing.finish_sentences``)."""
+        ``aligned``: which to align (a sentence whose verbatim spans its translation holds is
+        not: ``needed_alignments``); ``terms`` (per piece, ``piece_terms``): each sentence's
+        ``missing`` are those of its terms its best translation does not hold
+        (``finishing.finish_sentences``)."""
         attention = getattr(self.engine, "attention", None)  # CTranslate2 has none
+        aligned = needed_alignments(aligned, plans, found, self.tokenizer)
         return finish_sentences(
             sentences, plans, found, self.tokenizer, attention, n_best, aligned, terms
         )

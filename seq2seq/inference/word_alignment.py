@@ -4,18 +4,20 @@ A sentence's translation is aligned piece by piece (``piece_alignment``): each o
 takes the source token it attends to most (an engine's ``attention``: mean cross-attention over
 layers and heads), and that token's characters in the sentence. An engine without attention
 (CTranslate2) gets a monotonic alignment over the piece's words. ``documents.py`` places inline
-markup by these alignments.
+markup by these alignments; ``needed_alignments`` skips a sentence whose verbatim spans its
+translation already holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
 from seq2seq.data.tokenizer import TokenizerLike
 from seq2seq.decoding.search import Hypothesis
 from seq2seq.formats.inline import Alignment, monotonic_alignment
+from seq2seq.formats.verbatim import copied
 from seq2seq.inference.pieces import WORD_START, Piece
 from seq2seq.textio import one_line
 
@@ -87,3 +89,27 @@ def _source_spans(ids: list[int], tokenizer: TokenizerLike, words: list[Span]) -
         spans.append((low, max(low + 1, min(end, position + surface))))
         position += surface
     return spans
+
+
+def needed_alignments(
+    aligned: Sequence[bool | tuple[str, ...]] | None,
+    plans: list[list[Piece]],
+    found: list[list[Hypothesis]],
+    tokenizer: TokenizerLike,
+) -> list[bool] | None:
+    """Which sentences to align (``TextBatch.aligned``, settled on the best translations,
+    ``found`` per piece in plan order): a sentence whose only markup is verbatim spans needs
+    no alignment when its translation holds each span whole (``verbatim.copied``: placing
+    them would change nothing; the alignment costs a forward pass per sentence)."""
+    if aligned is None:
+        return None
+    needed, start = [], 0
+    for flag, plan in zip(aligned, plans, strict=True):
+        pieces = found[start : start + len(plan)]
+        start += len(plan)
+        if isinstance(flag, bool):
+            needed.append(flag)
+            continue
+        text = "".join(one_line(tokenizer.decode(hyps[0].tokens)) for hyps in pieces if hyps)
+        needed.append(not copied(flag, text))
+    return needed
