@@ -5,6 +5,7 @@
     modifiers.py         training-time modifiers: upper/title case, no end stop, dictionary
     dictionary.py        short segments: CC-CEDICT glosses of common words, as training pairs
     catalogs.py          short segments: UI strings from gettext catalogs (.po), Django's too
+    copying.py           made-up spans (URLs, versions, identifiers...) on both sides: copying
     terms.py             inline term annotation (<term> src <trans> zh </term>), by tag ids
     alignment.py         term pairs learnt from a corpus by word association (Dice)
     truecase.py          SHOUTED and Title Cased input read in sentence case, at inference

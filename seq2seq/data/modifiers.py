@@ -14,6 +14,10 @@ YAML as ``data.modifiers`` (:class:`Modifiers`, each a share of the training pai
 - ``ui_strings``: up to this many UI strings with their Chinese from gettext catalogs
   (:mod:`seq2seq.data.catalogs`) added likewise: ``catalogs`` (a user's ``.po`` files or folders
   of them) first, then Django's simplified-Chinese ones;
+- ``copy_spans``: a span a translation keeps as written (a URL, a version, a number, an
+  identifier, a placeholder, an acronym, a name the model cannot know) made up and put on both
+  sides, in place of one they share or of a word and its dictionary translation
+  (:mod:`seq2seq.data.copying`): the model learns to copy what it cannot translate;
 - ``terms``: a term of the source (no function word) annotated inline with the Chinese word the
   reference uses for it (or a synonym of the same sense put in its place), between tags the
   vocabulary holds (:mod:`seq2seq.data.terms`): the model learns to copy a glossary's terms.
@@ -47,13 +51,14 @@ from typing import Any
 import numpy as np
 
 from seq2seq.data.cache_dir import fingerprint
+from seq2seq.data.copying import copy_span
 from seq2seq.data.permutation import uniforms
 from seq2seq.data.terms import TERM_FORMAT, TermSpan, find_terms
 from seq2seq.errors import ConfigError
 
 # Settings added after caches were written: at their defaults they stay out of the cache's key.
 _HOW_TERMS_ARE_DRAWN = {"terms_per_pair": 1, "unrelated_terms": 0.0}
-_ADDED_LATER = {**_HOW_TERMS_ARE_DRAWN, "ui_strings": 0, "catalogs": ()}
+_ADDED_LATER = {**_HOW_TERMS_ARE_DRAWN, "ui_strings": 0, "catalogs": (), "copy_spans": 0.0}
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _EN_END = re.compile(r"[.!?。！？]+$")
 _ZH_END = re.compile(r"[。！？.!?]+$")
@@ -78,9 +83,11 @@ class Modifiers:
     aligned_terms: int = 0
     terms_per_pair: int = 1
     unrelated_terms: float = 0.0
+    copy_spans: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("uppercase", "titlecase", "no_end_punctuation", "terms", "unrelated_terms"):
+        shares = ("uppercase", "titlecase", "no_end_punctuation", "terms", "unrelated_terms")
+        for name in (*shares, "copy_spans"):
             share = getattr(self, name)
             if not isinstance(share, int | float) or not 0.0 <= share <= 1.0:
                 raise ConfigError(f"data.modifiers.{name} must be a share in [0, 1], got {share!r}")
@@ -148,6 +155,10 @@ class Modifiers:
         for name, default in _ADDED_LATER.items():
             if key["modifiers"][name] == default:  # caches prepared before it existed stay valid
                 del key["modifiers"][name]
+        if self.copy_spans:  # how spans are made and placed
+            from seq2seq.data.copying import COPY_FORMAT
+
+            key["copy_format"] = COPY_FORMAT
         if self.terms:  # how the annotation is written and drawn (terms.TERM_FORMAT)
             key["term_format"] = TERM_FORMAT
         if self.termbase is not None:
@@ -163,7 +174,7 @@ class Modifiers:
     ) -> tuple[list[str], list[str], list[list[TermSpan]]]:
         """The pairs with the modifiers drawn for their ``rows`` (each pair's row in the corpus,
         (N,) int) under ``seed``, and each source's term annotations (none: an empty list)."""
-        u_case, u_stop, u_term = (uniforms(seed, rows, salt) for salt in (1, 2, 4))
+        u_case, u_stop, u_term, u_copy = (uniforms(seed, rows, salt) for salt in (1, 2, 4, 7))
         # A term's pick and swap; the first term's salts are those of one term per pair, so
         # terms_per_pair 1 draws what it always drew.
         salts = [(5, 6)] + [(100 + 2 * k, 101 + 2 * k) for k in range(1, self.terms_per_pair)]
@@ -177,6 +188,8 @@ class Modifiers:
                 en, zh = title_case(en), title_case(zh)
             if u_stop[n] < self.no_end_punctuation:
                 en, zh = remove_end_punctuation(en, zh)
+            if u_copy[n] < self.copy_spans:  # the span's draw: the rest of the same uniform
+                en, zh = copy_span(en, zh, u_copy[n] / self.copy_spans) or (en, zh)
             # Terms last, on the text as trained: a case change (ß -> SS) or a dropped stop
             # after them moved or cut the annotation, and the reference kept its swapped word.
             spans: list[TermSpan] = []
