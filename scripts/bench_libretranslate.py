@@ -36,6 +36,7 @@ from pathlib import Path
 import ctranslate2
 import torch
 
+from benchmarks import libretranslate
 from seq2seq.data.clean import normalize_en
 from seq2seq.data.sentences import split_sentences
 from seq2seq.inference.evaluation import held_out_split
@@ -86,11 +87,11 @@ def main() -> None:
         start = time.perf_counter()
         package = argos.export_argos(args.checkpoint, Path(tmp) / "out")
         print(f"export: {time.perf_counter() - start:.1f} s, {package.stat().st_size / 1e6:.1f} MB")
-        installed = argos.install_package(python, package, home)
+        installed = libretranslate.install_package(python, package, home)
         from libretranslatepy import LibreTranslateAPI
 
         start = time.perf_counter()
-        with argos.libretranslate(python, home, free_port()) as url:
+        with libretranslate.libretranslate(python, home, free_port()) as url:
             up = time.perf_counter() - start
             api = LibreTranslateAPI(url)
             start = time.perf_counter()
@@ -106,8 +107,8 @@ def main() -> None:
         default = Translator.from_checkpoint(args.checkpoint).translate(
             sources, TranslateOptions(beam_size=5)
         )
-        touched = argos.libretranslate_touch_ups(python, sources, ours, home)
-        argos_split = argos.argos_sentences(python, installed, sources, home)
+        touched = libretranslate.libretranslate_touch_ups(python, sources, ours, home)
+        argos_split = libretranslate.argos_sentences(python, installed, sources, home)
         our_split = [[s.text for s in split_sentences(t)] for t in sources]
         flat = [s for sentences in argos_split for s in sentences]
         found = translator.translate_n_best(
@@ -121,10 +122,10 @@ def main() -> None:
         limited = [any([next(at_limit) for _ in s]) for s in argos_split]
         pieces = iter([[translator.tokenizer.id_to_piece(t) for t in h[0].tokens] for h in found])
         joined = [
-            argos.argos_text([next(pieces) for _ in s], installed / "sentencepiece.model")
+            libretranslate.argos_text([next(pieces) for _ in s], installed / "sentencepiece.model")
             for s in argos_split
         ]
-        predicted = argos.libretranslate_touch_ups(python, sources, joined, home)
+        predicted = libretranslate.libretranslate_touch_ups(python, sources, joined, home)
     causes = collections.Counter()
     kinds = collections.Counter()
     rows = []

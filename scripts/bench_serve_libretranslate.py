@@ -54,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_serve import int_list, load_sentences, running_server
 
+from benchmarks import libretranslate
 from benchmarks.proc_memory import MIB
 from benchmarks.serve_load import run_level, tree_rss
 from benchmarks.serve_report import build_comparison, print_comparison
@@ -77,7 +78,7 @@ def main() -> None:
         logs = Path(args.logs) if args.logs else scratch
         logs.mkdir(parents=True, exist_ok=True)
         package = argos.export_argos(args.checkpoint, scratch / "out")
-        installed = argos.install_package(python, package, logs / "libretranslate-home")
+        installed = libretranslate.install_package(python, package, logs / "libretranslate-home")
         progress(f"exported and installed {package.name}")
         for name in args.servers:
             start = time.perf_counter()
@@ -222,7 +223,7 @@ def start_libretranslate(
         "MKL_NUM_THREADS": threads,
     }
     home = logs / "libretranslate-home"
-    with argos.libretranslate_process(
+    with libretranslate.libretranslate_process(
         python, home, free_port(), env=env, threads=args.request_threads
     ) as (url, process):
         description = (

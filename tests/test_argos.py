@@ -22,8 +22,9 @@ from tests.helpers import tiny_checkpoint, without_byte_rule
 pytest.importorskip("ctranslate2", reason="the Argos package holds a CTranslate2 model")
 pytest.importorskip("transformers", reason="the CTranslate2 export goes through transformers")
 
+from benchmarks import libretranslate  # noqa: E402 (after the skips)
 from seq2seq.inference.options import TranslateOptions
-from seq2seq.tools import argos  # noqa: E402 (after the skips)
+from seq2seq.tools import argos  # noqa: E402
 
 ROOT = Path(__file__).parents[1]
 NAME = "translate-en_zh-1_0"
@@ -211,8 +212,8 @@ def served(libretranslate_python, tmp_path_factory):
     checkpoint = argos_ready_checkpoint(tmp / "model.ckpt")
     package = argos.export_argos(checkpoint, tmp / "out")
     home = tmp / "home"
-    installed = argos.install_package(libretranslate_python, package, home)
-    with argos.libretranslate(libretranslate_python, home, free_port()) as url:
+    installed = libretranslate.install_package(libretranslate_python, package, home)
+    with libretranslate.libretranslate(libretranslate_python, home, free_port()) as url:
         yield url, installed, home
 
 
@@ -247,7 +248,7 @@ def test_libretranslate_answers_as_our_engine_translates_at_argos_settings(
     answers = [api.translate(line, "en", "zh") for line in LINES]
     assert api.translate(LINES[0], "en", "zh-Hans") == answers[0]
 
-    sentences = argos.argos_sentences(python, installed, LINES, home)
+    sentences = libretranslate.argos_sentences(python, installed, LINES, home)
     assert sentences == [[s.text for s in split_sentences(line)] for line in LINES]
     translator = Translator.from_ctranslate2(installed / "model").with_search(
         length_penalty=argos.ARGOS_LENGTH_PENALTY,
@@ -265,15 +266,15 @@ def test_libretranslate_answers_as_our_engine_translates_at_argos_settings(
         [[translator.tokenizer.id_to_piece(t) for t in next(found)[0].tokens] for _ in line]
         for line in sentences
     ]
-    joined = [argos.argos_text(p, installed / "sentencepiece.model") for p in pieces]
-    assert argos.libretranslate_touch_ups(python, LINES, joined, home) == answers
+    joined = [libretranslate.argos_text(p, installed / "sentencepiece.model") for p in pieces]
+    assert libretranslate.libretranslate_touch_ups(python, LINES, joined, home) == answers
     # One sentence: Argos' text is ours. More: ours joined with a space where the next
     # sentence's first piece starts with ▁ (ours: with nothing).
     assert joined[:4] == ours[:4]
     first, second = (translator.text(h[0].tokens) for h in hypotheses[4:6])
     gap = " " if pieces[4][1][0].startswith("\u2581") else ""
     assert ours[4] == first + second and joined[4] == first + gap + second
-    assert argos.libretranslate_touch_ups(python, LINES[:4], ours[:4], home) == answers[:4]
+    assert libretranslate.libretranslate_touch_ups(python, LINES[:4], ours[:4], home) == answers[:4]
 
 
 @pytest.mark.slow
