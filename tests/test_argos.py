@@ -24,7 +24,7 @@ pytest.importorskip("transformers", reason="the CTranslate2 export goes through 
 
 from benchmarks import libretranslate  # noqa: E402 (after the skips)
 from seq2seq.inference.options import TranslateOptions
-from seq2seq.tools import argos  # noqa: E402
+from seq2seq.tools import argos, minisbd  # noqa: E402
 
 ROOT = Path(__file__).parents[1]
 NAME = "translate-en_zh-1_0"
@@ -91,8 +91,8 @@ def test_the_readme_names_the_data_and_its_licences(package):
 
 
 def test_the_splitter_is_a_minisbd_model_with_its_metadata():
-    model = argos.splitter_onnx()
-    metadata = argos.splitter_metadata()
+    model = minisbd.splitter_onnx()
+    metadata = minisbd.splitter_metadata()
     for key, value in metadata.items():  # protobuf strings: stored as written
         assert key.encode() in model and value.encode("utf-8") in model
     vocab = json.loads(metadata["vocab"])
