@@ -8,9 +8,11 @@ import pytest
 import torch
 
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.decoding.constrained import TermConstraints, allocate, constrained_beam_search
+from seq2seq.decoding.beam import beam_search, constrained_beam_search
+from seq2seq.decoding.constrained import allocate
 from seq2seq.decoding.decode import TransformerScorer, translate_ids
-from seq2seq.decoding.search import SearchConfig, SpecialTokens, beam_search
+from seq2seq.decoding.search import SearchConfig, SpecialTokens
+from seq2seq.decoding.term_constraints import TermConstraints
 from seq2seq.inference.glossary import Term, sentence_constraints, term_constraints
 from seq2seq.inference.glossary_bans import beside_texts
 from tests.helpers import random_ids, synthetic_pairs, tiny_model

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from seq2seq import Transformer
+from seq2seq.decoding.beam import beam_search
 from seq2seq.decoding.decode import (
     PromptScorer,
     TransformerScorer,
@@ -16,12 +17,11 @@ from seq2seq.decoding.decode import (
     special_tokens,
     translate_ids,
 )
+from seq2seq.decoding.greedy import greedy_search
 from seq2seq.decoding.sampling import SamplingConfig
 from seq2seq.decoding.search import (
     SearchConfig,
     SpecialTokens,
-    beam_search,
-    greedy_search,
 )
 from seq2seq.inference.packed import pack_for_cpu_inference
 from tests.helpers import GPT, LLAMA, STYLES, random_ids, tiny_config, tiny_model

@@ -9,8 +9,9 @@ import warnings
 import pytest
 import torch
 
-from seq2seq.decoding.constrained import TermConstraints, constrained_beam_search
+from seq2seq.decoding.beam import constrained_beam_search
 from seq2seq.decoding.search import SearchConfig, SpecialTokens
+from seq2seq.decoding.term_constraints import TermConstraints
 from seq2seq.inference import glossary_bans
 from seq2seq.inference.glossary import Term
 from seq2seq.inference.glossary_bans import beside_texts

@@ -8,17 +8,16 @@ import random
 import pytest
 import torch
 
-from seq2seq.decoding.constrained import constrained_beam_search
+from seq2seq.decoding.beam import beam_search, constrained_beam_search
 from seq2seq.decoding.continuous import ContinuousBeam, ContinuousGreedy
 from seq2seq.decoding.decode import TransformerScorer, translate_ids
+from seq2seq.decoding.greedy import greedy_search
 from seq2seq.decoding.repetition import RepetitionGuard, right_aligned, tandem_repeats
 from seq2seq.decoding.sampling import SamplingConfig, sample_search
 from seq2seq.decoding.search import (
     SearchConfig,
     SpecialTokens,
     TokenRules,
-    beam_search,
-    greedy_search,
 )
 from tests.helpers import random_ids, tiny_model
 

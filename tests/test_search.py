@@ -6,7 +6,9 @@ import math
 import pytest
 import torch
 
+from seq2seq.decoding.beam import beam_search
 from seq2seq.decoding.decode import TransformerScorer, translate_ids
+from seq2seq.decoding.greedy import greedy_search
 from seq2seq.decoding.sampling import (
     RowStreams,
     SamplingConfig,
@@ -18,8 +20,6 @@ from seq2seq.decoding.sampling import (
 from seq2seq.decoding.search import (
     SearchConfig,
     SpecialTokens,
-    beam_search,
-    greedy_search,
     top_k_by_blocks,
 )
 from tests.helpers import random_ids, tiny_model

@@ -5,15 +5,15 @@ import hashlib
 import pytest
 import torch
 
+from seq2seq.decoding.beam import beam_search
 from seq2seq.decoding.continuous import ContinuousBeam, ContinuousGreedy
 from seq2seq.decoding.decode import translate_ids
+from seq2seq.decoding.greedy import greedy_search
 from seq2seq.decoding.sampling import SamplingConfig, sample_search
 from seq2seq.decoding.search import (
     SearchConfig,
     SpecialTokens,
     TokenRules,
-    beam_search,
-    greedy_search,
 )
 from seq2seq.decoding.utf8 import drop_broken_bytes, last_written, next_byte_range
 from tests.helpers import tiny_model

@@ -28,17 +28,14 @@ from torch import Tensor
 
 from seq2seq.attention import padding_mask
 from seq2seq.cache import KVCache
+from seq2seq.decoding.beam import best_continuations, check_n_best, collect_finished, select_open
 from seq2seq.decoding.decode import special_tokens
 from seq2seq.decoding.search import (
     NEG_INF,
     Hypothesis,
     SearchConfig,
     TokenRules,
-    best_continuations,
-    check_n_best,
-    collect_finished,
     restrict_next_tokens_,
-    select_open,
     sentences_done,
     still_empty,
     top_k_by_blocks,

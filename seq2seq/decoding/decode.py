@@ -16,7 +16,9 @@ from torch import Tensor
 
 from seq2seq.attention import padding_mask
 from seq2seq.config import ModelConfig
-from seq2seq.decoding.constrained import Constraints, constrained_beam_search
+from seq2seq.decoding.beam import beam_search, constrained_beam_search
+from seq2seq.decoding.constrained import Constraints
+from seq2seq.decoding.greedy import greedy_search
 from seq2seq.decoding.sampling import SamplingConfig, sample_search
 from seq2seq.decoding.search import (
     Hypothesis,
@@ -24,8 +26,6 @@ from seq2seq.decoding.search import (
     SearchConfig,
     SpecialTokens,
     TokenRules,
-    beam_search,
-    greedy_search,
     written_lengths,
 )
 from seq2seq.model import Transformer

@@ -1,5 +1,7 @@
-"""Decoding strategies: greedy and beam search over an incremental scorer (sampling, which
-shares their pieces, is ``seq2seq.decoding.sampling``).
+"""What every search shares: the ``Scorer`` it drives, the special token ids and the knobs it
+obeys, the rules of each step's next tokens, and its finished ``Hypothesis``. The searches
+themselves are ``greedy.py`` and ``beam.py`` (plain and lexically constrained beam search) and
+``sampling.py``.
 
 The searches never see a model: this module imports none. They talk to a ``Scorer``, something
 that takes the last token of every row and returns next-token scores (logits or
@@ -243,264 +245,11 @@ def still_empty(written: Tensor, specials: SpecialTokens) -> Tensor | None:
     return torch.isin(written, blank).all(dim=-1)
 
 
-@torch.no_grad()
-def greedy_search(
-    scorer: Scorer,
-    max_lens: Tensor,
-    specials: SpecialTokens,
-    guard: RepetitionGuard = RepetitionGuard(),  # noqa: B008 (frozen)
-) -> list[Hypothesis]:
-    """Pick the most probable token at every step, for B sentences at once.
-
-    Args:
-        scorer: incremental model over B rows.
-        max_lens: (B,) length limits, eos included.
-        specials: the model's special token ids.
-        guard: the repetition guard (``SearchConfig.guard``).
-
-    Returns:
-        One hypothesis per sentence, ``score`` = ``log_prob`` (no length normalisation).
-    """
-    batch = max_lens.shape[0]
-    device = max_lens.device
-    tokens = torch.full((batch, int(max_lens.max())), specials.pad, dtype=torch.long, device=device)
-    log_prob = torch.zeros(batch, device=device)
-    # The scorer's rows hold the sentences `active`; finished ones are dropped now and then.
-    active = torch.arange(batch, device=device)
-    limits = max_lens  # of the active rows
-    finished = torch.zeros(batch, dtype=torch.bool, device=device)
-    last = torch.full((batch,), specials.bos, dtype=torch.long, device=device)
-    for step in range(tokens.shape[1]):
-        written = tokens[active, None, :step]
-        # Normalised over the whole vocabulary, banned tokens included, then restricted.
-        logits = guard.penalize_(scorer(last)[:, None], written, specials.pad)  # (N, 1, V)
-        empty = still_empty(written, specials)
-        log_probs = restrict_next_tokens_(
-            logits.log_softmax(dim=-1), step, limits, specials, empty, written, guard
-        )[:, 0]
-        best_log_prob, best = top_k_by_blocks(log_probs, 1)
-        best_log_prob, best = best_log_prob[:, 0], best[:, 0].masked_fill(finished, specials.pad)
-        log_prob[active] += best_log_prob.masked_fill(finished, 0.0)
-        tokens[active, step] = best
-        finished |= best == specials.eos
-        if bool(finished.all()):
-            break
-        last = best
-        if worth_dropping(finished):
-            keep = (~finished).nonzero()[:, 0]
-            scorer.reorder(keep)
-            active, limits, finished, last = active[keep], limits[keep], finished[keep], last[keep]
-    return [
-        _greedy_hypothesis(row, float(lp), specials.eos)
-        for row, lp in zip(tokens, log_prob, strict=True)
-    ]
-
-
 def worth_dropping(done: Tensor) -> bool:
     """Whether to drop finished sentences from the scorer now: when a quarter of its rows are
     done. Finished rows would cost a full decoder step each until the longest sentence ends;
     dropping copies the cache once, so it waits until there are enough of them."""
     return done.numel() > 1 and 4 * int(done.sum()) >= done.numel()
-
-
-def _greedy_hypothesis(row: Tensor, log_prob: float, eos: int) -> Hypothesis:
-    out = row.tolist()
-    if eos in out:
-        out = out[: out.index(eos)]
-    return Hypothesis(out, log_prob, log_prob)
-
-
-@torch.no_grad()
-def beam_search(
-    scorer: Scorer,
-    max_lens: Tensor,
-    beam_size: int,
-    specials: SpecialTokens,
-    config: SearchConfig = SearchConfig(),  # noqa: B008 (frozen)
-    n_best: int = 1,
-    steer: BeamSteer | None = None,
-) -> list[list[Hypothesis]]:
-    """Beam search for B sentences at once; the scorer holds B * beam_size rows.
-
-    At each step the 2k best continuations of each sentence are ranked; those among the k
-    best that end in eos are finished, and the k best that do not are kept open. A sentence is
-    done when it has k finished hypotheses that no open beam can beat (see
-    ``SearchConfig.exact_stop``) or reaches its length limit, where eos is forced.
-
-    Args:
-        steer: chooses the beams of some sentences by rules of its own (constrained decoding,
-            ``seq2seq.decoding.constrained``); the other sentences are searched exactly as
-            without it.
-
-    Returns:
-        For each sentence, its ``n_best`` hypotheses, best first: fewest unmet constraints,
-        then highest length-normalised score.
-    """
-    check_n_best(n_best, beam_size)
-    k = beam_size
-    scores, history, last, done = _first_beams(max_lens, k, specials)
-    finished: list[list[Hypothesis]] = [[] for _ in range(max_lens.shape[0])]
-    # The scorer holds the k beams of the sentences still searched, whose finished lists are
-    # `found` (the lists of `finished` themselves): done sentences are dropped now and then.
-    found = finished
-    for step in range(history.shape[2]):
-        logits = scorer(last.reshape(-1)).view(len(found), k, -1)  # (n, k, V)
-        written = history[:, :, :step]
-        empty = still_empty(written, specials)
-        log_probs = continuation_scores(
-            logits, scores, step, max_lens, specials, empty, written, config.guard
-        )
-        if steer is not None:
-            steer.restrict_(log_probs, step, max_lens)
-        candidates = top_continuations(log_probs, k)
-        skip = done if steer is None else done | steer.steered
-        collect_finished(found, skip, history, step, candidates, k, specials.eos, config)
-        scores, chosen_beam, chosen_token = select_open(*candidates, k, specials.eos)
-        if steer is not None:
-            chosen = (scores, chosen_beam, chosen_token)
-            steer.select_(log_probs, candidates, chosen, found, done, history, step)
-            done |= steer.done(found, scores, step, max_lens)
-        done |= sentences_done(found, scores, step, max_lens, k, config)
-        if bool(done.all()):
-            break
-        history, rows = _follow_chosen(history, chosen_beam, chosen_token, done, step)
-        last = chosen_token
-        if worth_dropping(done):
-            keep = (~done).nonzero()[:, 0]
-            rows, last, scores, history = rows[keep], last[keep], scores[keep], history[keep]
-            max_lens, done = max_lens[keep], done[keep]
-            found = [found[i] for i in keep.tolist()]
-            if steer is not None:
-                steer.keep(keep.tolist())
-        scorer.reorder(rows.reshape(-1))
-    return [sorted(hyps, key=lambda h: (h.unmet, -h.score))[:n_best] for hyps in finished]
-
-
-def check_n_best(n_best: int, beam_size: int) -> None:
-    """A beam search keeps k = ``beam_size`` hypotheses: it can return 1 to k of them."""
-    if not 1 <= n_best <= beam_size:
-        raise ValueError(f"n_best must be in [1, beam_size={beam_size}], got {n_best}")
-
-
-def _first_beams(
-    max_lens: Tensor, k: int, specials: SpecialTokens
-) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """The state of a beam search before its first step, for B = ``max_lens.shape[0]``
-    sentences: open-beam scores (B, k), histories (B, k, longest limit) of pad, the tokens to
-    feed (B, k) of bos, and done (B,) all False."""
-    batch, device = max_lens.shape[0], max_lens.device
-    # Only beam 0 is alive at the start: the k copies would otherwise propose k identical sets.
-    scores = torch.full((batch, k), NEG_INF, device=device)
-    scores[:, 0] = 0.0
-    width = int(max_lens.max())
-    history = torch.full((batch, k, width), specials.pad, dtype=torch.long, device=device)
-    last = torch.full((batch, k), specials.bos, dtype=torch.long, device=device)
-    return scores, history, last, torch.zeros(batch, dtype=torch.bool, device=device)
-
-
-def _follow_chosen(
-    history: Tensor, chosen_beam: Tensor, chosen_token: Tensor, done: Tensor, step: int
-) -> tuple[Tensor, Tensor]:
-    """Extend the chosen beams: histories (n, k, T) reordered to ``chosen_beam`` (n, k) with
-    ``chosen_token`` (n, k) written at ``step``, and the scorer rows (n, k) they continue."""
-    n, k = chosen_beam.shape
-    # Finished sentences keep their rows in place: nothing to copy for them.
-    in_place = torch.arange(k, device=chosen_beam.device)[None, :]  # (1, k)
-    chosen_beam = torch.where(done[:, None], in_place, chosen_beam)
-    history = history.gather(1, chosen_beam[:, :, None].expand_as(history))
-    history[:, :, step] = chosen_token
-    rows = chosen_beam + torch.arange(n, device=chosen_beam.device)[:, None] * k
-    return history, rows
-
-
-class BeamSteer(Protocol):
-    """Rules of its own for some sentences of a beam search (``seq2seq.decoding.constrained``)."""
-
-    steered: Tensor  # (n,) bool: the sentences (of those active) it chooses beams for
-
-    def restrict_(self, log_probs: Tensor, step: int, max_lens: Tensor) -> None:
-        """Ban continuations in ``log_probs`` (n, k, V), in place, before they are ranked."""
-        ...
-
-    def select_(
-        self,
-        log_probs: Tensor,
-        candidates: tuple[Tensor, Tensor, Tensor],
-        chosen: tuple[Tensor, Tensor, Tensor],
-        finished: list[list[Hypothesis]],
-        done: Tensor,
-        history: Tensor,
-        step: int,
-    ) -> None:
-        """For each steered sentence not done: add its finished hypotheses to ``finished``
-        and write its k open beams into ``chosen`` (scores, source beam, token; each (n, k))
-        in place. ``candidates``: the 2k best continuations of ``top_continuations``."""
-        ...
-
-    def done(
-        self, finished: list[list[Hypothesis]], open_scores: Tensor, step: int, max_lens: Tensor
-    ) -> Tensor:
-        """(n,) bool: steered sentences that may stop now, by rules of its own."""
-        ...
-
-    def keep(self, sentences: list[int]) -> None:
-        """Only these sentences (indices among those active) go on."""
-        ...
-
-
-def best_continuations(
-    logits: Tensor,
-    scores: Tensor,
-    step: int | Tensor,
-    max_lens: Tensor,
-    specials: SpecialTokens,
-    empty: Tensor | None = None,
-    written: Tensor | None = None,
-    guard: RepetitionGuard = NO_GUARD,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """The 2k best (beam, token) continuations of each sentence: scores, beam, token (n, 2k).
-
-    Ranks all k * V candidates ``score + log P(token)`` of a sentence at once.
-
-    Args:
-        logits: (n, k, V) next-token scores of the k beams of n sentences.
-        scores: (n, k) log-probabilities of the beams so far.
-        empty: (n, k) beams that have written nothing visible (``still_empty``).
-        written: (n, k, T) the beams' tokens so far (``restrict_next_tokens_``).
-        guard: the repetition guard (``SearchConfig.guard``).
-    """
-    continuations = continuation_scores(
-        logits, scores, step, max_lens, specials, empty, written, guard
-    )
-    return top_continuations(continuations, logits.shape[1])
-
-
-def continuation_scores(
-    logits: Tensor,
-    scores: Tensor,
-    step: int | Tensor,
-    max_lens: Tensor,
-    specials: SpecialTokens,
-    empty: Tensor | None = None,
-    written: Tensor | None = None,
-    guard: RepetitionGuard = NO_GUARD,
-) -> Tensor:
-    """(n, k, V) scores of every continuation: the beam's log-probability plus the token's
-    (the repetition penalty on the logits, normalised over the whole vocabulary, then
-    restricted by ``restrict_next_tokens_``)."""
-    if written is not None:
-        logits = guard.penalize_(logits, written, specials.pad)
-    log_probs = logits.log_softmax(dim=-1)
-    log_probs = restrict_next_tokens_(log_probs, step, max_lens, specials, empty, written, guard)
-    return log_probs.add_(scores[:, :, None])
-
-
-def top_continuations(continuations: Tensor, k: int) -> tuple[Tensor, Tensor, Tensor]:
-    """The 2k best of (n, k, V) ``continuation_scores``: scores, beam, token; each (n, 2k)."""
-    n, _, vocab = continuations.shape
-    flat = continuations.view(n, k * vocab)
-    top_scores, top_index = top_k_by_blocks(flat, min(2 * k, k * vocab))  # (n, 2k)
-    return top_scores, top_index // vocab, top_index % vocab
 
 
 def top_k_by_blocks(x: Tensor, k: int, block: int = 64) -> tuple[Tensor, Tensor]:
@@ -528,48 +277,6 @@ def top_k_by_blocks(x: Tensor, k: int, block: int = 64) -> tuple[Tensor, Tensor]
     return values, columns.gather(1, picked)
 
 
-def collect_finished(
-    finished: list[list[Hypothesis]],
-    done: Tensor,
-    history: Tensor,
-    step: int | Tensor,
-    candidates: tuple[Tensor, Tensor, Tensor],
-    k: int,
-    eos: int,
-    config: SearchConfig,
-) -> None:
-    """Move eos-ending candidates ranked among the k best into the finished lists.
-
-    Args:
-        candidates: scores, source beam and token of each sentence's 2k best, each (n, 2k).
-    """
-    top_scores, top_beam, top_token = candidates
-    ends = (top_token[:, :k] == eos) & top_scores[:, :k].isfinite() & ~done[:, None]
-    if not bool(ends.any()):
-        return
-    for b, rank in ends.nonzero().tolist():
-        at = _step_of(step, b)
-        raw = float(top_scores[b, rank])
-        tokens = history[b, int(top_beam[b, rank]), :at].tolist()
-        norm = config.length_norm(at + 1)  # the eos counts towards |Y|
-        finished[b].append(Hypothesis(tokens, raw / norm, raw))
-
-
-def _step_of(step: int | Tensor, sentence: int) -> int:
-    """Sentence ``sentence``'s step, when ``step`` is one for all or one per sentence."""
-    return int(step[sentence]) if isinstance(step, Tensor) else step
-
-
-def select_open(
-    top_scores: Tensor, top_beam: Tensor, top_token: Tensor, k: int, eos_id: int
-) -> tuple[Tensor, Tensor, Tensor]:
-    """The k best candidates that do not end in eos: scores, source beam, token; each (B, k)."""
-    open_scores = top_scores.masked_fill(top_token == eos_id, NEG_INF)
-    # At most k of the 2k candidates end in eos (one per beam), so k open ones remain.
-    scores, order = open_scores.topk(k, dim=-1)
-    return scores, top_beam.gather(1, order), top_token.gather(1, order)
-
-
 def sentences_done(
     finished: list[list[Hypothesis]],
     open_scores: Tensor,
@@ -590,7 +297,12 @@ def sentences_done(
             continue
         # Log-probs only fall as a beam grows, but the penalty divisor grows too; the exact
         # bound assumes the beam could end at the longest allowed length.
-        at = _step_of(step, b)
+        at = step_of(step, b)
         length = int(max_lens[b]) if config.exact_stop and best_open[b] < 0 else at + 1
         done[b] = best_open[b] / config.length_norm(length) <= kth_best
     return done
+
+
+def step_of(step: int | Tensor, sentence: int) -> int:
+    """Sentence ``sentence``'s step, when ``step`` is one for all or one per sentence."""
+    return int(step[sentence]) if isinstance(step, Tensor) else step

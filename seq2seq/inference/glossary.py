@@ -28,7 +28,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from seq2seq.decoding.constrained import Constraints, TermConstraints
+from seq2seq.decoding.constrained import Constraints
+from seq2seq.decoding.term_constraints import TermConstraints
 from seq2seq.errors import DataError
 from seq2seq.inference.glossary_bans import beside_texts
 from seq2seq.textio import warn_lines
