@@ -3,7 +3,7 @@ segments to translate (``inline.Document``). Pure text: no model.
 
     inline.py    the Document every format parses into; inline markup put back by alignment
     html.py      HTML
-    markdown.py  Markdown
+    markdown.py  Markdown (its inline tokens read into text and markup: markdown_inline.py)
     srt.py       SubRip subtitles
     verbatim.py  spans kept as written (URLs, numbers, identifiers...), marked literal
     encoding.py  a document's bytes: its encoding found, read exactly, written back
