@@ -1,8 +1,9 @@
 """Training as a LightningModule: teacher forcing with the label-smoothed loss, updates
 normalised by target tokens, non-finite batches skipped, validation loss.
 
-Validation BLEU is a callback (``seq2seq.training.validation.ValidationBleu``) and whether the
-data fits the model one function (``seq2seq.training.data_checks``). Lightning lives here, in
+Validation BLEU is a callback (``seq2seq.training.validation.ValidationBleu``), whether the
+data fits the model one function (``seq2seq.training.data_checks``) and fine-tuning's start
+from a checkpoint another (``seq2seq.training.finetune``). Lightning lives here, in
 ``callbacks``/``validation`` and in the data/CLI layers only; the model, the loss
 (``seq2seq.loss``) and the optimiser with its schedule (``seq2seq.training.schedule``) are plain
 PyTorch.
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import math
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import lightning as L
@@ -34,6 +34,7 @@ from seq2seq.inference.checkpoint import (
 from seq2seq.loss import label_smoothed_cross_entropy
 from seq2seq.model import Transformer
 from seq2seq.training.data_checks import InitCheckpoint, check_data_fits_model, ending
+from seq2seq.training.finetune import keep_row_zero, pretrained_model
 from seq2seq.training.schedule import (
     inverse_sqrt_schedule,
     paper_optimizer,
@@ -403,49 +404,3 @@ class TranslationModule(L.LightningModule):
         self.task = section.get("task", self.task)
         self.truecase = section.get(TRUECASE_KEY, self.truecase)
         self._tokenizer_cache = None
-
-
-def pretrained_model(
-    path: str, given: ModelConfig, dropout: float | None = None
-) -> tuple[ModelConfig, Transformer, Any]:
-    """The config, model (training mode) and tokenizer of checkpoint ``path``, to fine-tune.
-
-    The run's ``given`` config may only repeat the checkpoint's: a field that differs from
-    both the checkpoint and the default is a one-line ``ConfigError``. ``vocab_size`` is the
-    checkpoint's (the CLI links it from ``data.vocab_size``, which fine-tuning ignores).
-    ``dropout`` replaces the checkpoint's residual/embedding dropout when given.
-    """
-    from seq2seq.inference.checkpoint import load_model
-
-    if not Path(path).is_file():
-        raise ConfigError(
-            f"model.init_from: no checkpoint at {path} (give --model.init_from "
-            "CKPT: one of ours, or one 'seq2seq import' wrote)"
-        )
-    loaded = load_model(path)
-    config, default = loaded.model.config, ModelConfig()
-    for field, value in given.to_dict().items():
-        stored = getattr(config, field)
-        if field == "vocab_size" or value in (stored, getattr(default, field)):
-            continue
-        raise ConfigError(
-            f"model.config.{field}={value!r} contradicts --model.init_from {path} "
-            f"({field}={stored!r}); leave it out to take the checkpoint's"
-        )
-    if dropout is not None:
-        config = ModelConfig.from_dict({**config.to_dict(), "dropout": float(dropout)})
-    model = Transformer(config)
-    model.load_state_dict(loaded.model.state_dict())
-    return config, model, loaded.tokenizer
-
-
-def keep_row_zero(weight: Tensor, row: int) -> None:
-    """Train ``weight`` but never its ``row``: its gradient is zeroed, so Adam leaves it as
-    it is (an imported Marian model's start token: decoding starts from a zero vector)."""
-
-    def drop_row(grad: Tensor) -> Tensor:
-        grad = grad.clone()
-        grad[row] = 0
-        return grad
-
-    weight.register_hook(drop_row)
