@@ -6,6 +6,7 @@ segments to translate (``inline.Document``). Pure text: no model.
     markdown.py  Markdown (its inline tokens read into text and markup: markdown_inline.py)
     srt.py       SubRip subtitles
     verbatim.py  spans kept as written (URLs, numbers, identifiers...), marked literal
+    verbatim_placement.py  where each span goes in a translation (never over a glossary term)
     encoding.py  a document's bytes: its encoding found, read exactly, written back
 
 ``parse(text, format)`` reads any of them; ``format_of(path)`` picks one from a file name.

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from seq2seq.data.truecase import ACRONYM_LETTERS, Truecaser, is_shouted
 from seq2seq.errors import DataError
-from seq2seq.formats.inline import Alignment, Document, Markup, Segment
+from seq2seq.formats.inline import Document, Markup, Segment
 
 _TLD = "com|org|net|io|dev|edu|gov|info|app|ai|co|us|uk|de|fr|cn|jp|me|sh|rs|ly|so|tv|py"
 _UNIT = r"(?!(?:st|nd|rd|th|s)\b)[A-Za-z]{1,4}\b"  # 200km, 5GB; not 21st, not 1990s
@@ -355,86 +355,12 @@ def _parent_of(markups: list[Markup], span: Span) -> list[Markup] | None:
     return markups
 
 
-# Punctuation of a translation: never taken into a span's literal, and read as aligned to
-# nothing, so a span placed at the end of a sentence goes before its stop, not after it.
-_PUNCTUATION = frozenset("。！？；，、：…,.!?;:")
-
-
-def settle(segment: Segment, translation: str, alignment: Alignment) -> Alignment:
-    """``alignment`` (one source span per character of ``translation``) settled for the
-    segment's verbatim spans before its markup is placed (``inline.render``): where the
-    model wrote a span exactly, those characters are its own (and the others attention put
-    into it are not, so they stay as written); punctuation is aligned to nothing."""
-    spans = sorted(_verbatim(segment.markup), key=lambda m: m.start - m.end)  # longest first
-    if not spans:
-        return alignment
-    settled = [
-        None if c in _PUNCTUATION else a for c, a in zip(translation, alignment, strict=True)
-    ]
-    claimed = [False] * len(translation)
-    for markup in spans:
-        raw = segment.text[markup.start : markup.end]
-        copy_at = _copy_of(raw, translation, claimed, settled, markup)
-        if copy_at is None:
-            continue
-        for j, span in enumerate(settled):
-            if span is not None and span[0] < markup.end and markup.start < span[1]:
-                settled[j] = None
-        for j in range(copy_at, copy_at + len(raw)):
-            settled[j], claimed[j] = (markup.start, markup.end), True
-    return settled
-
-
 def _walk(markups: list[Markup]) -> Iterable[Markup]:
     for markup in markups:
         yield markup
         yield from _walk(markup.children)
 
 
-def _verbatim(markups: list[Markup]) -> Iterable[Markup]:
+def verbatim_markups(markups: list[Markup]) -> Iterable[Markup]:
+    """The verbatim spans among ``markups`` and their children."""
     return (markup for markup in _walk(markups) if markup.verbatim)
-
-
-def _copy_of(
-    raw: str, translation: str, claimed: list[bool], alignment: Alignment, markup: Markup
-) -> int | None:
-    """Where ``translation`` holds ``raw`` whole and unclaimed (``_whole_copies``): the
-    occurrence nearest to the characters attention aligned into the span (the first, when
-    none is)."""
-    aligned = [
-        j for j, a in enumerate(alignment) if a and a[0] < markup.end and markup.start < a[1]
-    ]
-    found = _whole_copies(raw, translation, claimed)
-    if not found:
-        return None
-    centre = aligned[0] if aligned else 0
-    return min(found, key=lambda start: abs(start - centre))
-
-
-def _whole_copies(raw: str, translation: str, claimed: list[bool]) -> list[int]:
-    """Where ``translation`` holds ``raw`` as written, whole (not inside a longer number or
-    word) and not inside another span's copy (``claimed``)."""
-    found = []
-    for match in re.finditer(re.escape(raw), translation):
-        start, end = match.span()
-        before = translation[start - 1] if start else " "
-        after = translation[end] if end < len(translation) else " "
-        glued = (raw[0].isalnum() and before.isascii() and before.isalnum()) or (
-            raw[-1].isalnum() and after.isascii() and after.isalnum()
-        )
-        if not glued and not any(claimed[start:end]):
-            found.append(start)
-    return found
-
-
-def copied(spans: Iterable[str], translation: str) -> bool:
-    """Whether ``translation`` holds each span whole, each copy its own (longest first, as
-    ``settle`` claims them): placing the spans would then give the translation back as it
-    is, so it needs no alignment."""
-    claimed = [False] * len(translation)
-    for raw in sorted(spans, key=len, reverse=True):
-        found = _whole_copies(raw, translation, claimed)
-        if not found:
-            return False
-        claimed[found[0] : found[0] + len(raw)] = [True] * len(raw)
-    return True

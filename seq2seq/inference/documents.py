@@ -26,7 +26,8 @@ from seq2seq.formats.inline import (
     rebuild,
     segments,
 )
-from seq2seq.formats.verbatim import Verbatim, settle
+from seq2seq.formats.verbatim import Verbatim
+from seq2seq.formats.verbatim_placement import settle
 
 
 @dataclass
@@ -40,7 +41,9 @@ class SentenceTranslation:
     (cut at clause punctuation); ``windowed``: some piece had no such punctuation and was cut
     into windows of tokens, so the sentence was not translated as a whole (reported).
     ``missing``: the glossary terms that applied to the sentence and that its best text does
-    not hold (the search could not place them within the length limit; reported).
+    not hold (the search could not place them within the length limit; reported);
+    ``terms``: all the glossary terms that applied to it (a verbatim span is never put in
+    place of a term's characters).
     """
 
     hypotheses: list[Hypothesis]
@@ -49,6 +52,7 @@ class SentenceTranslation:
     pieces: int = 1
     windowed: bool = False
     missing: list = field(default_factory=list)  # glossary Terms its best text lacks
+    terms: list = field(default_factory=list)  # glossary Terms that applied to it
 
 
 @dataclass
@@ -197,6 +201,7 @@ def _render(
     if not segment.markup:
         return segment.escape(joined)
     alignment: Alignment = []
+    terms = [term.target for translation in translations for term in translation.terms]
     for index, (sentence, translation) in enumerate(zip(found, translations, strict=True)):
         if index:  # the newlines join_translations put between two sentences, each from its own
             start = found[index - 1].end
@@ -209,7 +214,7 @@ def _render(
             None if span is None else (span[0] + sentence.start, span[1] + sentence.start)
             for span in own
         ]
-    return segment.render(joined, settle(segment, joined, alignment))
+    return segment.render(joined, settle(segment, joined, alignment, terms))
 
 
 def windowed_lines(

@@ -47,7 +47,8 @@ def finish_sentences(
         )
         if terms is not None:
             best = result.texts[0] if result.texts else ""
-            result.missing = missing_terms(_distinct_terms(terms[start:end]), best)
+            result.terms = _distinct_terms(terms[start:end])
+            result.missing = missing_terms(result.terms, best)
         start = end
         results.append(result)
     return results

@@ -17,7 +17,7 @@ import torch
 from seq2seq.data.tokenizer import TokenizerLike
 from seq2seq.decoding.search import Hypothesis
 from seq2seq.formats.inline import Alignment, monotonic_alignment
-from seq2seq.formats.verbatim import copied
+from seq2seq.formats.verbatim_placement import copied
 from seq2seq.inference.pieces import WORD_START, Piece
 from seq2seq.textio import one_line
 
@@ -99,7 +99,7 @@ def needed_alignments(
 ) -> list[bool] | None:
     """Which sentences to align (``TextBatch.aligned``, settled on the best translations,
     ``found`` per piece in plan order): a sentence whose only markup is verbatim spans needs
-    no alignment when its translation holds each span whole (``verbatim.copied``: placing
+    no alignment when its translation holds each span whole (``verbatim_placement.copied``: placing
     them would change nothing; the alignment costs a forward pass per sentence)."""
     if aligned is None:
         return None
