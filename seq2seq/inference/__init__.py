@@ -2,6 +2,9 @@
 
     checkpoint.py          the checkpoint format: load, average, atomic save
     translator.py          ``Translator``: lines in, one output line per input line
+    source_encoding.py     its encoding steps: sentences planned into pieces, encoded
+    glossary_terms.py      its glossary steps: each piece's terms, and its constraints
+    batch_decoding.py      its decoding steps: encoded sources in token batches, finished
     options.py             ``TranslateOptions``: what every translation call decodes with
     engines.py             the engines ``Translator`` drives (``TorchEngine``; the protocol)
     reading.py             what a model reads: lines normalised, truecased, encoded, cut

@@ -7,16 +7,19 @@ comes from an engine: ``TorchEngine`` (our model and searches), or ``CTranslate2
 ``seq2seq.inference.ctranslate2_engine``; a server batching requests is one more user of the
 same seam (``seq2seq.inference.engines``).
 
-How a sentence is cut into pieces and sources into token batches lives in ``pieces.py``, how the
-pieces' hypotheses become sentence translations (texts, alignment, missing terms) in
-``finishing.py``, and what a glossary adds (each piece's terms, the beam they are searched
-with) in ``glossary.py``.
+This module holds the entry points; the steps they take come from ``Translator``'s bases, each
+in the module of the data it works on: ``SourceEncoding`` (``source_encoding.py``: ``plan``,
+``encode_pieces``, ``encode``, ``encode_sentence``), ``GlossaryTerms`` (``glossary_terms.py``:
+``piece_terms``, ``constraints``, ``annotation_alone``) and ``BatchDecoding``
+(``batch_decoding.py``: ``decode_encoded``, ``finish``, ``text``). How a sentence is cut into
+pieces and sources into token batches lives in ``pieces.py``, how the pieces' hypotheses become
+sentence translations (texts, alignment, missing terms) in ``finishing.py``, and what a
+glossary adds (each piece's terms, the beam they are searched with) in ``glossary.py``.
 """
 
 from __future__ import annotations
 
 import copy
-import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -24,42 +27,28 @@ from typing import Any
 
 from seq2seq.data.terms import term_tag_ids
 from seq2seq.data.truecase import Truecaser
-from seq2seq.decoding.constrained import Constraints
 from seq2seq.decoding.search import Hypothesis, SearchConfig
 from seq2seq.errors import CheckpointError
 from seq2seq.formats import Document, parse, parse_text
 from seq2seq.formats.verbatim import Verbatim
+from seq2seq.inference.batch_decoding import BatchDecoding
 from seq2seq.inference.checkpoint import load_model
 from seq2seq.inference.cpu import check_quantize, prepare_for_inference
 from seq2seq.inference.documents import SentenceTranslation, TextBatch, windowed_lines
 from seq2seq.inference.engines import Engine, TorchEngine, token_rules
-from seq2seq.inference.finishing import finish_sentences
-from seq2seq.inference.glossary import (
-    Glossary,
-    Term,
-    annotate_pieces,
-    constrained_beam,
-    piece_terms,
-    piece_texts,
-    sentence_constraints,
-    warn_missing_terms,
-)
-from seq2seq.inference.memory_split import split_on_oom
+
+# Re-exported: scripts/benchmarks/terminology.py reads the beam of a constrained search here.
+from seq2seq.inference.glossary import constrained_beam as constrained_beam
+from seq2seq.inference.glossary import piece_texts, warn_missing_terms
+from seq2seq.inference.glossary_terms import GlossaryTerms
 from seq2seq.inference.options import (
     NO_PROGRESS,
     Progress,
     TranslateOptions,
     old_arguments,
 )
-from seq2seq.inference.pieces import (
-    MAX_TOKENS,
-    Piece,
-    encode_sentence,
-    line_windows,
-    token_batches,
-)
-from seq2seq.inference.reading import encode_lines, plan_sentences
-from seq2seq.inference.word_alignment import needed_alignments
+from seq2seq.inference.pieces import line_windows
+from seq2seq.inference.source_encoding import SourceEncoding
 from seq2seq.textio import one_line, warn_lines
 
 DEFAULT_WINDOW = 1000  # lines decoded together when streaming (translate_stream)
@@ -72,7 +61,7 @@ ANNOTATION_ONLY_IGNORED = (
 )
 
 
-class Translator:
+class Translator(SourceEncoding, GlossaryTerms, BatchDecoding):
     """A decoding engine plus its tokenizer: English lines in, Chinese lines out.
 
     Examples:
@@ -83,7 +72,10 @@ class Translator:
     Entry points: ``translate`` (lines or documents), ``translate_stream`` (a stream of lines,
     a window at a time) and ``translate_n_best`` (n-best lists), each taking one
     ``TranslateOptions``; ``translate_documents`` and ``translate_sentences`` are the floors
-    below them, and ``decode_encoded`` the server's (sources already encoded).
+    below them, and ``decode_encoded`` the server's (sources already encoded). The steps
+    (``plan``, ``encode_pieces``, ``piece_terms``, ``constraints``, ``decode_encoded``,
+    ``finish``, ...) come from its bases ``SourceEncoding``, ``GlossaryTerms`` and
+    ``BatchDecoding``.
     """
 
     def __init__(self, engine: Engine, tokenizer, truecaser: Truecaser | None = None) -> None:
@@ -130,15 +122,6 @@ class Translator:
         check_quantize(quantize, device)
         engine = CTranslate2Engine(directory, device=device, compute_type=quantize or "default")
         return cls(engine, engine.tokenizer, Truecaser(engine.truecase))
-
-    @property
-    def annotation_alone(self) -> bool:
-        """A glossary's terms reach this model by the source annotation alone, with no
-        constrained search: a model trained with term annotation, and the search switched off
-        (``constrain_terms``) or missing from the engine (CTranslate2)."""
-        return self.annotates_terms and not (
-            self.constrain_terms and getattr(self.engine, "constrains", False)
-        )
 
     @property
     def search(self) -> SearchConfig:
@@ -365,74 +348,6 @@ class Translator:
         )
         return self.finish(sentences, plans, found, options.n_best, aligned, terms)
 
-    def piece_terms(
-        self, sentences: Sequence[str], plans: list[list[Piece]], glossary: Glossary | None
-    ) -> list[list[Term]]:
-        """The glossary terms of each piece, in plan order (``glossary.piece_terms``)."""
-        return piece_terms(glossary, sentences, plans)
-
-    def encode_pieces(
-        self, sentences: Sequence[str], plans: list[list[Piece]], terms: Sequence[Sequence[Term]]
-    ) -> list[list[int]]:
-        """Each piece's source ids, in plan order; with a model trained on term annotation,
-        its glossary ``terms`` annotated inline (``annotate_pieces``), as it was trained."""
-        if self.annotates_terms and any(terms):
-            limit = self.engine.source_limit()
-            return annotate_pieces(self.tokenizer, sentences, plans, terms, self.truecaser, limit)
-        return [piece.ids for plan in plans for piece in plan]
-
-    def constraints(
-        self, terms: Sequence[Sequence[Term]], sources: Sequence[str] | None = None
-    ) -> list[Constraints | None] | None:
-        """Each piece's constraints (None where it has no term); None when no piece has any.
-        ``sources``: each piece's English (``piece_texts``), which keeps another word of it
-        free to take a translation the terms' other words share (``beside_texts``)."""
-        if not any(terms):
-            return None
-        if self.annotation_alone:
-            return None
-        if not getattr(self.engine, "constrains", False):
-            raise ValueError(
-                "glossaries need the torch engine (CTranslate2 has no constrained beam search)"
-            )
-        return sentence_constraints(self.tokenizer, terms, sources or [None] * len(terms))
-
-    def plan(self, sentences: Sequence[str]) -> list[list[Piece]]:
-        """The pieces each sentence is decoded as: itself, or for a sentence longer than the
-        engine takes, its clauses (cut after , ; : and before dashes) packed up to the limit,
-        and a clause still too long cut into windows of tokens at word starts. A SHOUTED or
-        Title Cased sentence is read in sentence case (``self.truecaser``; same words)."""
-        limit = self.engine.source_limit()
-        return plan_sentences(sentences, self.tokenizer, self.truecaser, limit)
-
-    def finish(
-        self,
-        sentences: Sequence[str],
-        plans: list[list[Piece]],
-        found: list[list[Hypothesis]],
-        n_best: int = 1,
-        aligned: Sequence[bool | tuple[str, ...]] | None = None,
-        terms: Sequence[Sequence[Term]] | None = None,
-    ) -> list[SentenceTranslation]:
-        """Sentence translations from their pieces' hypotheses (``found``, in plan order);
-        ``aligned``: which to align (a sentence whose verbatim spans its translation holds is
-        not: ``needed_alignments``); ``terms`` (per piece, ``piece_terms``): each sentence's
-        ``missing`` are those of its terms its best translation does not hold
-        (``finishing.finish_sentences``)."""
-        attention = getattr(self.engine, "attention", None)  # CTranslate2 has none
-        aligned = needed_alignments(aligned, plans, found, self.tokenizer)
-        return finish_sentences(
-            sentences, plans, found, self.tokenizer, attention, n_best, aligned, terms
-        )
-
-    def text(self, tokens: Sequence[int]) -> str:
-        """The text of output tokens, on one line."""
-        return one_line(self.tokenizer.decode(tokens))
-
-    def encode_sentence(self, text: str) -> list[int]:
-        """Source ids of one sentence (normalised, truecased; [] for white space), not cut."""
-        return encode_sentence(self.truecaser.normalize(text), self.tokenizer)
-
     @old_arguments(
         "beam_size",
         "max_tokens",
@@ -455,55 +370,3 @@ class Translator:
             [replace(h, text=text) for h, text in zip(s.hypotheses, s.texts, strict=True)]
             for s in found
         ]
-
-    def decode_encoded(
-        self,
-        encoded: Sequence[list[int]],
-        beam_size: int = 5,
-        max_tokens: int = MAX_TOKENS,
-        n_best: int = 1,
-        on_batch: Callable[[int], None] | None = None,
-        constraints: Sequence[Constraints | None] | None = None,
-    ) -> list[list[Hypothesis]]:
-        """``translate_hypotheses`` of sources already encoded by ``encode`` (a server
-        encodes each request as it arrives and decodes many requests' sources together).
-
-        ``constraints[i]``: what source i's output must hold. Sources are batched by their
-        beam (``constrained_beam`` for those with constraints): a source without constraints
-        decodes exactly as without them, whatever its batch holds (the constrained search
-        leaves its beams to plain beam search), and sharing batches saves decoder steps.
-        """
-        outputs: list[list[Hypothesis]] = [[] for _ in encoded]
-        self._split_batches = 0
-        constraints = constraints or [None] * len(encoded)
-        groups: dict[int, list[int]] = {}  # beam -> sources
-        for i, c in enumerate(constraints):
-            beam = beam_size if c is None else constrained_beam(beam_size, c)
-            groups.setdefault(beam, []).append(i)
-        for beam, group in sorted(groups.items()):
-            budget = self.engine.batch_budget(max_tokens, beam)
-            for batch in token_batches([encoded[i] for i in group], budget):
-                rows = [group[i] for i in batch]
-                wanted = [constraints[i] for i in rows]
-                if all(c is None for c in wanted):
-                    wanted = None  # engines without constrained search take none
-                found, splits = split_on_oom(
-                    self.engine, [encoded[i] for i in rows], beam, n_best, wanted
-                )
-                self._split_batches += splits
-                for index, hyps in zip(rows, found, strict=True):
-                    outputs[index] = hyps
-                if on_batch is not None:
-                    on_batch(len(batch))
-        if self._split_batches:
-            print(
-                f"warning: {self._split_batches} batch(es) ran out of memory and were split and "
-                "retried; a smaller --max-tokens avoids the retries",
-                file=sys.stderr,
-            )
-        return outputs
-
-    def encode(self, lines: Sequence[str]) -> list[list[int]]:
-        """Normalised, truecased, tokenised sources, cut to the engine's source limit (with a
-        warning naming the lines cut: ``reading.encode_lines``)."""
-        return encode_lines(lines, self.tokenizer, self.truecaser, self.engine.source_limit())
