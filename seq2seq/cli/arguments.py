@@ -21,6 +21,7 @@ from seq2seq.cli.shared_options import (
     add_truecase,
     add_verbatim,
 )
+from seq2seq.decoding.sampling import SamplingConfig
 from seq2seq.inference.pieces import MAX_TOKENS
 from seq2seq.inference.translator import DEFAULT_WINDOW
 from seq2seq.serve.handling import ServerSettings
@@ -184,27 +185,18 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-new-tokens", type=int, default=64, help="tokens to add (default %(default)s)"
     )
-    p.add_argument(
-        "--temperature",
-        type=float,
-        default=1.0,
-        help="sampling temperature; 0 = greedy (%(default)s)",
-    )
-    p.add_argument(
-        "--top-k", type=int, default=0, help="sample among the k likeliest (%(default)s = all)"
-    )
-    p.add_argument(
-        "--top-p",
-        type=float,
-        default=1.0,
-        help="nucleus: smallest set with mass p (%(default)s = all)",
-    )
-    p.add_argument(
-        "--seed",
-        type=int,
-        default=None,
-        help="seed for a reproducible sample: prompt line i gets the same text "
-        "whatever the other lines are",
+    _add_fields(
+        p,
+        SamplingConfig,
+        ("--temperature", float, "sampling temperature; 0 = greedy (%(default)s)"),
+        ("--top-k", int, "sample among the k likeliest (%(default)s = all)"),
+        ("--top-p", float, "nucleus: smallest set with mass p (%(default)s = all)"),
+        (
+            "--seed",
+            int,
+            "seed for a reproducible sample: prompt line i gets the same text whatever the "
+            "other lines are",
+        ),
     )
     p.add_argument("--greedy", action="store_true", help="always take the likeliest token")
     p.add_argument(
@@ -342,58 +334,47 @@ def _add_server_settings(p: argparse.ArgumentParser) -> None:
 
 def _add_batching_options(p: argparse.ArgumentParser) -> None:
     """How requests share batches."""
-    settings = ServerSettings
-    p.add_argument(
-        "--beam-size",
-        type=int,
-        default=settings.beam_size,
-        help="beam width; 1 = greedy (%(default)s)",
-    )
-    p.add_argument(
-        "--max-batch-tokens",
-        type=int,
-        default=settings.max_batch_tokens,
-        help="a shared batch holds at most this many source tokens x beam (%(default)s)",
-    )
-    p.add_argument(
-        "--max-wait-ms",
-        type=float,
-        default=settings.max_wait_ms,
-        help="how long a request waits for others to share its batch, waited only while "
-        "another request the server has received is yet to queue its sentences (%(default)g)",
-    )
-    p.add_argument(
-        "--max-queue",
-        type=int,
-        default=settings.max_queue,
-        help="sentences waiting beyond which requests get 429 at once (%(default)s)",
+    _add_fields(
+        p,
+        ServerSettings,
+        ("--beam-size", int, "beam width; 1 = greedy (%(default)s)"),
+        (
+            "--max-batch-tokens",
+            int,
+            "a shared batch holds at most this many source tokens x beam (%(default)s)",
+        ),
+        (
+            "--max-wait-ms",
+            float,
+            "how long a request waits for others to share its batch, waited only while "
+            "another request the server has received is yet to queue its sentences "
+            "(%(default)g)",
+        ),
+        (
+            "--max-queue",
+            int,
+            "sentences waiting beyond which requests get 429 at once (%(default)s)",
+        ),
     )
 
 
 def _add_request_limits(p: argparse.ArgumentParser) -> None:
     """What one request may ask, and who may ask."""
-    p.add_argument(
-        "--char-limit",
-        type=int,
-        default=Limits.char_limit,
-        help="characters per request, summed over q (%(default)s)",
-    )
-    p.add_argument(
-        "--batch-limit",
-        type=int,
-        default=Limits.batch_limit,
-        help="strings per request when q is an array (%(default)s)",
+    _add_fields(
+        p,
+        Limits,
+        ("--char-limit", int, "characters per request, summed over q (%(default)s)"),
+        ("--batch-limit", int, "strings per request when q is an array (%(default)s)"),
     )
     p.add_argument(
         "--api-keys",
         default=None,
         help="file of accepted keys, one per line: others get 403 (default: open)",
     )
-    p.add_argument(
-        "--file-limit",
-        type=int,
-        default=ServerSettings.file_limit,
-        help="characters of a file to /translate_file (%(default)s)",
+    _add_fields(
+        p,
+        ServerSettings,
+        ("--file-limit", int, "characters of a file to /translate_file (%(default)s)"),
     )
 
 
@@ -425,6 +406,15 @@ def _add_decoding_and_glossary_options(p: argparse.ArgumentParser) -> None:
         "annotated in the source only, with no constrained beam search (faster, and such "
         "requests share the continuous batch; a term is met as often as the model copies it)",
     )
+
+
+def _add_fields(p: argparse.ArgumentParser, home: type, *options: tuple[str, type, str]) -> None:
+    """Options that each take one value, given as (flag, type, help), whose defaults are the
+    fields of ``home`` (a dataclass) named as the options: ``--max-queue`` defaults to
+    ``home.max_queue``."""
+    for flag, kind, text in options:
+        default = getattr(home, flag.removeprefix("--").replace("-", "_"))
+        p.add_argument(flag, type=kind, default=default, help=text)
 
 
 # Every command but Lightning's, in the order ``seq2seq --help`` lists them.
