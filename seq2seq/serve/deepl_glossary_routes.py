@@ -56,11 +56,24 @@ def add_glossary_routes(app: FastAPI, store: GlossaryStore, arguments: Arguments
 
 
 class _GlossaryRoutes:
-    """What the v2 and v3 handlers share: the store, reading a request, deleting."""
+    """What the v2 and v3 handlers share: the store, reading a request, listing, getting and
+    deleting; ``info`` is how a version shows a glossary."""
 
     def __init__(self, store: GlossaryStore, arguments: Arguments) -> None:
         self.store = store
         self.arguments = arguments
+
+    @staticmethod
+    def info(stored: StoredGlossary) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def list_glossaries(self, request: Request) -> dict:
+        await self.arguments(request)
+        return {"glossaries": [self.info(stored) for stored in self.store.list()]}
+
+    async def get_glossary(self, glossary_id: str, request: Request) -> dict:
+        await self.arguments(request)
+        return self.info(found_glossary(self.store, glossary_id))
 
     async def delete_glossary(self, glossary_id: str, request: Request) -> Response:
         await self.arguments(request)
@@ -75,20 +88,24 @@ class _GlossaryRoutes:
 class V2GlossaryRoutes(_GlossaryRoutes):
     """``/v2/glossaries``: a glossary is one language pair and its entries."""
 
+    @staticmethod
+    def info(stored: StoredGlossary) -> dict[str, Any]:
+        return {
+            "glossary_id": stored.glossary_id,
+            "name": stored.name,
+            "ready": True,
+            "source_lang": stored.source_lang,
+            "target_lang": stored.target_lang,
+            "creation_time": stored.creation_time,
+            "entry_count": len(stored.glossary),
+        }
+
     async def create_glossary(self, request: Request) -> JSONResponse:
         args = await self.arguments(request)
         name = _name(args.get("name"))
         _glossary_pair(args.get("source_lang"), args.get("target_lang"))
         glossary = _entries(args.get("entries"), args.get("entries_format"))
-        return JSONResponse(_v2_info(_create(self.store, name, glossary)), status_code=201)
-
-    async def list_glossaries(self, request: Request) -> dict:
-        await self.arguments(request)
-        return {"glossaries": [_v2_info(stored) for stored in self.store.list()]}
-
-    async def get_glossary(self, glossary_id: str, request: Request) -> dict:
-        await self.arguments(request)
-        return _v2_info(found_glossary(self.store, glossary_id))
+        return JSONResponse(self.info(_create(self.store, name, glossary)), status_code=201)
 
     async def glossary_entries(self, glossary_id: str, request: Request) -> Response:
         """The entries as TSV (DeepL's one format here, whatever the Accept header says)."""
@@ -97,23 +114,20 @@ class V2GlossaryRoutes(_GlossaryRoutes):
         return Response(tsv, media_type="text/tab-separated-values; charset=utf-8")
 
 
-def _v2_info(stored: StoredGlossary) -> dict[str, Any]:
-    return {
-        "glossary_id": stored.glossary_id,
-        "name": stored.name,
-        "ready": True,
-        "source_lang": stored.source_lang,
-        "target_lang": stored.target_lang,
-        "creation_time": stored.creation_time,
-        "entry_count": len(stored.glossary),
-    }
-
-
 # -- glossaries, v3 (a list of dictionaries; here at most the one EN->ZH) -----------------
 
 
 class V3GlossaryRoutes(_GlossaryRoutes):
     """``/v3/glossaries``: a glossary is a list of dictionaries, here at most the EN to ZH one."""
+
+    @staticmethod
+    def info(stored: StoredGlossary) -> dict[str, Any]:
+        return {
+            "glossary_id": stored.glossary_id,
+            "name": stored.name,
+            "dictionaries": _v3_dictionaries(stored),
+            "creation_time": stored.creation_time,
+        }
 
     async def create_glossary(self, request: Request) -> JSONResponse:
         args = await self.arguments(request)
@@ -126,15 +140,7 @@ class V3GlossaryRoutes(_GlossaryRoutes):
                 "to ZH (this server's only glossary language pair)",
             )
         glossary = _dictionary(dictionaries[0])
-        return JSONResponse(_v3_info(_create(self.store, name, glossary)), status_code=201)
-
-    async def list_glossaries(self, request: Request) -> dict:
-        await self.arguments(request)
-        return {"glossaries": [_v3_info(stored) for stored in self.store.list()]}
-
-    async def get_glossary(self, glossary_id: str, request: Request) -> dict:
-        await self.arguments(request)
-        return _v3_info(found_glossary(self.store, glossary_id))
+        return JSONResponse(self.info(_create(self.store, name, glossary)), status_code=201)
 
     async def glossary_entries(self, glossary_id: str, request: Request) -> dict:
         args = await self.arguments(request)
@@ -171,7 +177,7 @@ class V3GlossaryRoutes(_GlossaryRoutes):
         if dictionaries:
             glossary = merged(stored.glossary, _dictionary(dictionaries[0]))
             _check_size(glossary)
-        return _v3_info(_updated(self.store, glossary_id, name, glossary))
+        return self.info(_updated(self.store, glossary_id, name, glossary))
 
     async def replace_dictionary(self, glossary_id: str, request: Request) -> dict:
         args = await self.arguments(request)
@@ -188,15 +194,6 @@ class V3GlossaryRoutes(_GlossaryRoutes):
             raise ApiError(404, f"Glossary dictionary not found in {glossary_id}")
         _updated(self.store, glossary_id, None, Glossary([]))
         return Response(status_code=204)
-
-
-def _v3_info(stored: StoredGlossary) -> dict[str, Any]:
-    return {
-        "glossary_id": stored.glossary_id,
-        "name": stored.name,
-        "dictionaries": _v3_dictionaries(stored),
-        "creation_time": stored.creation_time,
-    }
 
 
 def _v3_dictionaries(stored: StoredGlossary) -> list[dict[str, Any]]:
