@@ -22,10 +22,17 @@ TIME = Term("time", "时间")
 WHEN = "Tell me the time when you arrive."
 
 
-def test_a_word_another_source_word_needs_is_banned_only_right_before_the_term():
+def test_a_word_another_source_word_needs_is_banned_only_right_beside_the_term():
     # 时候 is a sense of "time", and it is how "when" is written (什么时候, ...的时候).
     texts = beside_texts([TIME], WHEN)
-    assert "时候" not in texts and "时候时间" in texts
+    assert "时候" not in texts and "时候时间" in texts and "时间时候" in texts
+    # A one-character word is banned anywhere (周 for week → 礼拜); one inside the term only
+    # beside it (banning 书 would ban 书籍)
+    assert "周" in beside_texts([Term("week", "礼拜")], "I study every week.")
+    book = beside_texts([Term("book", "书籍")], "This book is red.")
+    assert "书" not in book and {"书书籍", "书籍书"} <= set(book)
+    # The English twice: the term is placed once, the model's word banned all the same.
+    assert "明天" in beside_texts([Term("tomorrow", "明日")], "Tomorrow, tomorrow, not today.")
     assert "时候" in beside_texts([TIME], "I have no time.")  # no other word wants it: banned
     assert "时光" in texts and "季节" in texts  # the other words of "time" stay banned
     # A plural or a question's mark: "works" wants 工作 as "work" does; "where?" (什么地方).

@@ -20,7 +20,6 @@ from typing import Protocol
 from seq2seq.errors import DataError
 
 IRREGULAR_PLURALS = {"children": "child", "people": "person", "men": "man", "women": "woman"}
-MIN_OTHER_WORD = 2  # beside_texts: the shortest other word of a term banned anywhere
 MAX_RUN = 3  # the longest run of source words read as one English (as term_table keys them)
 NO_DICTIONARY = (
     "glossary: the constrained search bans no other word beside a term (the model's own word "
@@ -40,15 +39,18 @@ def beside_texts(terms: Sequence[GlossaryTerm], source: str | None = None) -> li
     time, by another Chinese word (see the module docstring; ``source``: the English the terms
     were found in).
 
-    Every other word of ``MIN_OTHER_WORD`` characters or more is banned anywhere, unless another
-    word of ``source`` (a run of up to three words that does not hold a term's English) may be
-    translated by a CC-CEDICT word that is or holds it (problem → 难题 keeps 问题 for a
-    "question" beside it; work → 劳动 keeps 工作 for 工作日, "weekday"; time → 时间 keeps 时候
-    for "when", 什么时候: "Tell me the time when you arrive."), or the term's English comes
-    twice in it. A shorter one, or one another word may need, is banned only right before the
-    term, as a one-character word is often part of another (书 in 书包, the schoolbag; 车 in
-    车门). A word that holds the term is never banned (writing it writes the term), nor a text
-    another term of the sentence writes. The other words: every plain sense of the common HSK
+    Every other word is banned anywhere, unless another word of ``source`` (a run of up to
+    three words that does not hold a term's English) may be translated by a CC-CEDICT word
+    that is or holds it (problem → 难题 keeps 问题 for a "question" beside it; work → 劳动 keeps
+    工作 for 工作日, "weekday"; time → 时间 keeps 时候 for "when", 什么时候: "Tell me the time when
+    you arrive."; book → 书籍 keeps 书 for 书包 where the source says "schoolbag"): such a word
+    is banned only right before or after the term. A word that holds the term is never banned
+    (writing it writes the term), nor a text another term of the sentence writes. Where the
+    term's English comes twice, the search places the term once and the model's word for the
+    other is banned too (the repetition guard keeps the model from looping there: 早上早上 on
+    the bench; banning one-character words only beside the term, and nothing where the English
+    came twice, left 20 of its 221 terms with the model's word beside, these rules 7).
+    The other words: every plain sense of the common HSK
     words and of CC-CEDICT's proper nouns (英语 for English), the table the term annotation is
     trained from; for an English it lacks, every headword of the dictionary with that sense
     (tonight → 今晚).
@@ -60,16 +62,13 @@ def beside_texts(terms: Sequence[GlossaryTerm], source: str | None = None) -> li
     runs = _other_runs(words, [_key(term.source) for term in terms])
     texts = []
     for term in terms:
-        # The search places a term once: where the English comes twice, the model's word for
-        # the second may stay (banned, a weak model fell into repetitions there).
         key = _key(term.source)
-        twice = sum(words[i : i + len(key)] == key for i in range(len(words))) > 1
         for word in _senses(table, key) or _dictionary_senses(key):
             if term.target in word:
                 continue  # writing the word writes the term
             wanted = bool(runs & _english_of_words_holding(word))  # 工作 of 工作日 (weekday)
-            free = len(word) < MIN_OTHER_WORD or wanted or word in term.target or twice
-            texts.append(word + term.target if free else word)
+            free = wanted or word in term.target
+            texts += [word + term.target, term.target + word] if free else [word]
     # Never a text another term writes (bus → 公交车 bans 汽车, car → 汽车 wants it).
     return [text for text in texts if not any(text in term.target for term in terms)]
 
