@@ -1,4 +1,4 @@
-"""``scripts/bench_data.py``: its synthetic pairs are distinct, its process-tree PSS adds up, its
+"""``scripts/bench.py data``: its synthetic pairs are distinct, its process-tree PSS adds up, its
 line fits, and a tiny run end to end prints a row of plausible measurements."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-bench_data = importlib.import_module("bench_data")
+bench_data = importlib.import_module("benchmarks.data")
 data_corpus = importlib.import_module("benchmarks.data_corpus")
 data_report = importlib.import_module("benchmarks.data_report")
 proc_memory = importlib.import_module("benchmarks.proc_memory")
@@ -96,7 +96,8 @@ def test_a_tiny_run_prints_a_row_of_measurements(tmp_path):
     out = tmp_path / "bench.json"
     command = [
         sys.executable,
-        "scripts/bench_data.py",
+        "scripts/bench.py",
+        "data",
         "--sizes",
         "3000",
         "--work",

@@ -1,4 +1,4 @@
-"""``scripts/bench_documents_wild.py``: its counts on small hand-made (input, output) pairs,
+"""``scripts/bench.py documents-wild``: its counts on small hand-made (input, output) pairs,
 each a known number and zero for a faithful output; the corpus manifest and its fetcher; and
 the driver end to end on ``tests/data/documents``."""
 
@@ -17,8 +17,9 @@ import pytest
 from tests.helpers import tiny_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
-bench = importlib.import_module("bench_documents_wild")
-wild = importlib.import_module("benchmarks.documents_wild")
+bench = importlib.import_module("benchmarks.documents_wild")
+wild = importlib.import_module("benchmarks.documents_compare")
+encodings = importlib.import_module("benchmarks.documents_encodings")
 _spec = importlib.util.spec_from_file_location(
     "fetch_documents", ROOT / "scripts" / "data" / "fetch_documents.py"
 )
@@ -137,25 +138,25 @@ def test_srt_a_changed_timing_an_emptied_tag_an_added_fffd_and_a_dropped_bom():
 def test_declared_charsets_latin1_read_and_utf8_written():
     page = '<meta http-equiv="Content-Type" content="text/html; charset=ISO-8859-1"><p>Café</p>'
     raw_in = page.encode("latin-1")
-    assert wild.declared_charsets(raw_in) == ["iso-8859-1"]
-    assert wild.decode_input(raw_in, "html").endswith("Café</p>")
+    assert encodings.declared_charsets(raw_in) == ["iso-8859-1"]
+    assert encodings.decode_input(raw_in, "html").endswith("Café</p>")
     read_as_utf8 = raw_in.decode("utf-8", errors="replace")  # what a UTF-8 reader does
     c = wild.compare(raw_in, read_as_utf8.encode(), "html")
     assert c.fffd_added == 1
     assert c.encoding == ["says iso-8859-1, is UTF-8"]
     ascii_page = '<meta charset="us-ascii"><p>咖啡</p>'.encode()
-    assert wild.encoding_mistakes(ascii_page, ascii_page, "html") == ["not us-ascii"]
+    assert encodings.encoding_mistakes(ascii_page, ascii_page, "html") == ["not us-ascii"]
     xml = b'<?xml version="1.0" encoding="ISO-8859-1"?>\n<html><p>x</p></html>'
-    assert wild.declared_charsets(xml) == ["iso-8859-1"]
+    assert encodings.declared_charsets(xml) == ["iso-8859-1"]
 
 
 def test_utf16_input_and_kept_encodings():
     raw = SRT.encode("utf-16")  # with its BOM
-    assert wild.decode_input(raw, "srt") == SRT
-    assert wild.decode_input(raw, "srt", "utf-16") == SRT
+    assert encodings.decode_input(raw, "srt") == SRT
+    assert encodings.decode_input(raw, "srt", "utf-16") == SRT
     utf8 = SRT.replace("Café", "咖啡").encode()
     c = wild.compare(raw, utf8, "srt")
-    assert c.encoding == [f"{wild.bom_of(raw)} BOM dropped"] and c.fffd_added == 0
+    assert c.encoding == [f"{encodings.bom_of(raw)} BOM dropped"] and c.fffd_added == 0
     cp1252 = SRT.encode("cp1252")  # an output kept in the input's encoding is no mistake
     assert wild.compare(cp1252, cp1252, "srt", "windows-1252").encoding == []
 
@@ -169,10 +170,10 @@ def test_words_are_the_text_to_translate():
 
 def test_the_table_has_a_row_per_file_totals_and_failures():
     raw = HTML.encode()
-    good = wild.Row("a.html", "html", "utf-8", 2048, 10, 2.0, 0)
+    good = bench.Row("a.html", "html", "utf-8", 2048, 10, 2.0, 0)
     good.comparison = wild.compare(raw, raw, "html")
-    bad = wild.Row("b.srt", "srt", "?", 100, 3, 1.0, 2, "seq2seq translate: error: b.srt:2: bad")
-    text = wild.table([good, bad])
+    bad = bench.Row("b.srt", "srt", "?", 100, 3, 1.0, 2, "seq2seq translate: error: b.srt:2: bad")
+    text = bench.table([good, bad])
     lines = text.splitlines()
     assert lines[2].startswith("| a.html | html | utf-8 | 2.0 | 10 | 0 | 2.0 | 5 | 0 / 2 |")
     assert lines[3].startswith("| b.srt | srt | ? |") and "failed" in lines[3]
@@ -200,7 +201,7 @@ def test_the_manifest_records_every_file_and_the_test_documents_come_from_it():
         assert wild.FORMATS[Path(row["name"]).suffix] == row["format"]
         assert row["registry"] in ("debian", "pypi") and row["licence"] and row["version"]
         assert len(row["sha256"]) == 64 and int(row["bytes"]) > 0
-        assert wild.codec_of(row["encoding"]), row["encoding"]
+        assert encodings.codec_of(row["encoding"]), row["encoding"]
     by_name = {row["name"]: row for row in rows}
     test_documents = bench.documents(DOCUMENTS)
     assert 3 <= len(test_documents) <= 6

@@ -1,4 +1,4 @@
-"""``scripts/bench_real_text.py``: its short-segment set and the counts it reports."""
+"""``scripts/bench.py real-text``: its short-segment set and the counts it reports."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-bench = importlib.import_module("bench_real_text")
+bench = importlib.import_module("benchmarks.real_text")
 
 
 def test_the_short_segment_set_is_126_distinct_sources_with_references():

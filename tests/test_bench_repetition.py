@@ -1,4 +1,4 @@
-"""``scripts/bench_repetition.py``: its settings, and that its counts are what it says."""
+"""``scripts/bench.py repetition``: its settings, and that its counts are what it says."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from seq2seq.decoding.repetition import text_loops
 
 ROOT = Path(__file__).resolve().parents[1]
-bench = importlib.import_module("bench_repetition")
+bench = importlib.import_module("benchmarks.repetition")
 
 
 def test_settings_read_as_search_changes():

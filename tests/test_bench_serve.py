@@ -1,4 +1,4 @@
-"""``scripts/bench_serve.py`` end to end, very briefly: a tiny untrained checkpoint served to 1
+"""``scripts/bench.py serve`` end to end, very briefly: a tiny untrained checkpoint served to 1
 and 2 clients for a second each, then its one-file ceiling; the table and the JSON agree. And
 ``scripts/bench_serve_libretranslate.py`` as briefly: the same checkpoint served by our server,
 by our server on CTranslate2 and by the real LibreTranslate on its Argos package."""
@@ -41,7 +41,8 @@ def test_bench_serve_measures_every_level_and_the_ceiling(translation_checkpoint
     out = tmp_path / "bench.json"
     command = [
         sys.executable,
-        "scripts/bench_serve.py",
+        "scripts/bench.py",
+        "serve",
         "--checkpoint",
         str(translation_checkpoint),
         "--sentences",

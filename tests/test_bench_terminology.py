@@ -1,4 +1,4 @@
-"""``scripts/bench_terminology.py``: its reference substitution, and a tiny run end to end (an
+"""``scripts/bench.py terminology``: its reference substitution, and a tiny run end to end (an
 untrained tiny checkpoint, a two-term glossary) whose figures hold together."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import pytest
 from tests.helpers import synthetic_pairs, tiny_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
-bench = importlib.import_module("bench_terminology")
+bench = importlib.import_module("benchmarks.terminology")
+terms = importlib.import_module("benchmarks.terminology_terms")
 
 
 @pytest.mark.parametrize(
@@ -29,11 +30,11 @@ bench = importlib.import_module("bench_terminology")
     ],
 )
 def test_a_reference_gets_the_forced_term_in_place_of_the_usual_words(reference, usual, expected):
-    assert bench.substitute(reference, "导师", usual) == expected
+    assert terms.substitute(reference, "导师", usual) == expected
 
 
 def test_a_usual_word_inside_the_forced_term_is_not_replaced_again():
-    assert bench.substitute("我想买书，他购物。", "购买", ["买"]) == (
+    assert terms.substitute("我想买书，他购物。", "购买", ["买"]) == (
         "我想购买书，他购物。",
         "substituted",
     )
@@ -49,8 +50,8 @@ def test_the_ceiling_puts_each_term_in_place_of_its_usual_word_in_the_plain_outp
 
 
 def test_every_builtin_term_is_a_glossary_entry_with_usual_words_apart_from_it():
-    glossary, usual = bench.load_terms(None, None)
-    assert len(glossary) == len(bench.TERMS) >= 25
+    glossary, usual = terms.load_terms(None, None)
+    assert len(glossary) == len(terms.TERMS) >= 25
     for term in glossary:
         words = usual[term.source.casefold()]
         assert words and term.target not in words
@@ -59,7 +60,7 @@ def test_every_builtin_term_is_a_glossary_entry_with_usual_words_apart_from_it()
 def test_usual_words_from_a_file_override_the_builtin_ones(tmp_path):
     path = tmp_path / "usual.tsv"
     path.write_text("teacher\t老师,教员\ttutor\nTea\t茶\n", encoding="utf-8")
-    _, usual = bench.load_terms(None, str(path))
+    _, usual = terms.load_terms(None, str(path))
     assert usual["teacher"] == ("老师", "教员", "tutor") and usual["tea"] == ("茶",)
     assert usual["friend"] == ("朋友",)  # the built-in words of the others stay
 
@@ -159,7 +160,7 @@ def test_a_ctranslate2_export_without_term_tags_is_refused(tmp_path):
 
 def test_help_runs_without_a_model():
     done = subprocess.run(
-        [sys.executable, "scripts/bench_terminology.py", "--help"],
+        [sys.executable, "scripts/bench.py", "terminology", "--help"],
         cwd=ROOT,
         capture_output=True,
         text=True,

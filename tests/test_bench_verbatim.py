@@ -1,4 +1,4 @@
-"""``scripts/bench_verbatim.py``: its counts on hand-made (input, output) pairs, each a known
+"""``scripts/bench.py verbatim``: its counts on hand-made (input, output) pairs, each a known
 number, and the driver end to end on a few sentences and documents with a tiny model."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 
 from tests.helpers import tiny_checkpoint
 
-bench = importlib.import_module("bench_verbatim")
+bench = importlib.import_module("benchmarks.verbatim")
 counts = importlib.import_module("benchmarks.verbatim_counts")
 
 HTML = (

@@ -1,5 +1,5 @@
-"""``bench_data``'s child processes: one step each (prepare, reload or one rank of two) on a data
-module of whichever ``seq2seq`` is on PYTHONPATH, its result printed as one line."""
+"""The ``data`` bench's child processes: one step each (prepare, reload or one rank of two) on a
+data module of whichever ``seq2seq`` is on PYTHONPATH, its result printed as one line."""
 
 from __future__ import annotations
 

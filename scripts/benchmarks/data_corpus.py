@@ -1,5 +1,5 @@
-"""``bench_data``'s corpus: N distinct synthetic pairs joined from real ones, a TSV built once per
-size (see ``scripts/bench_data.py`` for why the joined pairs are distinct)."""
+"""The ``data`` bench's corpus: N distinct synthetic pairs joined from real ones, a TSV built once
+per size (see ``benchmarks/data.py`` for why the joined pairs are distinct)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``bench_data``'s report: a table per implementation, the line of peak PSS against pairs and
+"""The ``data`` bench's report: a table per implementation, the line of peak PSS against pairs and
 its extrapolation, and one checkout's numbers over another's."""
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def report(
     labels: dict[int, str],
     sizes: dict[int, int],
 ) -> None:
-    """Prints the tables, lines and ratios; ``impls``: ``bench_data``'s implementations (their
+    """Prints the tables, lines and ratios; ``impls``: the ``data`` bench's implementations (their
     ``name``, ``root``, ``num_proc`` and ``torch_threads``)."""
     print(
         f"CPUs: {os.cpu_count()} ({len(os.sched_getaffinity(0))} usable); "

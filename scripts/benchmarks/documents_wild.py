@@ -1,558 +1,95 @@
-"""``bench_documents_wild``'s comparisons: what a reader loses between a document (HTML,
-Markdown, SubRip) and its translation, counted on the bytes of both files. Each count is
-defined in ``scripts/bench_documents_wild.py``'s docstring. Pure functions of the two files:
-no model and no ``seq2seq`` import, so any version of the translator is measured the same way
-(the standard library's ``html.parser`` and markdown-it-py parse both sides).
+"""Real documents nobody here wrote, translated as a user would: what a reader loses.
+
+    python scripts/data/fetch_documents.py        # the corpus, once (~/.cache/seq2seq/documents)
+    python scripts/bench.py documents-wild --checkpoint runs/demo/checkpoints/last.ckpt
+    python scripts/bench.py documents-wild --checkpoint C --dir tests/data/documents --quick
+
+The corpus (``scripts/data/documents_corpus.tsv``: 11 HTML pages, 12 Markdown files, 7 SubRip
+files from Debian packages and PyPI sdists, with their source, licence and encoding) is
+translated file by file, each by its own ``python -m seq2seq translate --checkpoint C --input
+FILE --output OUT`` (``--translate-args`` adds options; the format comes from the extension),
+run with this process's environment (``PYTHONPATH`` picks the ``seq2seq`` measured; the first
+line printed names the one imported) in the ``--out`` folder. ``--dir``: any folder of
+``.html``/``.htm``/``.xhtml``/``.md``/``.markdown``/``.srt`` files, searched recursively (a
+``README.md`` directly in it describes the folder and is skipped); ``--quick``: the two smallest
+files of each format. An input whose sha256 is in the manifest is decoded in the encoding
+recorded there; any other by its byte-order mark, its declared charset (HTML), UTF-8, else
+windows-1252. Outputs are decoded by their byte-order mark, else as UTF-8.
+
+Counts, per file (a Markdown table; ``n / m`` is n lost of m in the input, ``→k`` the output's
+number when it differs from m; ``-``: not applicable to the format) and in total:
+
+- rc: the CLI's exit status; a file whose run fails (rc != 0) has no other counts, and its last
+  stderr line is listed under the table.
+- s, words/s: wall seconds of the CLI run, interpreter start and model load included (one
+  one-word run is timed first and printed, to show that share), and English words per second.
+  Words: white-space separated words of the text to translate: HTML text outside ``script``,
+  ``style``, ``pre``, ``code``, ``kbd``, ``samp``, ``textarea``, ``svg``, ``math``,
+  ``template``; Markdown text tokens (markdown-it, as below; not code spans, HTML or image
+  alt texts); SRT cue text without tags. Total words/s: words over seconds of the runs that
+  succeeded.
+- links lost: link targets of the input missing from the output, as a multiset: HTML ``<a
+  href>`` and ``<img src>`` (``html.parser``); Markdown link and image destinations
+  (reference links resolved, autolinks included) and the ``<a href>``/``<img src>`` of its
+  inline and block HTML.
+- inline emptied: inline elements with non-white-space text in the input whose partner in the
+  output has none or is missing, over those with text in the input (goal: at most 1%). HTML and
+  SRT cues: a abbr b bdi bdo big cite code data del dfn em font i ins kbd label mark q s samp
+  small span strike strong sub sup time tt u var, an element's text being all text between its
+  start and end tags (an element left open ends at the next block tag; SRT: at its cue's end);
+  Markdown: links, em, strong, strikethrough (text, code spans and image alt texts inside). The
+  k-th element of a tag in the input is paired with the k-th of that tag in the output.
+- code spans lost: contents of the input's code spans missing from the output's, as a multiset
+  (white space collapsed in HTML): Markdown ``code_inline`` tokens; HTML ``<code>``, ``<tt>``,
+  ``<kbd>``, ``<var>``; ``→k``: the output's count.
+- emphasis lost (Markdown): em, strong and s (strikethrough) tokens of the input missing from
+  the output's, per kind, parsed by markdown-it-py ``MarkdownIt("commonmark").enable("table")``
+  with the strikethrough rule and mdit-py-plugins' footnotes (as GitHub reads Markdown): an
+  emphasis whose delimiters no longer flank (``_很重要_`` between Chinese characters) is not
+  emphasis there, so it counts. Inline HTML ``<em>``, ``<strong>``, ``<del>``/``<s>`` pairs
+  count as the emphasis they render.
+- front matter (Markdown): a YAML (``---`` ... ``---``/``...``) or TOML (``+++`` ... ``+++``)
+  block at the very top of the input: ``kept`` if the output starts with the same characters,
+  else ``changed``.
+- notes/tasks lost (Markdown): footnote references ``[^x]`` and definitions ``[^x]:`` (at a
+  line start) in inline text outside code spans, and task-list markers ``[ ]``/``[x]`` that
+  open a list item followed by white space; per kind, the input's count minus the output's
+  when positive.
+- U+FFFD added: U+FFFD characters in the decoded output minus those in the decoded input.
+- encoding errors: a byte-order mark of the input missing (or another, but UTF-8's in an
+  output written in UTF-8) in the output; the output not decodable, strictly, in the
+  encoding it declares (its byte-order mark, else for
+  HTML its first ``<meta>`` charset or XML declaration, else UTF-8); or, decodable there, a
+  declared non-UTF-8 charset over non-ASCII bytes that are valid UTF-8. At most 2 per file.
+- tags/cues changed: HTML: the sequence of start and end tags with their attributes
+  (``html.parser`` events, attribute values as parsed, a ``<meta>``'s charset label left
+  out: an output in UTF-8 says so there, checked under encoding errors); SRT: the sequence
+  of (cue number, timing line); the items inserted, deleted or replaced between input and output
+  (``difflib`` opcodes; m items replaced by n count max(m, n)), over the input's count.
+
+``--json FILE`` writes every count; ``--table FILE`` the table as printed.
 """
 
 from __future__ import annotations
 
-import codecs
-import difflib
+import argparse
+import csv
 import html
-import re
-from collections import Counter
-from dataclasses import dataclass, field
-from functools import lru_cache
-from html.parser import HTMLParser
-
-FORMATS = {
-    ".html": "html",
-    ".htm": "html",
-    ".xhtml": "html",
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".srt": "srt",
-}
-# Inline elements whose text a reader sees (void ones, br/img/wbr, hold none).
-INLINE = frozenset(
-    "a abbr b bdi bdo big cite code data del dfn em font i ins kbd label mark q s samp small "
-    "span strike strong sub sup time tt u var".split()
-)
-VOID = frozenset("area base br col embed hr img input link meta param source track wbr".split())
-CODE = frozenset("code tt kbd var".split())
-# Text the translator leaves as written: not counted as words to translate.
-UNTRANSLATED = frozenset("script style pre code textarea svg math template kbd samp".split())
-BOMS = [  # longest first: UTF-32-LE starts with the UTF-16-LE mark
-    (codecs.BOM_UTF32_LE, "utf-32-le"),
-    (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF8, "utf-8"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-]
-_CHARSET = re.compile(rb"""<meta\b[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
-_XML_ENCODING = re.compile(rb"""\A(?:\xef\xbb\xbf)?\s*<\?xml\b[^>]*?encoding\s*=\s*["']([^"']+)""")
-_TIMING = re.compile(
-    r"\s*(\d{1,2}:\d{2}:\d{2}[,.]\d{1,3}\s*-->\s*\d{1,2}:\d{2}:\d{2}[,.]\d{1,3}.*)"
-)
-_FRONT = re.compile(r"\A(---|\+\+\+)[ \t]*\r?\n.*?\r?\n(?:\1|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
-_CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
-_FOOTNOTE_REF = re.compile(r"\[\^[^\]\s]+\](?!:)")
-_FOOTNOTE_DEF = re.compile(r"(?m)^ {0,3}\[\^[^\]\s]+\]:")
-_TASK = re.compile(r"\A\[[ xX]\](?=\s|\Z)")
-
-
-# --- Bytes to text -------------------------------------------------------------------------
-
-
-def bom_of(raw: bytes) -> str:
-    """The encoding a byte-order mark at the start names ("" when none)."""
-    for mark, name in BOMS:
-        if raw.startswith(mark):
-            return name
-    return ""
-
-
-def declared_charsets(raw: bytes) -> list[str]:
-    """The charsets an HTML document declares, lower-cased: ``<meta charset>`` and
-    ``<meta http-equiv content="...; charset=...">`` first, then an XML declaration's."""
-    labels = [m.group(1) for m in _CHARSET.finditer(raw)]
-    labels += [m.group(1) for m in _XML_ENCODING.finditer(raw)]
-    return [label.decode("ascii", "replace").strip().lower() for label in labels]
-
-
-def codec_of(label: str) -> str | None:
-    """Python's codec for an encoding label, None for a label it does not know."""
-    try:
-        return codecs.lookup(label).name
-    except LookupError:
-        return None
-
-
-def _body(raw: bytes) -> tuple[bytes, str]:
-    """The bytes after a byte-order mark and the encoding the mark names."""
-    bom = bom_of(raw)
-    mark = next((m for m, name in BOMS if name == bom), b"")
-    return raw[len(mark) :], bom
-
-
-def input_codec(raw: bytes, format: str, encoding: str | None = None) -> str:
-    """The codec a source document is read in: ``encoding`` when known (the manifest records
-    it), else its byte-order mark's, else (HTML) its declared charset's, else UTF-8 if its bytes
-    are UTF-8, else windows-1252."""
-    if encoding:
-        return codec_of(encoding) or "utf-8"
-    bom = bom_of(raw)
-    if bom:
-        return bom
-    for label in declared_charsets(raw) if format == "html" else []:
-        if codec_of(label):
-            return _latin(label)
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return "cp1252"
-    return "utf-8"
-
-
-def _latin(label: str) -> str:
-    """ASCII and Latin-1 labels read as windows-1252, as browsers read them."""
-    codec = codec_of(label) or "utf-8"
-    return "cp1252" if codec in ("ascii", "latin-1", "iso8859-1") else codec
-
-
-def decode_input(raw: bytes, format: str, encoding: str | None = None) -> str:
-    """A source document as its author wrote it (``input_codec``; invalid bytes become U+FFFD,
-    a leading U+FEFF is dropped)."""
-    _, bom = _body(raw)
-    if bom and not encoding:
-        return _body(raw)[0].decode(bom, errors="replace")
-    codec = input_codec(raw, format, encoding)
-    return raw.decode(codec, errors="replace").removeprefix("\ufeff")
-
-
-def decode_output(raw: bytes, format: str, fallback: str = "utf-8") -> str:
-    """A translation as it is: by its byte-order mark, else UTF-8 when its bytes are UTF-8
-    (what the translator writes; a declaration saying otherwise is counted by
-    ``encoding_mistakes``), else (HTML) by its declared charset, else in ``fallback`` (the
-    input's codec: an output kept in the input's encoding); invalid bytes become U+FFFD."""
-    body, bom = _body(raw)
-    if bom:
-        return body.decode(bom, errors="replace")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    labels = [label for label in declared_charsets(raw) if codec_of(label)]
-    codec = _latin(labels[0]) if format == "html" and labels else fallback
-    return raw.decode(codec, errors="replace").removeprefix("\ufeff")
-
-
-def encoding_mistakes(
-    raw_in: bytes, raw_out: bytes, format: str, source_codec: str = "utf-8"
-) -> list[str]:
-    """What is wrong with the output's encoding, one short phrase per mistake (at most two):
-    a byte-order mark of the input dropped or changed (other than to UTF-8's, in an output
-    written in UTF-8), and the output not decodable in the
-    encoding it declares (its byte-order mark, else for HTML its first declared charset, else
-    UTF-8 or the input's own codec) or, decodable there, a declared non-UTF-8 charset over
-    bytes that are UTF-8."""
-    mistakes = []
-    bom_in, bom_out = bom_of(raw_in), bom_of(raw_out)
-    # A UTF-16 document translated into UTF-8 keeps its mark as UTF-8's: not a mistake.
-    if bom_in and bom_in != bom_out and bom_out != "utf-8":
-        mistakes.append(f"{bom_in} BOM dropped" if not bom_out else f"BOM {bom_in}->{bom_out}")
-    body, _ = _body(raw_out)
-    declared = declared_charsets(raw_out) if format == "html" else []
-    label = bom_out or (declared[0] if declared else "utf-8")
-    codec = codec_of(label)
-    accepted = [codec or "unknown-codec"]
-    if not bom_out and not declared:
-        accepted.append(source_codec)
-    if not any(_decodes(body, name) for name in accepted):
-        return [*mistakes, f"not {label}"]
-    if bom_out or codec == "utf-8" or body.isascii():
-        return mistakes
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError:
-        return mistakes
-    return [*mistakes, f"says {label}, is UTF-8"]
-
-
-def _decodes(raw: bytes, codec: str) -> bool:
-    try:
-        raw.decode(codec)
-    except (UnicodeDecodeError, LookupError):
-        return False
-    return True
-
-
-# --- HTML ------------------------------------------------------------------------------------
-
-
-@dataclass
-class Element:
-    """An inline element (Markdown: link, em, strong, s) and the text inside it."""
-
-    tag: str
-    text: str = ""
-
-
-class _Reader(HTMLParser):
-    """One pass over an HTML text: its inline elements with the text inside them, its tag
-    events, its link targets and its words outside untranslated elements."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.elements: list[Element] = []  # inline elements, in the order they open
-        self.open: list[Element] = []
-        self.events: list[tuple] = []
-        self.targets: list[str] = []
-        self.words = 0
-        self.untranslated = 0  # depth inside untranslated elements
-
-    def handle_starttag(self, tag, attrs):
-        self._tag(tag, attrs, closed=False)
-
-    def handle_startendtag(self, tag, attrs):
-        self._tag(tag, attrs, closed=True)
-
-    def _tag(self, tag: str, attrs, closed: bool) -> None:
-        values = dict(attrs)
-        self.events.append(("<" + tag, _without_charset(tag, attrs), closed))
-        if tag == "a" and values.get("href") is not None:
-            self.targets.append(values["href"] or "")
-        if tag == "img" and values.get("src") is not None:
-            self.targets.append(values["src"] or "")
-        if tag in INLINE:
-            element = Element(tag)
-            self.elements.append(element)
-            if not closed:
-                self.open.append(element)
-        elif tag not in VOID and not closed:
-            self.open.clear()  # a block starts: inline elements left open end here
-        if tag in UNTRANSLATED and not closed:
-            self.untranslated += 1
-
-    def handle_endtag(self, tag):
-        self.events.append(("</" + tag,))
-        if tag in UNTRANSLATED and self.untranslated:
-            self.untranslated -= 1
-        tags = [element.tag for element in self.open]
-        if tag in tags:
-            index = len(tags) - 1 - tags[::-1].index(tag)
-            del self.open[index:]
-        elif tag not in INLINE and tag not in VOID:
-            self.open.clear()
-
-    def handle_data(self, data):
-        for element in self.open:
-            element.text += data
-        if not self.untranslated:
-            self.words += len(data.split())
-
-
-def _without_charset(tag: str, attrs) -> tuple:
-    """A tag's attributes with a ``<meta>``'s charset label left out: a translation written
-    in UTF-8 says so there (``encoding_mistakes`` checks what it says)."""
-    if tag != "meta":
-        return tuple(attrs)
-    return tuple(
-        (name, _CHARSET_LABEL.sub("charset=*", value) if value else value)
-        if name in ("charset", "content")
-        else (name, value)
-        for name, value in attrs
-        if name != "charset"
-    ) + (("charset", "*"),) * any(name == "charset" for name, _ in attrs)
-
-
-_CHARSET_LABEL = re.compile(r"charset\s*=\s*[A-Za-z0-9_.:-]+", re.I)
-_HTML_EMPHASIS = re.compile(r"<(/?)(em|strong|del|s)>", re.I)
-
-
-def read_html(text: str) -> _Reader:
-    reader = _Reader()
-    reader.feed(text)
-    reader.close()
-    return reader
-
-
-# --- Markdown --------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=1)
-def markdown_parser():
-    """CommonMark with tables, strikethrough and footnotes, as GitHub-flavoured readers render
-    (without footnotes, a definition ``[^1]: 注释`` with no space in it reads as a link
-    reference definition: its text would vanish)."""
-    from markdown_it import MarkdownIt
-    from mdit_py_plugins.footnote import footnote_plugin
-
-    return MarkdownIt("commonmark").enable("table").enable("strikethrough").use(footnote_plugin)
-
-
-@dataclass
-class MarkdownFacts:
-    """What ``read_markdown`` finds in a Markdown text."""
-
-    targets: list[str] = field(default_factory=list)
-    elements: list[Element] = field(default_factory=list)
-    code: list[str] = field(default_factory=list)
-    emphasis: Counter = field(default_factory=Counter)
-    notes: Counter = field(default_factory=Counter)
-    words: int = 0
-
-
-_PAIRS = {"link_open": "link", "em_open": "em", "strong_open": "strong", "s_open": "s"}
-
-
-def read_markdown(text: str) -> MarkdownFacts:
-    """Links, inline elements, code spans, emphasis, footnotes and task markers of a Markdown
-    text, as markdown-it reads it (``markdown_parser``)."""
-    facts = MarkdownFacts()
-    env: dict = {}
-    tokens = markdown_parser().parse(text, env)
-    item_starts = False
-    for token in tokens:
-        if token.type == "html_block":
-            facts.targets += read_html(token.content).targets
-        if token.type == "list_item_open":
-            item_starts = True
-            continue
-        if token.type != "inline":
-            if token.type != "paragraph_open":
-                item_starts = False
-            continue
-        content = _CODE_SPAN.sub("", token.content)
-        facts.notes["footnote refs"] += len(_FOOTNOTE_REF.findall(content))
-        facts.notes["footnote defs"] += len(_FOOTNOTE_DEF.findall(content))
-        facts.notes["task markers"] += bool(item_starts and _TASK.match(content))
-        item_starts = False
-        _read_inline(token.children or [], facts)
-    # Definitions [^x]: as the footnote plugin reads them (referenced or not).
-    facts.notes["footnote defs"] += len(env.get("footnotes", {}).get("refs", {}))
-    return facts
-
-
-def _read_inline(children, facts: MarkdownFacts) -> None:
-    open_: list[Element] = []
-    for child in children:
-        kind = child.type
-        if kind in _PAIRS:
-            element = Element(_PAIRS[kind])
-            facts.elements.append(element)
-            open_.append(element)
-            if kind == "link_open":
-                facts.targets.append(str(child.attrs.get("href", "")))
-            else:
-                facts.emphasis[_PAIRS[kind]] += 1
-        elif kind.endswith("_close") and open_:
-            open_.pop()
-        elif kind in ("text", "code_inline", "image"):
-            for element in open_:
-                element.text += child.content
-            if kind == "image":
-                facts.targets.append(str(child.attrs.get("src", "")))
-            elif kind == "code_inline":
-                facts.code.append(child.content)
-            else:
-                facts.words += len(child.content.split())
-        elif kind == "html_inline" and (tag := _HTML_EMPHASIS.fullmatch(child.content)):
-            _html_emphasis(tag, open_, facts)  # <em> renders as *...* does
-        elif kind == "html_inline":
-            facts.targets += read_html(child.content).targets
-
-
-def _html_emphasis(tag: re.Match, open_: list[Element], facts: MarkdownFacts) -> None:
-    name = {"del": "s"}.get(tag.group(2).lower(), tag.group(2).lower())
-    if tag.group(1):  # a closing tag
-        if open_ and open_[-1].tag == name:
-            open_.pop()
-        return
-    element = Element(name)
-    facts.elements.append(element)
-    open_.append(element)
-    facts.emphasis[name] += 1
-
-
-def front_matter(text: str) -> str | None:
-    """A YAML (``---``) or TOML (``+++``) block at the very top, as written."""
-    match = _FRONT.match(text)
-    return match.group(0) if match else None
-
-
-# --- SubRip ----------------------------------------------------------------------------------
-
-
-@dataclass
-class Cue:
-    number: str | None
-    timing: str
-    text: str
-
-
-def read_srt(text: str) -> list[Cue]:
-    """The cues of an SRT text: each timing line, the number line just above it (if any) and
-    the lines below it up to a blank line or the next cue."""
-    lines = text.splitlines()
-    cues: list[Cue] = []
-    body: list[str] = []
-    for line in lines:
-        match = _TIMING.fullmatch(line)
-        if not match:
-            body.append(line)
-            continue
-        number = None
-        if body and body[-1].strip().isdigit():
-            number = body.pop().strip()
-        if cues:
-            cues[-1].text = _cue_text(body)
-        body = []
-        cues.append(Cue(number, " ".join(match.group(1).split()), ""))
-    if cues:
-        cues[-1].text = _cue_text(body)
-    return cues
-
-
-def _cue_text(lines: list[str]) -> str:
-    while lines and not lines[-1].strip():
-        lines = lines[:-1]
-    text = []
-    for line in lines:
-        if not line.strip():
-            break
-        text.append(line.strip())
-    return "\n".join(text)
-
-
-# --- The comparison --------------------------------------------------------------------------
-
-
-@dataclass
-class Facts:
-    """What one document holds, for the counts (what its format has not stays empty)."""
-
-    fffd: int
-    words: int
-    targets: Counter
-    elements: list[Element]
-    code: Counter = field(default_factory=Counter)
-    emphasis: Counter = field(default_factory=Counter)
-    notes: Counter = field(default_factory=Counter)
-    front_matter: str | None = None
-    structure: list = field(default_factory=list)  # HTML tag events, SRT (number, timing)
-
-
-def facts(text: str, format: str) -> Facts:
-    """``text`` (decoded) read as ``format``."""
-    fffd = text.count("\ufffd")
-    if format == "markdown":
-        md = read_markdown(text)
-        targets, code = Counter(md.targets), Counter(md.code)
-        return Facts(
-            fffd, md.words, targets, md.elements, code, md.emphasis, md.notes, front_matter(text)
-        )
-    if format == "srt":
-        cues = read_srt(text)
-        readers = [read_html(cue.text) for cue in cues]
-        elements = [element for reader in readers for element in reader.elements]
-        structure = [(cue.number, cue.timing) for cue in cues]
-        words = sum(reader.words for reader in readers)
-        return Facts(fffd, words, Counter(), elements, structure=structure)
-    reader = read_html(text)
-    code = Counter(" ".join(e.text.split()) for e in reader.elements if e.tag in CODE)
-    return Facts(
-        fffd, reader.words, Counter(reader.targets), reader.elements, code, structure=reader.events
-    )
-
-
-def lost(before: Counter, after: Counter) -> int:
-    """Items of ``before`` (a multiset) missing from ``after``."""
-    return sum((before - after).values())
-
-
-def emptied(before: list[Element], after: list[Element]) -> tuple[int, int]:
-    """(inline elements with non-white-space text in ``before`` whose partner in ``after`` has
-    none or is missing, elements with text in ``before``): the k-th element of a tag in
-    ``before`` is paired with the k-th element of that tag in ``after``."""
-    by_tag: dict[str, list[Element]] = {}
-    for element in after:
-        by_tag.setdefault(element.tag, []).append(element)
-    seen: Counter = Counter()
-    count = with_text = 0
-    for element in before:
-        k = seen[element.tag]
-        seen[element.tag] += 1
-        if not element.text.strip():
-            continue
-        with_text += 1
-        partners = by_tag.get(element.tag, [])
-        if k >= len(partners) or not partners[k].text.strip():
-            count += 1
-    return count, with_text
-
-
-def changed(before: list, after: list) -> int:
-    """Items inserted, deleted or replaced between two sequences (``difflib`` opcodes, a
-    replacement of m items by n counting max(m, n))."""
-    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
-    return sum(
-        max(i2 - i1, j2 - j1) for op, i1, i2, j1, j2 in matcher.get_opcodes() if op != "equal"
-    )
-
-
-@dataclass
-class Comparison:
-    """The counts of one (input, output) pair; None where the format has no such thing."""
-
-    links: int
-    links_lost: int
-    inline_with_text: int
-    inline_emptied: int
-    code: int | None
-    code_out: int | None
-    code_lost: int | None
-    emphasis: int | None
-    emphasis_out: int | None
-    emphasis_lost: int | None
-    front_matter_changed: bool | None  # None: the input has none
-    notes: int | None  # footnote references and definitions, task-list markers
-    notes_lost: int | None
-    fffd_added: int
-    encoding: list[str]
-    structure: int | None  # HTML tag events, SRT cues
-    structure_changed: int | None
-
-
-def compare(raw_in: bytes, raw_out: bytes, format: str, encoding: str | None = None) -> Comparison:
-    """Counts what the output ``raw_out`` lost of the input ``raw_in`` (``format``: html,
-    markdown or srt; ``encoding``: the input's, when known)."""
-    codec = input_codec(raw_in, format, encoding)
-    a = facts(decode_input(raw_in, format, encoding), format)
-    b = facts(decode_output(raw_out, format, codec), format)
-    emptied_count, with_text = emptied(a.elements, b.elements)
-    markdown, srt = format == "markdown", format == "srt"
-    fm_changed = None if a.front_matter is None else a.front_matter != b.front_matter
-    return Comparison(
-        links=sum(a.targets.values()),
-        links_lost=lost(a.targets, b.targets),
-        inline_with_text=with_text,
-        inline_emptied=emptied_count,
-        code=None if srt else sum(a.code.values()),
-        code_out=None if srt else sum(b.code.values()),
-        code_lost=None if srt else lost(a.code, b.code),
-        emphasis=sum(a.emphasis.values()) if markdown else None,
-        emphasis_out=sum(b.emphasis.values()) if markdown else None,
-        emphasis_lost=lost(a.emphasis, b.emphasis) if markdown else None,
-        front_matter_changed=fm_changed if markdown else None,
-        notes=sum(a.notes.values()) if markdown else None,
-        notes_lost=lost(a.notes, b.notes) if markdown else None,
-        fffd_added=b.fffd - a.fffd,
-        encoding=encoding_mistakes(raw_in, raw_out, format, codec),
-        structure=None if markdown else len(a.structure),
-        structure_changed=None if markdown else changed(a.structure, b.structure),
-    )
-
-
-def words(raw: bytes, format: str, encoding: str | None = None) -> int:
-    """English words to translate: white-space separated words of the text outside
-    untranslated elements (HTML), of markdown-it's text tokens (Markdown), of the cues' text
-    without tags (SRT)."""
-    return facts(decode_input(raw, format, encoding), format).words
-
-
-# --- The table -------------------------------------------------------------------------------
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from hashlib import sha256
+from pathlib import Path
+
+from benchmarks.documents_compare import FORMATS, Comparison, compare, words
+from benchmarks.harness import timed
+
+MANIFEST = Path(__file__).resolve().parents[1] / "data" / "documents_corpus.tsv"
+DEFAULT_DIR = Path("~/.cache/seq2seq/documents/files")
 
 
 @dataclass
@@ -680,3 +217,157 @@ def table(rows: list[Row]) -> str:
 
 def _escape(cell: str) -> str:
     return html.escape(cell, quote=False).replace("|", "\\|")
+
+
+def documents(folder: Path, quick: bool = False) -> list[Path]:
+    """The documents under ``folder`` by format then name (``quick``: the two smallest of each
+    format); a ``README.md`` directly in ``folder`` is skipped."""
+    found = [
+        path
+        for path in folder.rglob("*")
+        if path.is_file()
+        and path.suffix.lower() in FORMATS
+        and not (path.parent == folder and path.name == "README.md")
+    ]
+    found.sort(key=lambda p: (FORMATS[p.suffix.lower()], p.name))
+    if not quick:
+        return found
+    taken = []
+    for format in dict.fromkeys(FORMATS.values()):
+        same = [p for p in found if FORMATS[p.suffix.lower()] == format]
+        taken += sorted(sorted(same, key=lambda p: p.stat().st_size)[:2], key=lambda p: p.name)
+    return taken
+
+
+def manifest_encodings(path: Path) -> dict[str, str]:
+    """sha256 -> encoding, from the corpus manifest (empty when it is missing)."""
+    if not path.is_file():
+        return {}
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = csv.DictReader([line for line in lines if not line.startswith("#")], delimiter="\t")
+    return {row["sha256"]: row["encoding"] for row in rows}
+
+
+def cli(args: list[str], cwd: Path) -> tuple[int, float, str]:
+    """``python -m seq2seq ARGS`` in ``cwd`` with this environment: (exit status, wall
+    seconds, its last stderr line that is not a progress bar)."""
+    command = [sys.executable, "-m", "seq2seq", *args]
+    run = dict(cwd=cwd, env=os.environ.copy(), capture_output=True, text=True, errors="replace")
+    done, seconds = timed(subprocess.run, command, **run)
+    lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+    lines = [line for line in lines if "━" not in line]
+    return done.returncode, seconds, lines[-1] if lines else ""
+
+
+def which_seq2seq(cwd: Path) -> str:
+    """Where the subprocesses import ``seq2seq`` from."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import seq2seq; print(seq2seq.__file__)"],
+        cwd=cwd,
+        env=os.environ.copy(),
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip() or done.stderr.strip().splitlines()[-1]
+
+
+def run_one(path: Path, out: Path, checkpoint: str, extra: list[str]) -> dict:
+    """Translates one document with the CLI into ``out``: its exit status, seconds, error."""
+    target = out / path.name
+    target.unlink(missing_ok=True)  # a failed run must not leave an old output to compare
+    command = ["translate", "--checkpoint", checkpoint, "--input", str(path.resolve())]
+    code, seconds, error = cli([*command, "--output", str(target.resolve()), *extra], out)
+    return {"returncode": code, "seconds": seconds, "error": error if code else ""}
+
+
+def compare_one(path: Path, out: Path, run: dict, encoding: dict[str, str]) -> Row:
+    """The counts of one document against its output in ``out``."""
+    format = FORMATS[path.suffix.lower()]
+    target = out / path.name
+    code, seconds, error = run["returncode"], run["seconds"], run["error"]
+    raw = path.read_bytes()
+    known = encoding.get(sha256(raw).hexdigest())
+    row = Row(
+        path.name,
+        format,
+        known or "?",
+        len(raw),
+        words(raw, format, known),
+        seconds,
+        code,
+        error,
+    )
+    if not code and target.is_file():
+        row.comparison = compare(raw, target.read_bytes(), format, known)
+    elif not code:
+        row.returncode, row.error = -1, "no output file written"
+    return row
+
+
+def run_all(files: list[Path], out: Path, args, extra: list[str]) -> tuple[list[str], dict]:
+    """Every file through the CLI (or, ``--compare-only``, the runs recorded in
+    ``out/runs.json``): the header lines and each file's run."""
+    record = out / "runs.json"
+    if args.compare_only:
+        saved = json.loads(record.read_text(encoding="utf-8"))
+        return saved["header"], saved["runs"]
+    header = [f"seq2seq imported from: {which_seq2seq(out)}"]
+    probe = out / "one_word.txt"
+    probe.write_text("Hello\n", encoding="utf-8")
+    command = ["translate", "--checkpoint", args.checkpoint, "--input", str(probe.resolve())]
+    _, seconds, _ = cli([*command, "--output", str(out.resolve() / "one_word.out"), *extra], out)
+    header.append(f"one-word CLI run (start + model load, in every file's s): {seconds:.1f} s")
+    print("\n".join(header), flush=True)
+    runs = {}
+    for index, path in enumerate(files, 1):
+        runs[path.name] = run = run_one(path, out, args.checkpoint, extra)
+        print(
+            f"[{index}/{len(files)}] {path.name}: rc {run['returncode']}, {run['seconds']:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+    record.write_text(json.dumps({"header": header, "runs": runs}, indent=1), encoding="utf-8")
+    return header, runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--checkpoint", required=True, help="a .ckpt for seq2seq translate")
+    parser.add_argument(
+        "--dir", type=Path, default=DEFAULT_DIR, help="the documents (default %(default)s)"
+    )
+    parser.add_argument("--out", type=Path, help="folder for the outputs (default: a new one)")
+    parser.add_argument("--quick", action="store_true", help="the 2 smallest files per format")
+    parser.add_argument("--manifest", type=Path, default=MANIFEST, help="inputs' encodings")
+    parser.add_argument("--translate-args", default="", help="more options for the CLI")
+    parser.add_argument("--json", type=Path, help="write every count to this file")
+    parser.add_argument("--table", type=Path, help="write the table to this file")
+    parser.add_argument(
+        "--compare-only",
+        action="store_true",
+        help="translate nothing: compare the outputs already in --out (their runs.json)",
+    )
+    args = parser.parse_args(argv)
+    folder = args.dir.expanduser()
+    files = documents(folder, args.quick)
+    if not files:
+        parser.error(f"no .html/.md/.srt documents under {folder}")
+    if args.compare_only and not args.out:
+        parser.error("--compare-only needs --out")
+    out = args.out or Path(tempfile.mkdtemp(prefix="documents_wild_"))
+    out.mkdir(parents=True, exist_ok=True)
+    encodings = manifest_encodings(args.manifest)
+    header, runs = run_all(files, out, args, shlex.split(args.translate_args))
+    rows = [compare_one(path, out, runs[path.name], encodings) for path in files]
+    text = table(rows)
+    print(f"outputs in {out}\n\n{text}")
+    if args.table:
+        args.table.write_text("\n".join(header) + f"\n\n{text}", encoding="utf-8")
+    if args.json:
+        args.json.write_text(
+            json.dumps({"header": header, "rows": [asdict(r) for r in rows]}, indent=1),
+            encoding="utf-8",
+        )
+    return 0

@@ -2,7 +2,7 @@
 beam 5, through the same ``Translator`` (its batching, ``max_tokens`` per batch), on two
 models: the demo model (trained weights, natural output lengths, the test split it was
 trained beside) and the paper's base shape with random weights and the demo's vocabulary,
-decoding exactly ``base_length`` tokens a sentence (``bench_ctranslate2.base_checkpoint``).
+decoding exactly ``base_length`` tokens a sentence (``benchmarks.ctranslate2.base_checkpoint``).
 
 Engines, each loaded once per model: ours in float32 and with its weights cast to float16,
 CTranslate2 in float16 and int8_float16 on a GPU (float32 and int8 on the CPU, where
@@ -27,8 +27,8 @@ BEAMS = (1, 5)
 def decode(job: dict[str, Any], save) -> dict[str, Any]:
     """Both models, every engine and beam, within ``job["deadline"]``."""
     import torch
-    from bench_ctranslate2 import BASE, base_checkpoint
 
+    from benchmarks.ctranslate2 import BASE, base_checkpoint
     from seq2seq.inference.checkpoint import read_checkpoint
     from seq2seq.tools.export import export_ctranslate2
 
@@ -59,7 +59,7 @@ def decode(job: dict[str, Any], save) -> dict[str, Any]:
 def test_sources(checkpoint: str, job: dict[str, Any]) -> tuple[list[str], str]:
     """Up to ``job["sentences"]`` distinct test sources of the data the checkpoint was trained
     on; where that data cannot be read here (a carried checkpoint), English sides of the
-    bundled pairs ``bench_data`` joins."""
+    bundled pairs the ``data`` bench joins."""
     from seq2seq.errors import CheckpointError, DataError
     from seq2seq.inference.evaluation import held_out_split
 

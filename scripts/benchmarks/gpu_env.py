@@ -6,7 +6,7 @@ The GPU machines this project borrows run their own image (Python 3.12, a CUDA b
 torch, Lightning, transformers, sentencepiece, sacrebleu, pytest) and reach no network, so
 what the check imports beyond that image travels in a folder carried with the working tree
 (at most 64 MiB with it). Not carried: ``hsg`` (17 MB, the bundled Tatoeba pairs) and the
-other corpus packages; their cleaned pairs travel instead, as the one file ``bench_data``'s
+other corpus packages; their cleaned pairs travel instead, as the one file the ``data`` bench's
 corpus is built from (``BUNDLED_PAIRS``), 1.7 MB compressed.
 """
 
@@ -117,7 +117,7 @@ def missing_modules(stage: str) -> list[str]:
 
 
 def bundled_pairs(folder: Path | None, work: Path, max_chars: int) -> None:
-    """Puts the carried cleaned pairs (if ``folder`` holds them) where ``bench_data``'s corpus
+    """Puts the carried cleaned pairs (if ``folder`` holds them) where the ``data`` bench's corpus
     looks for them first (``work/base-MAX_CHARS.tsv``), so that the corpus packages are not
     needed."""
     carried = folder / BUNDLED_PAIRS.format(max_chars=max_chars) if folder else None

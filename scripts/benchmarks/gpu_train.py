@@ -3,7 +3,7 @@ unique pairs, ours and Hugging Face's ``MarianMTModel`` on the same batches, wit
 what the field uses to get there (``torch.compile``, fused AdamW, larger token batches sized
 to memory).
 
-One worker job, ``train``: it builds ``bench_data``'s corpus (N distinct pairs joined from
+One worker job, ``train``: it builds the ``data`` bench's corpus (N distinct pairs joined from
 the bundled ones), prepares the config's data module on it (``prepare_data``), then runs
 each ``Variant`` in turn in the same process: a fresh model, our
 recipe's update step (``benchmarks.train.update_step``: bf16 autocast, gradient clipping,
@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-MAX_CHARS = 200  # bench_data's --max-chars default: joined pairs stay within max_len_chars
+MAX_CHARS = 200  # the data bench's --max-chars default: joined pairs stay within max_len_chars
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ def disk_bytes(path: Path) -> int:
 
 
 def kill_tree(pid: int) -> None:
-    """SIGKILL to ``pid`` (a child this script started) and everything below it."""
+    """SIGKILL to ``pid`` (a child this bench started) and everything below it."""
     for p in descendants(pid):
         try:
             os.kill(p, signal.SIGKILL)

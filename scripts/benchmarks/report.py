@@ -1,4 +1,4 @@
-"""Scores and tables: ``bench.py``'s ours | marian | ratio table, ``compare_marian.py``'s
+"""Scores and tables: ``marian``'s ours | marian | ratio table, ``compare-marian``'s
 BLEU table."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .decode import SEARCHES
+from .decoders import SEARCHES
 from .flops import peak_bf16_flops
 
 
@@ -15,7 +15,7 @@ def rate(result: dict[str, Any], key: str = "tokens") -> float:
 
 
 def bench_rows(results: dict[str, Any], matmul_rate: float) -> list[tuple[str, Any, Any]]:
-    """(metric, ours, marian) rows of ``bench.py``'s results; marian None where there is no
+    """(metric, ours, marian) rows of ``marian``'s results; marian None where there is no
     counterpart."""
     rows: list[tuple[str, Any, Any]] = []
     ours, marian = results["train"]["ours"], results["train"]["marian"]
@@ -90,7 +90,7 @@ def score(name: str, hypotheses: list[str], references: list[list[str]], out: Pa
 
 
 def print_comparison(rows: list[dict[str, Any]]) -> None:
-    """``compare_marian.py``'s table: one row per model."""
+    """``compare-marian``'s table: one row per model."""
     header = (
         f"{'model':<8} {'params':>10} {'steps':>7} {'train tok':>11} {'tok/s':>7} "
         f"{'BLEU':>6} {'chrF':>6} {'decode s':>9}"

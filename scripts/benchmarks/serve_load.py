@@ -1,4 +1,4 @@
-"""``bench_serve``'s load: concurrent LibreTranslate clients against one server, and what one
+"""The ``serve`` bench's load: concurrent LibreTranslate clients against one server, and what one
 client count measures (requests, latencies, the cores each side used, the server's memory)."""
 
 from __future__ import annotations

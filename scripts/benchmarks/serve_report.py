@@ -1,13 +1,12 @@
-"""``bench_serve``'s report: the results with their ratios (what ``--json`` writes), the machine
+"""The ``serve`` bench's report: the results with their ratios (what ``--json`` writes), the machine
 they were measured on, and the printed tables."""
 
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 from typing import Any
 
+from benchmarks.harness import machine
 from benchmarks.serve_load import Level
 
 THROUGHPUT_HEADER = [
@@ -58,27 +57,6 @@ def build_report(
         },
         "levels": rows,
         "ceilings": {str(b): c for b, c in ceilings.items()},
-    }
-
-
-def machine(threads: int) -> dict[str, Any]:
-    """The CPU, its cores, the thread count and the versions the numbers were measured with."""
-    import torch
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            cpu = next(
-                line.split(":", 1)[1].strip() for line in info if line.startswith("model name")
-            )
-    except (OSError, StopIteration):
-        pass
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "threads": threads,
-        "torch": torch.__version__,
-        "python": platform.python_version(),
     }
 
 
@@ -160,7 +138,7 @@ def print_table(header: list[str], rows: list[list[Any]]) -> None:
     print()
 
 
-# -- servers against each other (bench_serve_libretranslate.py) --------------------------------
+# -- servers against each other (serve-libretranslate) -----------------------------------------
 
 SERVERS_HEADER = [
     "server",

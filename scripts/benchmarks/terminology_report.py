@@ -1,4 +1,4 @@
-"""``bench_terminology``'s printed report: the measures table, per-term table, examples and
+"""The ``terminology`` bench's printed report: the measures table, per-term table, examples and
 failures (from the dict that ``--json`` writes)."""
 
 from __future__ import annotations

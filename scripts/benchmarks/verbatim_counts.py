@@ -1,4 +1,4 @@
-"""``bench_verbatim``'s counts: the spans of a document's running text that must come through a
+"""The ``verbatim`` bench's counts: the spans of a document's running text that must come through a
 translation exactly (URLs, e-mail addresses, numbers, versions, identifiers, placeholders,
 acronyms), and how many of them its translation holds.
 

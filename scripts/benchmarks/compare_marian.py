@@ -41,8 +41,8 @@ reference implementation's".
 The two trainings run one after the other (ours in a subprocess), never at once. From the
 repository root:
 
-    python scripts/compare_marian.py --minutes 10   # the full comparison, ~20 min on 2 cores
-    python scripts/compare_marian.py --minutes 0.5 --threads 1 --out /tmp/compare   # smoke test
+    python scripts/bench.py compare-marian --minutes 10   # the full comparison, ~20 min, 2 cores
+    python scripts/bench.py compare-marian --minutes 0.5 --threads 1 --out /tmp/c   # smoke test
 
 Results: a table on stdout and OUT/results.json (plus hypotheses in OUT/*.hyp.zh).
 """
@@ -52,13 +52,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from benchmarks.decode import translate_marian
+from benchmarks.decoders import translate_marian
+from benchmarks.harness import timed
 from benchmarks.recipe import Recipe, fit_config, load_recipe
 from benchmarks.reference import trainable_parameters
 from benchmarks.report import print_comparison, score
@@ -150,7 +150,7 @@ def train_ours(args: argparse.Namespace, recipe: Recipe, out: Path) -> Path:
     run_fit(config, out, args.threads, label="ours")
     last = out / "checkpoints" / "last.ckpt"
     if not last.is_file():
-        raise SystemExit(f"compare_marian.py: seq2seq fit wrote no {last}")
+        raise SystemExit(f"bench.py compare-marian: seq2seq fit wrote no {last}")
     return last
 
 
@@ -178,9 +178,10 @@ def decode_ours(checkpoint_path: Path, sources: list[str], beam_size: int):
     from seq2seq.inference.translator import Translator
 
     translator = Translator.from_checkpoint(checkpoint_path)
-    start = time.perf_counter()
-    hypotheses = translator.translate(sources, TranslateOptions(beam_size=beam_size))
-    return hypotheses, time.perf_counter() - start, translator.engine.model.num_parameters()
+    hypotheses, seconds = timed(
+        translator.translate, sources, TranslateOptions(beam_size=beam_size)
+    )
+    return hypotheses, seconds, translator.engine.model.num_parameters()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         import transformers
     except ImportError:
         print(
-            "compare_marian.py: needs Hugging Face transformers (pip install transformers)",
+            "bench.py compare-marian: needs Hugging Face transformers (pip install transformers)",
             file=sys.stderr,
         )
         return 2
@@ -331,7 +332,3 @@ def save_results(
     }
     (out / "results.json").write_text(json.dumps(result, indent=2, ensure_ascii=False))
     print(f"results: {out / 'results.json'}")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,8 +3,8 @@ identifiers, flags, placeholders and acronyms through a translation, kept or los
 mechanism, with the rest of the sentence, the time and the clean-text BLEU, in one process.
 
     python scripts/data/fetch_documents.py      # the real documents, once
-    python scripts/bench_verbatim.py --checkpoint runs/demo/checkpoints/last.ckpt
-    python scripts/bench_verbatim.py --checkpoint EXPORT_DIR --engine ctranslate2 \\
+    python scripts/bench.py verbatim --checkpoint runs/demo/checkpoints/last.ckpt
+    python scripts/bench.py verbatim --checkpoint EXPORT_DIR --engine ctranslate2 \\
         --modes plain,literal --json verbatim.json
 
 Mechanisms (``--modes``, comma-separated):
@@ -43,6 +43,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from benchmarks.harness import DATA, DOCUMENTS, alternate
 from benchmarks.verbatim_counts import KINDS, kept, lost_spans, occurrences, running_text
 from seq2seq.decoding.repetition import text_loops
 from seq2seq.formats import format_of, parse
@@ -53,9 +54,7 @@ from seq2seq.inference.glossary import Glossary, Term
 from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
 
-HERE = Path(__file__).resolve().parent
-SENTENCES = HERE / "data" / "verbatim_sentences.tsv"
-DOCUMENTS = Path.home() / ".cache" / "seq2seq" / "documents" / "files"
+SENTENCES = DATA / "verbatim_sentences.tsv"
 MODES = ("plain", "literal", "constrained", "mix")
 _LATIN = re.compile(r"[A-Za-z]{3,}")
 
@@ -87,26 +86,20 @@ def options_for(mode: str, beam: int, glossary: Glossary | None, **more) -> Tran
     )
 
 
-def timed(call) -> tuple[list[str], float]:  # noqa: ANN001
-    """``call()``'s outputs and the CPU seconds this process spent on them (the machine is
-    shared: CPU time does not count another job's turns; run with ``OMP_NUM_THREADS=1``)."""
-    start = time.process_time()
-    outputs = call()
-    return outputs, time.process_time() - start
+def translations(translator: Translator, texts: list[str], modes, beam: int, glossary, rounds):
+    """Each mode's outputs and best CPU seconds (the machine is shared: CPU time does not count
+    another job's turns; run with ``OMP_NUM_THREADS=1``), the modes alternating."""
+    runs = {}
+    for mode in modes:
+        options = options_for(mode, beam, glossary)
+        runs[mode] = lambda options=options: translator.translate(texts, options)
+    return alternate(runs, rounds, clock=time.process_time)
 
 
 def bench_sentences(translator: Translator, rows, modes, beam: int, rounds: int) -> dict:
     english = [row[0] for row in rows]
     glossary = self_glossary(english)
-    outputs: dict[str, list[str]] = {}
-    seconds: dict[str, float] = {}
-    for round_ in range(rounds):
-        order = modes if round_ % 2 == 0 else modes[::-1]
-        for mode in order:
-            options = options_for(mode, beam, glossary)
-            found, took = timed(lambda options=options: translator.translate(english, options))
-            outputs.setdefault(mode, found)
-            seconds[mode] = min(seconds.get(mode, took), took)
+    outputs, seconds = translations(translator, english, modes, beam, glossary, rounds)
     return {mode: _sentence_counts(rows, outputs[mode], seconds[mode]) for mode in modes}
 
 
@@ -146,14 +139,8 @@ def bench_test_split(translator: Translator, args) -> dict:
     if args.limit:
         sources = sources[: args.limit]
         references = [stream[: args.limit] for stream in references]
-    outputs: dict[str, list[str]] = {}
-    seconds: dict[str, float] = {}
-    for round_ in range(args.rounds):
-        for mode in ("plain", "literal") if round_ % 2 == 0 else ("literal", "plain"):
-            options = options_for(mode, args.beam_size, None)
-            found, took = timed(lambda options=options: translator.translate(sources, options))
-            outputs.setdefault(mode, found)
-            seconds[mode] = min(seconds.get(mode, took), took)
+    modes = ("plain", "literal")
+    outputs, seconds = translations(translator, sources, modes, args.beam_size, None, args.rounds)
     result = {}
     for mode, found in outputs.items():
         score = score_translations(found, references)
@@ -184,12 +171,9 @@ def bench_documents(translator: Translator, folder: Path, modes, beam: int) -> d
         for mode in modes:
             options = options_for(mode, beam, glossary, format=format)
             document = parse(text, format, str(path))
-            [output], took = timed(
-                lambda document=document, options=options: translator.translate_documents(
-                    [document], options
-                )
-            )
-            seconds[mode] += took
+            start = time.process_time()
+            [output] = translator.translate_documents([document], options)
+            seconds[mode] += time.process_time() - start
             translated = running_text(output, format)
             for kind, (count, held) in kept(source, translated).items():
                 totals[mode][kind][0] += count
@@ -291,7 +275,3 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

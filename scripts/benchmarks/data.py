@@ -1,8 +1,8 @@
 """Data preparation at scale: the memory, time and disk that ``prepare_data`` takes for N pairs,
 then reloading the cache, the loader's speed and each DDP rank's private memory.
 
-    python scripts/bench_data.py --sizes 250k,1M,4M
-    python scripts/bench_data.py --sizes 5000,20000 --peer /tmp/peer --num-proc 2
+    python scripts/bench.py data --sizes 250k,1M,4M
+    python scripts/bench.py data --sizes 5000,20000 --peer /tmp/peer --num-proc 2
 
 The corpus: N distinct synthetic pairs, a TSV written once per size into ``--work`` (kept there
 for later runs). Pair k joins two real pairs of the bundled corpus: English
@@ -46,8 +46,8 @@ Prints one table per implementation, a least-squares line of peak PSS against pa
 values at 26M and 100M pairs, and, with a peer, this checkout's numbers over the peer's.
 A failed step prints its child's stderr tail and marks its cells failed; the run goes on.
 
-This script is the parent: it spawns and watches the children. The rest lives in
-``scripts/benchmarks/``: ``data_corpus`` (the synthetic pairs), ``data_child`` (a child's one
+This module is the parent: it spawns and watches the children. The rest lives beside it:
+``data_corpus`` (the synthetic pairs), ``data_child`` (a child's one
 step), ``proc_memory`` (memory and disk from ``/proc``) and ``data_report`` (the tables).
 """
 
@@ -68,16 +68,12 @@ from typing import Any
 from benchmarks.data_child import MARK
 from benchmarks.data_corpus import corpus
 from benchmarks.data_report import report
+from benchmarks.harness import progress
 from benchmarks.proc_memory import KIB, disk_bytes, kill_tree, smaps, tree_memory, uss
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SUFFIXES = {"k": 1_000, "m": 1_000_000}
-_START = time.perf_counter()
-
-
-def say(line: str) -> None:
-    """A progress line on stderr, with the seconds since the run started."""
-    print(f"[bench_data {time.perf_counter() - _START:7.1f} s] {line}", file=sys.stderr, flush=True)
+say = progress("bench_data", clock=7)  # a progress line, with the seconds since the start
 
 
 def parse_size(text: str) -> int:
@@ -331,8 +327,8 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main() -> None:
-    args = arguments()
+def main(argv: list[str] | None = None) -> None:
+    args = arguments(argv)
     if args.modifiers and args.modifiers.get("termbase"):  # the children run elsewhere
         args.modifiers["termbase"] = str(Path(args.modifiers["termbase"]).resolve())
     labels = args.sizes
@@ -354,7 +350,3 @@ def main() -> None:
         args.json.write_text(json.dumps(measured, indent=2))
     if not any(row["prepare"] for rows in results.values() for row in rows.values()):
         raise SystemExit("every preparation failed")
-
-
-if __name__ == "__main__":
-    main()

@@ -14,7 +14,7 @@ sentences, and scored (sacreBLEU, tokenize zh, beam 5) before and after on
 HSK pairs whose English is a sentence of the bundled test split (with another translation)
 are left out of the fine-tuning data, so nothing the general test asks was trained on.
 
-    python scripts/bench_finetune.py --checkpoint runs/demo/checkpoints/last.ckpt
+    python scripts/bench.py finetune --checkpoint runs/demo/checkpoints/last.ckpt
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+from benchmarks.harness import ROOT, timed
 from seq2seq.data.clean import normalize_en
 from seq2seq.inference.evaluation import (
     group_references,
@@ -34,11 +34,10 @@ from seq2seq.inference.evaluation import (
 )
 from seq2seq.inference.options import TranslateOptions
 
-ROOT = Path(__file__).resolve().parents[1]
 Test = tuple[list[str], list[list[str]]]  # distinct sources, and each one's references
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument(
         "--checkpoint",
@@ -54,7 +53,7 @@ def parse_args() -> argparse.Namespace:
         metavar="OPTION",
         help="extra fit option, e.g. --fit-option=--model.peak_lr=1e-4",
     )
-    return p.parse_args()
+    return p.parse_args(argv)
 
 
 def stand_in_for_a_download(checkpoint: Path, work: Path) -> Path:
@@ -157,13 +156,12 @@ def fine_tune(imported: Path, tsv: Path, work: Path, options: list[str]) -> tupl
         "--trainer.enable_progress_bar=false",
         *options,
     ]
-    start = time.perf_counter()
-    subprocess.run(command, check=True, cwd=ROOT)
-    return work / "checkpoints" / "last.ckpt", (time.perf_counter() - start) / 60
+    _, seconds = timed(subprocess.run, command, check=True, cwd=ROOT)
+    return work / "checkpoints" / "last.ckpt", seconds / 60
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     checkpoint = Path(args.checkpoint)
@@ -205,7 +203,3 @@ def main() -> None:
             f"| {name} | {len(test[0])} | {b:.2f} | {a:.2f} | {a - b:+.2f} | "
             f"{nll_before[name]:.3f} | {nll_after[name]:.3f} |"
         )
-
-
-if __name__ == "__main__":
-    main()

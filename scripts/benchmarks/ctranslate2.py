@@ -1,8 +1,8 @@
 """Our PyTorch decoding, float32 and int8, against CTranslate2's, on a checkpoint's test split.
 
     seq2seq export --checkpoint CKPT --format ctranslate2 --output exports/ct2
-    python scripts/bench_ctranslate2.py --checkpoint CKPT --ct2 exports/ct2
-    python scripts/bench_ctranslate2.py --checkpoint CKPT --ct2 exports/ct2 --base
+    python scripts/bench.py ctranslate2 --checkpoint CKPT --ct2 exports/ct2
+    python scripts/bench.py ctranslate2 --checkpoint CKPT --ct2 exports/ct2 --base
 
 Four engines, in one run on one machine, 2 threads each: ours float32 (oneDNN-packed weights),
 ours ``--quantize int8``, CTranslate2 float32 and CTranslate2 int8 (the float32 export,
@@ -23,10 +23,10 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import tempfile
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from benchmarks.harness import rss_mib, timed
 from seq2seq.inference.options import TranslateOptions
 
 ENGINES = ("ours fp32", "ours int8", "CTranslate2 fp32", "CTranslate2 int8")
@@ -49,7 +49,7 @@ def run_engine(job: Job) -> dict:
     from seq2seq.inference.translator import Translator
 
     torch.set_num_threads(2)
-    baseline = peak_resident_mib()
+    baseline = rss_mib("VmHWM")
     quantize = "int8" if job.engine.endswith("int8") else None
     if job.engine.startswith("ours"):
         translator = Translator.from_checkpoint(job.checkpoint, quantize=quantize)
@@ -58,20 +58,10 @@ def run_engine(job: Job) -> dict:
     result = {}
     for beam in (1, 5):
         translator.translate(job.sources[: job.warmup], TranslateOptions(beam_size=beam))
-        start = time.perf_counter()
-        result[beam] = translator.translate(job.sources, TranslateOptions(beam_size=beam))
-        result[f"seconds {beam}"] = time.perf_counter() - start
-    result["peak MiB"], result["imports MiB"] = peak_resident_mib(), baseline
+        options = TranslateOptions(beam_size=beam)
+        result[beam], result[f"seconds {beam}"] = timed(translator.translate, job.sources, options)
+    result["peak MiB"], result["imports MiB"] = rss_mib("VmHWM"), baseline
     return result
-
-
-def peak_resident_mib() -> float:
-    """This process's peak resident memory (Linux's VmHWM; getrusage's maxrss would carry
-    the parent's over the exec that starts a spawned process)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def in_fresh_process(job: Job) -> dict:
@@ -106,7 +96,7 @@ def base_checkpoint(
     return str(path), str(directory / "base-ct2")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", required=True, help="the .ckpt that was exported")
     parser.add_argument("--ct2", required=True, help="its float32 CTranslate2 export")
@@ -114,7 +104,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="best of this many runs (2)")
     parser.add_argument("--base", action="store_true", help="the paper's base shape instead")
     parser.add_argument("--base-sentences", type=int, default=200, help="with --base (200)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     from seq2seq.inference.evaluation import held_out_split, reference_streams, score_translations
 
@@ -156,7 +146,3 @@ def main() -> None:
         ratios = [ct2[f"seconds {b}"] / result[f"seconds {b}"] for b in (1, 5)]
         print(f"  {engine:17s} greedy {ratios[0]:.2f}x  beam 5 {ratios[1]:.2f}x")
     print(f"(peak MiB includes the {best['ours fp32']['imports MiB']:.0f} MiB of Python + torch)")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,8 +1,8 @@
 """Streamed translation (``seq2seq translate``: windows of lines decoded and written in turn)
 against the whole input decoded in one pass, as ``translate`` did before it streamed.
 
-    python scripts/bench_streaming.py --checkpoint runs/demo/checkpoints/last.ckpt
-    python scripts/bench_streaming.py --checkpoint /tmp/mid.ckpt --rounds 1 --lines 200
+    python scripts/bench.py streaming --checkpoint runs/demo/checkpoints/last.ckpt
+    python scripts/bench.py streaming --checkpoint /tmp/mid.ckpt --rounds 1 --lines 200
 
 Input: the checkpoint's test split (distinct English sentences, one per line), or ``--input``.
 One process, one warm-up translation of 20 lines; then each round times, in turn, the one-pass
@@ -18,12 +18,13 @@ from __future__ import annotations
 import argparse
 import time
 
+from benchmarks.harness import Best, timed
 from seq2seq.inference.options import TranslateOptions
 
 WARMUP = 20
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument("--input", help="English lines (default: the checkpoint's test split)")
@@ -31,7 +32,7 @@ def main() -> None:
     parser.add_argument("--windows", default="250,1000", help="window sizes, comma-separated")
     parser.add_argument("--beam-size", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     from seq2seq.inference.evaluation import held_out_split
     from seq2seq.inference.translator import Translator
@@ -40,25 +41,21 @@ def main() -> None:
     lines = read_lines(args.input) if args.input else held_out_split(args.checkpoint, "test")[0]
     lines = lines[: args.lines]
     translator = Translator.from_checkpoint(args.checkpoint)
-    translator.translate(lines[:WARMUP], TranslateOptions(beam_size=args.beam_size))
+    options = TranslateOptions(beam_size=args.beam_size)
+    translator.translate(lines[:WARMUP], options)
     windows = [int(w) for w in args.windows.split(",")]
-    best: dict[str, float] = {}
-    first: dict[int, float] = {}
+    best, first = Best(), Best()
     for _ in range(args.rounds):
-        start = time.perf_counter()
-        whole = translator.translate(lines, TranslateOptions(beam_size=args.beam_size))
-        best["one pass"] = min(best.get("one pass", 1e9), time.perf_counter() - start)
+        whole, seconds = timed(translator.translate, lines, options)
+        best.add("one pass", seconds)
         for window in windows:
             start = time.perf_counter()
             streamed, first_at = [], None
-            for chunk in translator.translate_stream(
-                lines, TranslateOptions(beam_size=args.beam_size), window=window
-            ):
+            for chunk in translator.translate_stream(lines, options, window=window):
                 first_at = first_at or time.perf_counter() - start
                 streamed += chunk
-            name = f"windows of {window}"
-            best[name] = min(best.get(name, 1e9), time.perf_counter() - start)
-            first[window] = min(first.get(window, 1e9), first_at)
+            best.add(f"windows of {window}", time.perf_counter() - start)
+            first.add(window, first_at)
             assert streamed == whole, f"window {window}: outputs differ from the one-pass run"
     base = best["one pass"]
     print(f"{len(lines):,} lines, beam {args.beam_size}, best of {args.rounds} round(s)")
@@ -70,7 +67,3 @@ def main() -> None:
             f"{name:<20} {seconds:8.2f} {len(lines) / seconds:8.1f} {seconds / base:10.3f} "
             f"{shown:>13}"
         )
-
-
-if __name__ == "__main__":
-    main()

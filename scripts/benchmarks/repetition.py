@@ -3,8 +3,8 @@ its held-out test split and on real documents, under each guard setting, with BL
 time, all in one process.
 
     python scripts/data/fetch_documents.py      # the real documents, once
-    python scripts/bench_repetition.py --checkpoint runs/demo/checkpoints/last.ckpt
-    python scripts/bench_repetition.py --checkpoint exports/ct2 --engine ctranslate2 \\
+    python scripts/bench.py repetition --checkpoint runs/demo/checkpoints/last.ckpt
+    python scripts/bench.py repetition --checkpoint exports/ct2 --engine ctranslate2 \\
         --data-from runs/demo/checkpoints/last.ckpt --settings off,default --json loops.json
 
 A loop is a run of 1 to 4 characters, a letter among them, written four times or more in a row
@@ -28,9 +28,9 @@ import argparse
 import json
 import re
 import sys
-import time
 from pathlib import Path
 
+from benchmarks.harness import DOCUMENTS, alternate
 from seq2seq.decoding.repetition import text_loops
 from seq2seq.formats import format_of
 from seq2seq.formats.encoding import decode_document
@@ -38,7 +38,6 @@ from seq2seq.inference.evaluation import load_eval_set, score_translations
 from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
 
-DOCUMENTS = Path.home() / ".cache" / "seq2seq" / "documents" / "files"
 _CHINESE = re.compile(r"[\u4e00-\u9fff]")
 GUARD_FIELDS = {"max_repeats": int, "no_repeat_ngram_size": int, "repetition_penalty": float}
 
@@ -95,20 +94,23 @@ def main(argv: list[str] | None = None) -> int:
     translators = {name: base if c is None else base.with_search(**c) for name, c in settings}
     options = TranslateOptions(beam_size=args.beam_size)
     base.translate(sources[:20], options)  # warm-up
-    results: dict[str, dict] = {name: {"seconds": float("inf")} for name, _ in settings}
-    for round_index in range(args.rounds):
-        order = settings if round_index % 2 == 0 else settings[::-1]
-        for name, _ in order:
-            start = time.perf_counter()
-            hypotheses = translators[name].translate(sources, options)
-            seconds = time.perf_counter() - start
-            result = results[name]
-            result["seconds"] = min(result["seconds"], seconds)
-            result["loops"] = sum(bool(text_loops(h)) for h in hypotheses)
-            scores = score_translations(hypotheses, references)
-            result["bleu"], result["chrf"] = scores["bleu"], scores["chrf"]
-            result.setdefault("examples", [h for h in hypotheses if text_loops(h)][:5])
-            print(f"{name}: {result['loops']} loops, {seconds:.1f} s", file=sys.stderr)
+    runs = {name: lambda t=t: t.translate(sources, options) for name, t in translators.items()}
+
+    def said(name: str, hypotheses: list[str], seconds: float) -> None:
+        loops = sum(bool(text_loops(h)) for h in hypotheses)
+        print(f"{name}: {loops} loops, {seconds:.1f} s", file=sys.stderr)
+
+    outputs, best = alternate(runs, args.rounds, each=said)
+    results: dict[str, dict] = {}
+    for name, hypotheses in outputs.items():
+        scores = score_translations(hypotheses, references)
+        results[name] = {
+            "seconds": best[name],
+            "loops": sum(bool(text_loops(h)) for h in hypotheses),
+            "bleu": scores["bleu"],
+            "chrf": scores["chrf"],
+            "examples": [h for h in hypotheses if text_loops(h)][:5],
+        }
     files = sorted(
         p for p in Path(args.documents).rglob("*") if p.suffix in (".html", ".md", ".srt")
     )
@@ -156,7 +158,3 @@ def arguments() -> argparse.ArgumentParser:
     p.add_argument("--documents", default=str(DOCUMENTS), help="a folder of real documents")
     p.add_argument("--json", help="write every figure (and a few looping outputs) here")
     return p
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
