@@ -1,6 +1,6 @@
 """``scripts/bench.py serve`` end to end, very briefly: a tiny untrained checkpoint served to 1
 and 2 clients for a second each, then its one-file ceiling; the table and the JSON agree. And
-``scripts/bench_serve_libretranslate.py`` as briefly: the same checkpoint served by our server,
+``scripts/bench.py serve-libretranslate`` as briefly: the same checkpoint served by our server,
 by our server on CTranslate2 and by the real LibreTranslate on its Argos package."""
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ def test_bench_serve_libretranslate_measures_each_server_at_each_client_count(
     out = tmp_path / "bench.json"
     command = [
         sys.executable,
-        "scripts/bench_serve_libretranslate.py",
+        "scripts/bench.py",
+        "serve-libretranslate",
         "--checkpoint",
         str(translation_checkpoint),
         "--sentences",

@@ -10,7 +10,9 @@ and this package on the path.
 - ``recipe``, ``reference``, ``train``, ``flops``, ``decoders``, ``report``: ``marian``'s and
   ``compare-marian``'s config, Marian model, training loop, FLOPs, decoders and tables;
 - ``data_corpus``, ``data_child``, ``data_report``: ``data``'s corpus, children and tables;
-- ``serve_load``, ``serve_report``: ``serve``'s clients and tables;
+- ``serve_load``, ``serve_report``: ``serve``'s (and ``serve-libretranslate``'s) clients and
+  tables; ``libretranslate``: the real LibreTranslate those benches and tests/test_argos.py
+  drive;
 - ``terminology_report``, ``verbatim_counts``, ``documents_compare``: the report of
   ``terminology``, what ``verbatim`` counts, what ``documents-wild`` compares;
 - ``gpu_check``, ``gpu_env``, ``gpu_train``, ``gpu_decode``, ``gpu_report``:
@@ -37,6 +39,8 @@ BENCHES = {
     "repetition": "loops: how often translations repeat themselves under each guard setting",
     "real-text": "the test split as written, UPPERCASED and Title Cased; short UI strings",
     "serve": "seq2seq serve under concurrent clients against the one-file ceiling",
+    "serve-libretranslate": "seq2seq serve against LibreTranslate on the same model, same load",
+    "libretranslate-answers": "LibreTranslate's answers against ours at Argos' settings, why",
     "finetune": "fine-tuning a pretrained model on one domain: the gain and the cost elsewhere",
     "data": "data preparation at scale: memory, time, disk; reloading; DDP ranks' memory",
 }

@@ -2,8 +2,8 @@
 their own virtualenv (``scripts/libretranslate_env.sh``), a package installed there with Argos'
 own ``install_from_path``, a LibreTranslate server on 127.0.0.1, Argos' sentence splitter and
 LibreTranslate's touch-ups of a translation run in that environment, and Argos' joining of a
-paragraph's pieces. ``tests/test_argos.py``, ``bench_libretranslate.py`` and
-``bench_serve_libretranslate.py`` drive it; the package itself is ``seq2seq.tools.argos``'s
+paragraph's pieces. ``tests/test_argos.py`` and the ``libretranslate-answers`` and
+``serve-libretranslate`` benches drive it; the package itself is ``seq2seq.tools.argos``'s
 (docs/libretranslate.md)."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
-import urllib.request
+import sys
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness import ROOT, free_port, running_server
 from seq2seq.tools.argos import FROM_CODE, TO_CODE
 
 
@@ -63,12 +63,31 @@ def install_package(python: str | Path, package: str | Path, home: str | Path) -
     return Path(env["ARGOS_PACKAGES_DIR"]) / name
 
 
+def libretranslate_python() -> Path:
+    """LibreTranslate's virtualenv, made (or found cached) by scripts/libretranslate_env.sh
+    with this environment's CTranslate2, as tests/test_argos.py makes it."""
+    import ctranslate2
+
+    env = {**os.environ, "PYTHON": sys.executable, "SEQ2SEQ_CTRANSLATE2": ctranslate2.__version__}
+    made = subprocess.run(
+        [str(ROOT / "scripts" / "libretranslate_env.sh")], env=env, capture_output=True, text=True
+    )
+    if made.returncode:
+        raise SystemExit(f"LibreTranslate's virtualenv could not be made:\n{made.stderr[-2000:]}")
+    return Path(made.stdout.strip().splitlines()[-1])
+
+
 @contextmanager
 def libretranslate(
-    python: str | Path, home: str | Path, port: int, timeout: float = 300, args: Sequence[str] = ()
+    python: str | Path,
+    home: str | Path,
+    port: int | None = None,
+    timeout: float = 300,
+    args: Sequence[str] = (),
 ) -> Iterator[str]:
     """A LibreTranslate server (the venv of ``python``, packages installed under ``home``) on
-    127.0.0.1:``port``, offline; yields its URL once ``/languages`` answers, stops it after."""
+    127.0.0.1:``port`` (default: a free one), offline; yields its URL once ``/languages``
+    answers, stops it after."""
     with libretranslate_process(python, home, port, timeout, args) as (url, _):
         yield url
 
@@ -77,7 +96,7 @@ def libretranslate(
 def libretranslate_process(
     python: str | Path,
     home: str | Path,
-    port: int,
+    port: int | None = None,
     timeout: float = 300,
     args: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
@@ -87,41 +106,13 @@ def libretranslate_process(
     threads (its ``--threads``: waitress') and ``env`` over the offline environment (e.g.
     ``ARGOS_INTRA_THREADS``); its log is ``home/libretranslate.log``."""
     env = {**os.environ, **offline_environment(home), **(env or {})}
+    port = port or free_port()
     command = [str(python), "-m", "libretranslate.main", "--host", "127.0.0.1"]
     command += ["--port", str(port), "--load-only", f"{FROM_CODE},{TO_CODE}"]
     command += ["--disable-files-translation", "--threads", str(threads), *args]
-    log = Path(home) / "libretranslate.log"
-    with log.open("wb") as sink:
-        server = subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            _wait_for(url, server, log, timeout)
-            yield url, server
-        finally:
-            server.terminate()
-            try:
-                server.wait(10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
-
-
-def _wait_for(url: str, server: subprocess.Popen, log: Path, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"LibreTranslate exited ({server.returncode}):\n{_tail(log)}")
-        try:
-            with urllib.request.urlopen(f"{url}/languages", timeout=5) as answer:
-                if answer.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise TimeoutError(f"LibreTranslate did not answer in {timeout:.0f} s:\n{_tail(log)}")
-
-
-def _tail(log: Path) -> str:
-    return log.read_text(encoding="utf-8", errors="replace")[-3000:]
+    url, log = f"http://127.0.0.1:{port}", Path(home) / "libretranslate.log"
+    with running_server(command, log, env, url, "/languages", timeout, 10) as server:
+        yield url, server.process
 
 
 # What runs inside LibreTranslate's environment, on JSON from stdin: Argos' splitter with a

@@ -20,7 +20,7 @@ as a worker loads ``Translator.from_checkpoint`` with the same thread count, war
 sentences, and times ``translate`` of all the sentences as one file with the same beam and
 batch budget (what ``seq2seq translate --input FILE`` does, without loading and writing).
 
-Against LibreTranslate on the same model, same load: scripts/bench_serve_libretranslate.py.
+Against LibreTranslate on the same model, same load: the ``serve-libretranslate`` bench.
 
 All ratios (x 1 client, % of the ceiling) are between numbers measured in the same run. The
 load generator shares the machine with the server: the CPU table shows the cores that the

@@ -1,8 +1,8 @@
 """``seq2seq serve`` against LibreTranslate on the same model under the same load, one server
 after the other on this machine.
 
-    python scripts/bench_serve_libretranslate.py --checkpoint runs/demo/checkpoints/last.ckpt
-    python scripts/bench_serve_libretranslate.py --clients 1,8,32 --duration 15 --json lt.json
+    python scripts/bench.py serve-libretranslate --checkpoint runs/demo/checkpoints/last.ckpt
+    python scripts/bench.py serve-libretranslate --clients 1,8,32 --duration 15 --json lt.json
 
 The checkpoint is exported once as an Argos package (``seq2seq export --format argos``) and
 installed by the real argostranslate of LibreTranslate's own environment
@@ -24,12 +24,12 @@ installed by the real argostranslate of LibreTranslate's own environment
 Every server gets ``OMP_NUM_THREADS`` = ``--threads`` and beam ``--beam``; ours batch requests
 together (``--max-wait-ms``, ``--max-batch-tokens``), LibreTranslate decodes each request on
 its own. A server is started, sent one sentence (model loading is not measured), then loaded at
-each client count as scripts/bench_serve.py does (``benchmarks.serve_load``): N clients each
+each client count as the ``serve`` bench does (``benchmarks.serve_load``): N clients each
 POST one test sentence per request to ``/translate`` and send the next on the answer; after
 ``--warmup`` seconds, ``--duration`` seconds are measured: sentences/s, latency percentiles,
 the cores used and the server's peak resident memory (its process tree, read every 0.2 s).
 Ratios are between servers measured in the same run, at the same client count. Every answer
-must be 200 with a ``translatedText``; the script exits 1 if any was not.
+must be 200 with a ``translatedText``; the bench exits 1 if any was not.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -49,27 +48,23 @@ from typing import Any
 
 import httpx
 
-# The checkout's seq2seq, also in this process (its children get it through thread_env).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench_serve import int_list, load_sentences, running_server
-
-from benchmarks import libretranslate
+from benchmarks import harness, libretranslate
+from benchmarks.harness import running_server, thread_env
 from benchmarks.proc_memory import MIB
+from benchmarks.serve import int_list, load_sentences, serve_command
 from benchmarks.serve_load import run_level, tree_rss
 from benchmarks.serve_report import build_comparison, print_comparison
 from seq2seq.inference.ctranslate2_engine import SETTINGS_FILE
 from seq2seq.inference.pieces import MAX_TOKENS
 from seq2seq.tools import argos
 
-REPO = Path(__file__).resolve().parents[1]
 SERVERS = ("ours", "ctranslate2", "libretranslate")
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     sentences = load_sentences(args)
-    python = Path(args.python) if args.python else libretranslate_python()
+    python = Path(args.python) if args.python else libretranslate.libretranslate_python()
     progress(f"{len(sentences)} sentences; {args.threads} threads; {os.cpu_count()} cores")
     rows: list[dict[str, Any]] = []
     servers: dict[str, dict[str, Any]] = {}
@@ -99,10 +94,10 @@ def main() -> None:
         Path(args.json).write_text(json.dumps(report, indent=2, ensure_ascii=False), "utf-8")
     errors = sum(row["errors"] for row in rows)
     if errors:
-        raise SystemExit(f"bench_serve_libretranslate.py: {errors} request(s) failed")
+        raise SystemExit(f"bench.py serve-libretranslate: {errors} request(s) failed")
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -151,8 +146,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--python", help="LibreTranslate's python (default: made by the script)")
     parser.add_argument("--logs", help="keep the servers' logs in this directory")
     parser.add_argument("--json", help="also write the results to this file")
-    args = parser.parse_args()
-    args.server_option = []  # bench_serve.running_server's extra options: none
+    args = parser.parse_args(argv)
+    args.server_option = []  # serve_command's extra options: none
     unknown = set(args.servers) - set(SERVERS)
     if unknown or not args.servers:
         parser.error(f"--servers: choose among {','.join(SERVERS)}")
@@ -161,22 +156,7 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def progress(message: str) -> None:
-    print(f"[bench_serve_libretranslate] {message}", file=sys.stderr, flush=True)
-
-
-def libretranslate_python() -> Path:
-    """LibreTranslate's virtualenv, made (or found cached) by scripts/libretranslate_env.sh
-    with this environment's CTranslate2, as tests/test_argos.py makes it."""
-    import ctranslate2
-
-    env = {**os.environ, "PYTHON": sys.executable, "SEQ2SEQ_CTRANSLATE2": ctranslate2.__version__}
-    made = subprocess.run(
-        [str(REPO / "scripts" / "libretranslate_env.sh")], env=env, capture_output=True, text=True
-    )
-    if made.returncode:
-        raise SystemExit(f"LibreTranslate's virtualenv could not be made:\n{made.stderr[-2000:]}")
-    return Path(made.stdout.strip().splitlines()[-1])
+progress = harness.progress("bench_serve_libretranslate")
 
 
 def versions(python: Path) -> dict[str, str]:
@@ -195,8 +175,13 @@ def versions(python: Path) -> dict[str, str]:
 def start_ours(
     args: argparse.Namespace, python: Path, installed: Path, logs: Path
 ) -> Iterator[tuple[str, int, str]]:
-    with running_server(args, args.beam, logs / "ours.log") as (url, process):
-        yield url, process.pid, f"seq2seq serve, torch, beam {args.beam}, the checkpoint's search"
+    command, env = serve_command(args, args.beam), thread_env(args.threads)
+    with running_server(command, logs / "ours.log", env) as server:
+        yield (
+            server.url,
+            server.process.pid,
+            f"seq2seq serve, torch, beam {args.beam}, the checkpoint's search",
+        )
 
 
 @contextmanager
@@ -205,9 +190,13 @@ def start_ctranslate2(
 ) -> Iterator[tuple[str, int, str]]:
     model = argos_search_model(installed / "model", logs / "ctranslate2-model")
     options = ["--engine", "ctranslate2"]
-    log = logs / "ctranslate2.log"
-    with running_server(args, args.beam, log, checkpoint=model, options=options) as (url, p):
-        yield url, p.pid, f"seq2seq serve --engine ctranslate2, beam {args.beam}, Argos' search"
+    command = serve_command(args, args.beam, model, options)
+    with running_server(command, logs / "ctranslate2.log", thread_env(args.threads)) as server:
+        yield (
+            server.url,
+            server.process.pid,
+            f"seq2seq serve --engine ctranslate2, beam {args.beam}, Argos' search",
+        )
 
 
 @contextmanager
@@ -224,7 +213,7 @@ def start_libretranslate(
     }
     home = logs / "libretranslate-home"
     with libretranslate.libretranslate_process(
-        python, home, free_port(), env=env, threads=args.request_threads
+        python, home, env=env, threads=args.request_threads
     ) as (url, process):
         description = (
             f"LibreTranslate, beam {args.beam}, {args.request_threads} request threads, "
@@ -255,14 +244,6 @@ def argos_search_model(model: Path, out: Path) -> Path:
     )
     (out / SETTINGS_FILE).write_text(json.dumps(settings, indent=2), encoding="utf-8")
     return out
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # -- the load -------------------------------------------------------------------------------
@@ -312,7 +293,3 @@ def measure(
             progress(f"{name}, {clients} client(s): disturbed, measured again")
         rows.append({"server": name, "attempts": attempt + 1, **level.summary()})
     return rows
-
-
-if __name__ == "__main__":
-    main()
