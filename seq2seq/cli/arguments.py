@@ -10,6 +10,7 @@ import argparse
 
 from seq2seq import checks
 from seq2seq.cli import commands
+from seq2seq.cli.calibrate import add_calibrate
 from seq2seq.cli.shared_options import (
     ENGINES,
     add_device,
@@ -40,6 +41,7 @@ COMMANDS = {
     "attention": "draw a model's attention for one sentence as heatmaps (PNG)",
     "plot": "draw a run's training curves: loss, validation BLEU, learning rate (PNG)",
     "serve": "serve a model over HTTP: LibreTranslate and OpenAI APIs, a web page",
+    "calibrate": "fit a checkpoint's confidence to chrF on its dev split (stored in it)",
 }
 LIGHTNING_COMMANDS = ("fit", "validate")
 
@@ -428,4 +430,5 @@ OPTIONS = {
     "attention": _add_attention,
     "plot": _add_plot,
     "serve": _add_serve,
+    "calibrate": add_calibrate,
 }

@@ -14,6 +14,7 @@
     word_alignment.py      each output character aligned to the source word it came from
     ctranslate2_engine.py  ``CTranslate2Engine``, the same over an exported model
     documents.py           texts and documents as distinct sentences, and back
+    confidence.py          a translation's confidence in [0, 1], and its fit to chrF
     glossary.py            glossaries: terms found in sentences, spelled as constraints
     glossary_bans.py       a glossary term's other words, banned beside it by the search
     generation.py          ``Generator``: prompts in, continuations out (LM mode)

@@ -37,6 +37,7 @@ TRAINING_STATE = ("optimizer_states", "lr_schedulers", "loops", "callbacks")
 
 
 TRUECASE_KEY = "truecase"  # in the section: seq2seq.data.truecase.Truecaser's forms
+CONFIDENCE_KEY = "confidence"  # in the section: seq2seq.inference.confidence.Calibration
 
 
 def checkpoint_section(
@@ -88,6 +89,8 @@ class LoadedModel:
     # The training English's word forms, if learnt; None (a checkpoint from before them, an
     # imported model): the truecaser leaves every line as written.
     truecase: dict[str, str] | None = None
+    # ``seq2seq calibrate``'s fit of confidence to chrF (seq2seq.inference.confidence), if run.
+    confidence: dict[str, Any] | None = None
 
     @property
     def is_language_model(self) -> bool:
@@ -121,7 +124,8 @@ def load_model(path: str | Path, device: str = "cpu") -> LoadedModel:
     search = search_from_dict(section.get("search", {}))
     task = section.get("task", "translation")
     truecase = section.get(TRUECASE_KEY)
-    return LoadedModel(model.to(device).eval(), tokenizer, search, task, truecase)
+    confidence = section.get(CONFIDENCE_KEY)
+    return LoadedModel(model.to(device).eval(), tokenizer, search, task, truecase, confidence)
 
 
 def _model_config(path: str | Path, section: dict[str, Any]) -> ModelConfig:

@@ -12,6 +12,7 @@ newline kept where one stood), markup placed by alignment (``seq2seq.formats.inl
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -28,6 +29,7 @@ from seq2seq.formats.inline import (
 )
 from seq2seq.formats.verbatim import Verbatim
 from seq2seq.formats.verbatim_placement import settle
+from seq2seq.inference.confidence import line_confidence
 
 
 @dataclass
@@ -43,7 +45,8 @@ class SentenceTranslation:
     ``missing``: the glossary terms that applied to the sentence and that its best text does
     not hold (the search could not place them within the length limit; reported);
     ``terms``: all the glossary terms that applied to it (a verbatim span is never put in
-    place of a term's characters).
+    place of a term's characters). ``signals``: its best translation's confidence signals
+    (``confidence.signals``; None when nothing was translated).
     """
 
     hypotheses: list[Hypothesis]
@@ -53,6 +56,7 @@ class SentenceTranslation:
     windowed: bool = False
     missing: list = field(default_factory=list)  # glossary Terms its best text lacks
     terms: list = field(default_factory=list)  # glossary Terms that applied to it
+    signals: list[float] | None = None  # of its best hypothesis (seq2seq.inference.confidence)
 
 
 @dataclass
@@ -119,6 +123,19 @@ class TextBatch:
     def rebuild(self, translations: list[SentenceTranslation]) -> list[str]:
         """Each document with its segments translated (``translations`` of ``sentences``)."""
         return [self.rebuild_one(i, translations) for i in range(len(self.documents))]
+
+    def confidences(
+        self, translations: list[SentenceTranslation], calibration: Callable
+    ) -> list[float | None]:
+        """Each document's confidence: its sentences' (``calibration`` of their signals),
+        weighted by their source tokens (``confidence.line_confidence``)."""
+        out = []
+        for document in range(len(self.documents)):
+            ids = [i for group in self.segment_sentences(document) for i in group]
+            scored = [translations[i].signals for i in ids if translations[i].signals]
+            weights = [round(math.exp(values[1])) for values in scored]
+            out.append(line_confidence([calibration(v) for v in scored], weights))
+        return out
 
     def n_best(
         self, document: int, translations: list[SentenceTranslation], n: int

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from seq2seq.data.tokenizer import TokenizerLike
 from seq2seq.decoding.search import Hypothesis
+from seq2seq.inference.confidence import signals
 from seq2seq.inference.documents import SentenceTranslation, combine_hypotheses
 from seq2seq.inference.glossary import Term, missing_terms
 from seq2seq.inference.pieces import Piece
@@ -74,6 +75,9 @@ def sentence_translation(
     result = SentenceTranslation(
         combined, texts, pieces=len(plan), windowed=any(p.windowed for p in plan)
     )
+    if combined:  # a piece's eos is a step of its own: the steps are tokens + pieces
+        best, source = combined[0], sum(len(piece.ids) for piece in plan)
+        result.signals = signals(best.log_prob, len(best.tokens) + len(plan), source)
     if align and combined:
         words = [m.span() for m in re.finditer(r"\S+", sentence)]
         result.alignment = [

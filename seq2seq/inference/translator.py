@@ -33,6 +33,7 @@ from seq2seq.formats import Document, parse, parse_text
 from seq2seq.formats.verbatim import Verbatim
 from seq2seq.inference.batch_decoding import BatchDecoding
 from seq2seq.inference.checkpoint import load_model
+from seq2seq.inference.confidence import UNCALIBRATED, Calibration, Translation
 from seq2seq.inference.cpu import check_quantize, prepare_for_inference
 from seq2seq.inference.documents import SentenceTranslation, TextBatch, windowed_lines
 from seq2seq.inference.engines import Engine, TorchEngine, token_rules
@@ -92,6 +93,8 @@ class Translator(SourceEncoding, GlossaryTerms, BatchDecoding):
         # What TranslateOptions(verbatim=True) keeps as written (a server's --verbatim file).
         self.verbatim: Verbatim | None = Verbatim()
         self._split_batches = 0  # batches split after running out of memory, per call
+        # Signals -> confidence (seq2seq calibrate's fit to chrF, or the uncalibrated ranking).
+        self.calibration = UNCALIBRATED
 
     @classmethod
     def from_checkpoint(
@@ -109,7 +112,9 @@ class Translator(SourceEncoding, GlossaryTerms, BatchDecoding):
             )
         model = prepare_for_inference(loaded.model, quantize)
         engine = TorchEngine(model, loaded.search, token_rules(loaded.tokenizer))
-        return cls(engine, loaded.tokenizer, Truecaser(loaded.truecase))
+        translator = cls(engine, loaded.tokenizer, Truecaser(loaded.truecase))
+        translator.calibration = Calibration.from_dict(loaded.confidence)
+        return translator
 
     @classmethod
     def from_ctranslate2(
@@ -291,6 +296,39 @@ class Translator(SourceEncoding, GlossaryTerms, BatchDecoding):
         of them decoded in one token-batched pass, then each document rebuilt. A warning
         names document i as line ``first_line + i``, or a document read whole from a file by
         the line its paragraph starts on."""
+        batch, found = self._translate_batch(documents, options, progress, first_line)
+        return batch.rebuild(found)
+
+    def translate_with_confidence(
+        self,
+        texts: Sequence[str],
+        options: TranslateOptions | None = None,
+        *,
+        progress: Progress = NO_PROGRESS,
+        first_line: int = 1,
+        source: str = "<input>",
+    ) -> list[Translation]:
+        """``translate``, each output with its confidence in [0, 1] (``Translation``): its
+        sentences' (``seq2seq.inference.confidence``; calibrated to chrF by ``seq2seq
+        calibrate``, ``self.calibration.calibrated``), weighted by their source tokens; None
+        for a text with nothing to translate."""
+        options = options or TranslateOptions()
+        documents = [parse(text, options.format, source) for text in texts]
+        batch, found = self._translate_batch(documents, options, progress, first_line)
+        outputs = batch.rebuild(found)
+        if options.format == "text":
+            outputs = ["\n".join(one_line(line) for line in text.split("\n")) for text in outputs]
+        confidences = batch.confidences(found, self.calibration)
+        return [Translation(t, c) for t, c in zip(outputs, confidences, strict=True)]
+
+    def _translate_batch(
+        self,
+        documents: list[Document],
+        options: TranslateOptions | None,
+        progress: Progress,
+        first_line: int,
+    ) -> tuple[TextBatch, list[SentenceTranslation]]:
+        """The documents' distinct sentences translated, with the warnings that name lines."""
         options = options or TranslateOptions()
         batch = self.text_batch(documents, options)
         found = self.translate_sentences(
@@ -306,7 +344,7 @@ class Translator(SourceEncoding, GlossaryTerms, BatchDecoding):
                 "translated in windows, not as a whole",
                 windowed,
             )
-        return batch.rebuild(found)
+        return batch, found
 
     def text_batch(self, documents: list[Document], options: TranslateOptions) -> TextBatch:
         """The documents' distinct sentences, their verbatim spans marked literal
