@@ -133,6 +133,13 @@ def _add_translate(p: argparse.ArgumentParser) -> None:
     add_truecase(p)
     add_verbatim(p)
     p.add_argument(
+        "--target",
+        default="zh-Hans",
+        metavar="TAG",
+        help="the Chinese written: zh-Hans (the model's own Simplified), zh-Hant, zh-TW "
+        "(Taiwan's words) or zh-HK: the translation converted by OpenCC (default %(default)s)",
+    )
+    p.add_argument(
         "--n-best",
         type=int,
         default=None,

@@ -192,6 +192,7 @@ def _options(args: argparse.Namespace, glossary=None):  # noqa: ANN202
         glossary=glossary,
         truecase=args.truecase,
         verbatim=args.verbatim_rules,
+        target=getattr(args, "target", "zh-Hans"),  # evaluate scores the model's Simplified
     )
 
 

@@ -89,8 +89,8 @@ def _check_inputs(args: argparse.Namespace) -> None:
 
 
 def _check_runtime(args: argparse.Namespace) -> None:
-    """The quantization and the device, then what an import or an export reads, and the
-    encoding a document is read in."""
+    """The quantization and the device, then what an import or an export reads, the
+    encoding a document is read in and the Chinese a translation is written in."""
     if _given(args, "quantize") is not None:  # int8 on a GPU says so, whatever the GPU
         from seq2seq.inference.cpu import check_quantize
 
@@ -101,6 +101,13 @@ def _check_runtime(args: argparse.Namespace) -> None:
         _check_hf_source(args.hf)
     if _given(args, "encoding") is not None:
         _check_encoding(args.encoding)
+    if _given(args, "target") is not None:  # read as the tag it names: zt -> zh-Hant
+        from seq2seq.formats.chinese_script import target_tag
+
+        try:
+            args.target = target_tag(args.target)
+        except ValueError as error:
+            raise ValueError(f"--target: {error}") from None
     if _given(args, "eval_json") is not None:
         from seq2seq.inference.evaluation import read_eval_json
 

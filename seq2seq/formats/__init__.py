@@ -8,6 +8,7 @@ segments to translate (``inline.Document``). Pure text: no model.
     verbatim.py  spans kept as written (URLs, numbers, identifiers...), marked literal
     verbatim_placement.py  where each span goes in a translation (never over a glossary term)
     encoding.py  a document's bytes: its encoding found, read exactly, written back
+    chinese_script.py  the Chinese written: zh-Hans, or zh-Hant, zh-TW, zh-HK by OpenCC
 
 ``parse(text, format)`` reads any of them; ``format_of(path)`` picks one from a file name.
 """

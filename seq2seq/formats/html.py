@@ -123,6 +123,27 @@ def parse_html(document: str, source: str = "<html>") -> Document:
     return builder.parts
 
 
+_HTML_TAG = re.compile(r"<html\b[^>]*>", re.IGNORECASE)
+_LANG = re.compile(r"""(\s(?:xml:)?lang\s*=\s*)("[^"]*"|'[^']*'|[^\s"'>]+)""", re.IGNORECASE)
+
+
+def with_lang(document: Document, tag: str) -> Document:
+    """``document`` whose ``<html>`` element says it is in ``tag`` (its ``lang`` and
+    ``xml:lang`` values, quoted as they were); a page without either is left as it is."""
+
+    def retag(found: re.Match) -> str:
+        quote = found.group(2)[0] if found.group(2)[0] in "\"'" else ""
+        return f"{found.group(1)}{quote}{tag}{quote}"
+
+    for index, part in enumerate(document):
+        if isinstance(part, str) and (element := _HTML_TAG.match(part.lstrip())):
+            start = part.index(element.group())
+            retagged = _LANG.sub(retag, element.group())
+            end = start + len(element.group())
+            return [*document[:index], part[:start] + retagged + part[end:], *document[index + 1 :]]
+    return document
+
+
 def _untouched(event: _Event) -> bool:
     classes = (event.attrs.get("class") or "").split()
     return (

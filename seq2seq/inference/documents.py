@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from seq2seq.data.sentences import Sentence, join_translations, split_sentences
 from seq2seq.data.truecase import Truecaser
 from seq2seq.decoding.search import Hypothesis
+from seq2seq.formats.chinese_script import SIMPLIFIED, convert, convert_aligned
 from seq2seq.formats.inline import (
     Alignment,
     Document,
@@ -27,7 +28,7 @@ from seq2seq.formats.inline import (
     rebuild,
     segments,
 )
-from seq2seq.formats.verbatim import Verbatim
+from seq2seq.formats.verbatim import Verbatim, verbatim_markups
 from seq2seq.formats.verbatim_placement import settle
 from seq2seq.inference.confidence import line_confidence
 
@@ -71,12 +72,19 @@ class TextBatch:
             nothing is (the documents are used as given).
         truecaser: the one the sentences are read with, which decides the acronyms of a
             SHOUTED sentence (``Verbatim.spans``).
+        target: the script the documents are rebuilt in (``seq2seq.formats.chinese_script``):
+            each sentence's best translation converted before its markup is placed, verbatim
+            spans kept as written (``_in_script``).
+        written: how a glossary term (as searched, in Simplified) is written in the output
+            where the conversion writes it otherwise (``TranslateOptions.searched_terms``).
     """
 
     documents: list[Document]
     split: bool = True
     verbatim: Verbatim | None = None
     truecaser: Truecaser | None = None
+    target: str = SIMPLIFIED
+    written: dict = field(default_factory=dict)  # glossary Term -> its text in the output
     sentences: list[str] = field(init=False, default_factory=list)
     # Per distinct sentence: align its translation to its words (to place markup), or, a
     # tuple of verbatim spans, only if its translation does not hold each of them whole
@@ -176,10 +184,32 @@ class TextBatch:
     def rebuild_one(self, document: int, translations: list[SentenceTranslation]) -> str:
         """Document ``document`` with its segments translated."""
         rendered = [
-            _render(segment, found, [translations[i] for i in ids])
+            _render(segment, found, [self._in_script(translations[i], segment) for i in ids])
             for segment, found, ids in self._layout[document]
         ]
         return rebuild(self.documents[document], rendered)
+
+    def _in_script(self, translation: SentenceTranslation, segment: Segment) -> SentenceTranslation:
+        """A sentence's best translation written in ``target``'s script, its alignment carried
+        over (``convert_aligned``); the segment's verbatim spans stay as written and its
+        glossary terms are spelled as ``written`` says (its ``terms`` so spelled, for
+        placing spans beside them)."""
+        if self.target == SIMPLIFIED or not translation.texts:
+            return translation
+        terms = [
+            replace(t, target=self.written.get(t) or convert(t.target, self.target))
+            for t in translation.terms
+        ]
+        kept = {t.target: new.target for t, new in zip(translation.terms, terms, strict=True)}
+        for markup in verbatim_markups(segment.markup):
+            kept[segment.text[markup.start : markup.end]] = segment.text[markup.start : markup.end]
+        kept = {k: v for k, v in kept.items() if convert(k, self.target) != v}
+        best = translation.texts[0]
+        text, origin = convert_aligned(best, self.target, kept)
+        alignment = translation.alignment
+        if alignment is not None and len(alignment) == len(best):
+            alignment = [alignment[i] for i in origin]
+        return replace(translation, texts=[text], alignment=alignment, terms=terms)
 
 
 def _needs_alignment(

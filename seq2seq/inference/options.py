@@ -14,9 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
-from seq2seq.formats import FORMATS
+from seq2seq.formats import FORMATS, chinese_script
+from seq2seq.formats.chinese_script import SIMPLIFIED, target_tag, to_simplified
 from seq2seq.formats.verbatim import Verbatim
-from seq2seq.inference.glossary import Glossary
+from seq2seq.inference.glossary import Glossary, Term
 from seq2seq.inference.pieces import MAX_TOKENS
 
 
@@ -48,6 +49,13 @@ class TranslateOptions:
             the built-in kinds, or a server's ``--verbatim`` file); a ``Verbatim``: these rules
             (``Verbatim.read(path)`` adds a file's terms and patterns); False: nothing is kept
             (the output is the model's alone).
+        target: the Chinese written: "zh-Hans" (the model's own Simplified), "zh-Hant",
+            "zh-TW" (with Taiwan's words) or "zh-HK"; other names are read too ("zt",
+            "zh_tw", ``seq2seq.formats.chinese_script.target_tag``) and kept as these. A
+            Traditional target is the Simplified translation converted by OpenCC after the
+            search; verbatim spans and markup stay as written, and a glossary term given in
+            Traditional is searched in Simplified and written as given (one in Simplified is
+            written in the target's script).
     """
 
     beam_size: int = 5
@@ -58,8 +66,13 @@ class TranslateOptions:
     n_best: int = 1
     truecase: bool = True
     verbatim: bool | Verbatim = True
+    target: str = SIMPLIFIED
 
     def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "target", target_tag(self.target))
+        except ValueError as error:
+            raise ValueError(f"TranslateOptions.target: {error}") from None
         if not isinstance(self.truecase, bool):
             raise ValueError(
                 f"TranslateOptions.truecase must be True or False, got {self.truecase!r}"
@@ -84,6 +97,25 @@ class TranslateOptions:
         if self.verbatim is True:
             return default
         return self.verbatim or None
+
+    @functools.cached_property
+    def searched_terms(self) -> tuple[Glossary | None, dict[Term, str]]:
+        """The glossary the search forces, and how each of its terms is written in the output.
+
+        For zh-Hans, ``glossary`` itself and nothing rewritten. For a Traditional target each
+        term is searched in Simplified (OpenCC ``t2s``: the model writes Simplified); a term
+        given with Traditional characters is written as given, one given in Simplified in
+        the target's script (where the conversion writes it otherwise, the map says how)."""
+        if self.glossary is None or self.target == SIMPLIFIED:
+            return self.glossary, {}
+        terms, written = [], {}
+        for term in self.glossary:
+            searched = Term(term.source, to_simplified(term.target))
+            converted = chinese_script.convert(searched.target, self.target)
+            if term.target not in (searched.target, converted):  # given in Traditional
+                written[searched] = term.target
+            terms.append(searched)
+        return Glossary(terms), written
 
     @property
     def search_beam(self) -> int:

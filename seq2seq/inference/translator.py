@@ -30,6 +30,7 @@ from seq2seq.data.truecase import Truecaser
 from seq2seq.decoding.search import Hypothesis, SearchConfig
 from seq2seq.errors import CheckpointError
 from seq2seq.formats import Document, parse, parse_text
+from seq2seq.formats.html import with_lang
 from seq2seq.formats.verbatim import Verbatim
 from seq2seq.inference.batch_decoding import BatchDecoding
 from seq2seq.inference.checkpoint import load_model
@@ -348,10 +349,14 @@ class Translator(SourceEncoding, GlossaryTerms, BatchDecoding):
 
     def text_batch(self, documents: list[Document], options: TranslateOptions) -> TextBatch:
         """The documents' distinct sentences, their verbatim spans marked literal
-        (``options.verbatim_rules``; acronyms in SHOUTED lines as this truecaser reads them)."""
+        (``options.verbatim_rules``; acronyms in SHOUTED lines as this truecaser reads them),
+        rebuilt in ``options.target``'s script (an HTML page's ``lang`` set to it)."""
         truecaser = self.with_truecase(options.truecase).truecaser
         rules = options.verbatim_rules(self.verbatim)
-        return TextBatch(documents, options.split, rules, truecaser)
+        if options.format == "html":  # the page says the language it is now in
+            documents = [with_lang(document, options.target) for document in documents]
+        written = options.searched_terms[1]
+        return TextBatch(documents, options.split, rules, truecaser, options.target, written)
 
     @old_arguments(
         "beam_size", "max_tokens", "n_best", "aligned", "on_batch", "on_total", "glossary"
@@ -368,11 +373,13 @@ class Translator(SourceEncoding, GlossaryTerms, BatchDecoding):
         sentences), or, when longer than the model takes, in pieces (``plan``); its
         ``options.n_best`` hypotheses at ``options.beam_size``; ``aligned[i]``: also align
         sentence i's best translation to its words (``TextBatch.aligned``); ``options.glossary``:
-        terms forced where their English side occurs (``piece_terms``)."""
+        terms forced where their English side occurs (``piece_terms``). The texts are the
+        model's own, in Simplified Chinese, whatever ``options.target``: they are written in
+        its script as the documents are rebuilt (``TextBatch``)."""
         options = options or TranslateOptions()
         reader = self.with_truecase(options.truecase)
         plans = reader.plan(sentences)
-        terms = self.piece_terms(sentences, plans, options.glossary)
+        terms = self.piece_terms(sentences, plans, options.searched_terms[0])
         encoded = reader.encode_pieces(sentences, plans, terms)
         progress.set_total(sum(1 for ids in encoded if ids))
         constraints = self.constraints(terms, piece_texts(sentences, plans))
