@@ -28,13 +28,15 @@ def test_the_libretranslatepy_client_translates_and_lists_languages(translation_
 
     client = LibreTranslateAPI(translation_server.url)  # form-encoded POSTs, as it sends them
     assert client.translate(SENTENCES[0], "en", "zh") == translator.translate(SENTENCES[:1])[0]
-    assert client.languages()[0] == {"code": "en", "name": "English", "targets": ["zh"]}
+    targets = ["zh", "zt", "zh-TW", "zh-HK"]
+    assert client.languages()[0] == {"code": "en", "name": "English", "targets": targets}
     assert client.detect("Hello there")[0]["language"] == "en"
     with pytest.raises(urllib.error.HTTPError) as caught:
         client.translate("Hello.", "en", "fr")
     assert caught.value.code == 400
     assert json.loads(caught.value.read()) == {
-        "error": "fr is not supported (target languages: zh, zh-Hans, zh-CN)"
+        "error": "fr is not supported (target languages: zh, zh-Hans, zh-CN, zt, zh-Hant, "
+        "zh-TW, zh-HK)"
     }
 
 
@@ -221,7 +223,8 @@ def test_detect_answers_the_languages_of_the_text_by_script(http, translation_se
 
 def test_health_languages_settings_and_page(http):
     assert http.get("/health").json() == {"status": "ok"}
-    assert [lang["code"] for lang in http.get("/languages").json()] == ["en", "zh"]
+    codes = ["en", "zh", "zt", "zh-TW", "zh-HK"]
+    assert [lang["code"] for lang in http.get("/languages").json()] == codes
     settings = http.get("/frontend/settings").json()
     assert (settings["mode"], settings["charLimit"], settings["keyRequired"]) == (
         "translate",

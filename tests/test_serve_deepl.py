@@ -228,7 +228,7 @@ def test_the_client_raises_deepl_exceptions_for_what_the_server_refuses(translat
     [
         ({"target_lang": "ZH"}, "Parameter 'text' not specified."),
         ({"text": ["a"]}, "Parameter 'target_lang' not specified."),
-        ({"text": ["a"], "target_lang": "ZH-HANT"}, "not supported: ZH-HANT"),
+        ({"text": ["a"], "target_lang": "ZH-TW"}, "not supported: ZH-TW"),
         (
             {"text": ["a"], "target_lang": "ZH", "source_lang": "DE"},
             "'source_lang' not supported: DE",
@@ -336,6 +336,7 @@ def test_languages_glossary_pairs_and_usage(translator, http):
     assert [(lang.code, lang.supports_formality) for lang in targets] == [
         ("ZH", False),
         ("ZH-HANS", False),
+        ("ZH-HANT", False),
     ]
     assert [(p.source_lang, p.target_lang) for p in translator.get_glossary_languages()] == [
         ("en", "zh")

@@ -1,8 +1,9 @@
 """DeepL's API, so that DeepL's clients (``pip install deepl``: ``deepl.Translator(key,
 server_url=URL)``, ``deepl.DeepLClient``) and the tools built on them work unchanged.
 
-- ``POST /v2/translate``: ``text`` (list), ``target_lang`` ZH or ZH-HANS, ``source_lang`` EN
-  or none (answered as detected EN), ``split_sentences``, ``tag_handling`` html, a glossary;
+- ``POST /v2/translate``: ``text`` (list), ``target_lang`` ZH, ZH-HANS or ZH-HANT (converted
+  by OpenCC), ``source_lang`` EN or none (answered as detected EN), ``split_sentences``,
+  ``tag_handling`` html, a glossary (an EN to ZH one serves ZH-HANT too);
   ``glossary_terms_not_met`` (the English sides of terms the translation could not be made to
   hold) and ``windowed`` (a sentence too long to translate whole) are our additions to a
   translation, and DeepL's clients ignore fields they do not know (``deepl_translate``).
@@ -67,7 +68,7 @@ class DeeplInfoRoutes:
         self.usage = usage
 
     async def languages(self, request: Request) -> list[dict[str, Any]]:
-        """type=source (the default): EN; type=target: ZH and ZH-HANS."""
+        """type=source (the default): EN; type=target: ZH, ZH-HANS and ZH-HANT."""
         args = await self.arguments(request)
         kind = args.get("type") or "source"
         if kind not in ("source", "target"):
@@ -78,7 +79,7 @@ class DeeplInfoRoutes:
             return [{"language": "EN", "name": "English"}]
         return [
             {"language": code, "name": name, "supports_formality": False}
-            for code, name in TARGETS.items()
+            for code, (name, _) in TARGETS.items()
         ]
 
     async def glossary_language_pairs(self, request: Request) -> dict:

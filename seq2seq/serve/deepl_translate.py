@@ -1,4 +1,5 @@
-"""DeepL's ``POST /v2/translate``, EN to ZH: ``text`` (list), ``target_lang`` ZH or ZH-HANS,
+"""DeepL's ``POST /v2/translate``, EN to ZH: ``text`` (list), ``target_lang`` ZH, ZH-HANS or
+ZH-HANT (the Simplified translation converted by OpenCC: ``seq2seq.formats.chinese_script``),
 ``source_lang`` EN or none (answered as detected EN), ``split_sentences``, ``tag_handling``
 html, a glossary; each parameter checked with DeepL's messages, and those whose meaning this
 model cannot honour refused, never silently dropped."""
@@ -22,7 +23,12 @@ from seq2seq.serve.protocol import ApiError
 from seq2seq.serve.served_model import ServedModel
 from seq2seq.serve.text_translation import TextResult
 
-TARGETS = {"ZH": "Chinese (simplified)", "ZH-HANS": "Chinese (simplified)"}
+# target_lang -> its name and the script written (seq2seq.formats.chinese_script)
+TARGETS = {
+    "ZH": ("Chinese (simplified)", "zh-Hans"),
+    "ZH-HANS": ("Chinese (simplified)", "zh-Hans"),
+    "ZH-HANT": ("Chinese (traditional)", "zh-Hant"),
+}
 # Parameters with a meaning we cannot honour: refused, never silently dropped.
 REFUSED = {
     "ignore_tags": "translating all text (ignore_tags)",
@@ -56,6 +62,7 @@ class _Checked:
     split: bool
     glossary: Glossary | None
     billed: bool  # show_billed_characters
+    target: str  # the script written: zh-Hans or zh-Hant
 
 
 class DeeplTranslate:
@@ -93,6 +100,7 @@ class DeeplTranslate:
             format=checked.text_format,
             split=checked.split,
             glossary=checked.glossary,
+            target=checked.target,
         )
         results = await self.translate_texts(request, checked.sent, options)
         self.usage.characters += sum(map(len, checked.texts))
@@ -105,7 +113,7 @@ class DeeplTranslate:
     def _checked(self, args: dict[str, Any]) -> _Checked:
         """The parameters checked in DeepL's order, then the texts against the limits."""
         texts = _texts(args)
-        _languages(args)
+        target = _languages(args)
         text_format = _tag_handling(args.get("tag_handling"))
         split, no_newlines = _split_sentences(args.get("split_sentences"))
         _refuse_unsupported(args)
@@ -115,7 +123,7 @@ class DeeplTranslate:
         sent = [text.replace("\r\n", "\n").replace("\r", "\n") for text in texts]
         if no_newlines and text_format == "text":
             sent = [text.replace("\n", " ") for text in sent]
-        return _Checked(texts, sent, text_format, split, glossary, billed)
+        return _Checked(texts, sent, text_format, split, glossary, billed, target)
 
 
 def _translation(text: str, result: TextResult, billed: bool) -> dict[str, Any]:
@@ -140,8 +148,8 @@ def _texts(args: dict[str, Any]) -> list[str]:
     return texts
 
 
-def _languages(args: dict[str, Any]) -> None:
-    """EN (or none, detected as EN) to ZH or ZH-HANS."""
+def _languages(args: dict[str, Any]) -> str:
+    """EN (or none, detected as EN) to ZH, ZH-HANS or ZH-HANT: the script written."""
     target = args.get("target_lang")
     if not target:
         raise ApiError(400, "Parameter 'target_lang' not specified.")
@@ -156,6 +164,7 @@ def _languages(args: dict[str, Any]) -> None:
         raise ApiError(
             400, f"Value for 'source_lang' not supported: {source} (this server translates from EN)"
         )
+    return TARGETS[str(target).upper()][1]
 
 
 def _tag_handling(value: Any) -> str:

@@ -67,13 +67,15 @@ class FileRoutes:
         upload, name, extension = _checked_upload(form.get("file"), self.settings.file_limit)
         text_format = EXTENSIONS[extension]
         decoded = _decoded(await upload.read(), text_format, name, self.settings.file_limit)
-        translate_args(
+        checked = translate_args(
             {"q": "", "source": form.get("source"), "target": form.get("target")},
             self.settings.limits,
         )  # the languages, checked as /translate checks them
         if not self.translates:
             raise ApiError(400, "this model is a language model, not a translator")
-        options = TranslateOptions(beam_size=self.settings.beam_size, format=text_format)
+        options = TranslateOptions(
+            beam_size=self.settings.beam_size, format=text_format, target=checked.target
+        )
         [result] = await self.translate_texts(request, [decoded.text], options)
         body = encode_document(result.text, text_format, decoded)  # UTF-8, declared so
         key = self._keep(name, body, text_format)

@@ -14,16 +14,16 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl
 
+from seq2seq.formats.chinese_script import SIMPLIFIED, target_tag
+
 SOURCE_LANGUAGES = {"en": "English"}
-TARGET_ALIASES = {
-    "zh": "zh",
-    "zh-hans": "zh",
-    "zh-cn": "zh",
-    "zh_cn": "zh",
-    "zh-sg": "zh",
-    "zh_hans": "zh",
-    "cmn": "zh",
-    "cmn-hans": "zh",
+# /languages' targets: LibreTranslate's codes and names (zt: its Traditional Chinese), then
+# Taiwan's and Hong Kong's; every name target_tag reads is taken (zh-Hans, zh-Hant, zh_TW...).
+TARGET_LANGUAGES = {
+    "zh": "Chinese",
+    "zt": "Chinese (traditional)",
+    "zh-TW": "Chinese (Taiwan)",
+    "zh-HK": "Chinese (Hong Kong)",
 }
 MAX_ALTERNATIVES = 10
 SURROGATE = re.compile("[\ud800-\udfff]")
@@ -98,6 +98,7 @@ class TranslateArgs:
     detect: bool  # source was "auto": add detectedLanguage
     alternatives: int
     format: str = "text"  # text or html (LibreTranslate's two)
+    target: str = SIMPLIFIED  # the script written (seq2seq.formats.chinese_script)
 
 
 def translate_args(args: dict[str, Any], limits: Limits) -> TranslateArgs:
@@ -110,7 +111,7 @@ def translate_args(args: dict[str, Any], limits: Limits) -> TranslateArgs:
     texts = q if batch else [q]
     if not all(isinstance(text, str) for text in texts):
         raise ApiError(400, "Invalid request: q must be a string or an array of strings", "q")
-    source, target = str(args["source"]).strip().lower(), str(args["target"]).strip().lower()
+    source = str(args["source"]).strip().lower()
     if source != "auto" and source not in SOURCE_LANGUAGES:
         raise ApiError(
             400,
@@ -118,12 +119,15 @@ def translate_args(args: dict[str, Any], limits: Limits) -> TranslateArgs:
             f"{', '.join(SOURCE_LANGUAGES)})",
             "source",
         )
-    if target not in TARGET_ALIASES:
+    try:
+        target = target_tag(str(args["target"]))
+    except ValueError:
         raise ApiError(
             400,
-            f"{args['target']} is not supported (target languages: zh, zh-Hans, zh-CN)",
+            f"{args['target']} is not supported (target languages: zh, zh-Hans, zh-CN, zt, "
+            "zh-Hant, zh-TW, zh-HK)",
             "target",
-        )
+        ) from None
     text_format = str(args.get("format") or "text").lower()
     if text_format not in ("text", "html"):
         raise ApiError(
@@ -132,7 +136,7 @@ def translate_args(args: dict[str, Any], limits: Limits) -> TranslateArgs:
     given = args.get("alternatives")
     alternatives = 0 if given in (None, "") else integer(given, "alternatives", 0, MAX_ALTERNATIVES)
     limits.check(texts)
-    return TranslateArgs(texts, batch, source == "auto", alternatives, text_format)
+    return TranslateArgs(texts, batch, source == "auto", alternatives, text_format, target)
 
 
 def integer(value: Any, name: str, low: int, high: int) -> int:
@@ -184,9 +188,10 @@ def _script(letter: str) -> str | None:
 
 
 def languages() -> list[dict[str, Any]]:
+    targets = list(TARGET_LANGUAGES)
     return [
-        {"code": code, "name": name, "targets": ["zh"]} for code, name in SOURCE_LANGUAGES.items()
-    ] + [{"code": "zh", "name": "Chinese", "targets": []}]
+        {"code": code, "name": name, "targets": targets} for code, name in SOURCE_LANGUAGES.items()
+    ] + [{"code": code, "name": name, "targets": []} for code, name in TARGET_LANGUAGES.items()]
 
 
 def openai_error(status: int, message: str, param: str | None = None) -> dict[str, Any]:

@@ -129,7 +129,7 @@ class TextTranslator:
             raise ApiError(400, f"Invalid request: {error}", "q") from None
         batch = translator.text_batch(documents, options)  # verbatim spans marked literal
         plans = translator.plan(batch.sentences)
-        terms = translator.piece_terms(batch.sentences, plans, options.glossary)
+        terms = translator.piece_terms(batch.sentences, plans, options.searched_terms[0])
         encoded = translator.encode_pieces(batch.sentences, plans, terms)
         try:
             constraints = translator.constraints(terms, piece_texts(batch.sentences, plans))

@@ -10,7 +10,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from seq2seq.decoding.search import Hypothesis
 from seq2seq.errors import DataError
+from seq2seq.formats.chinese_script import convert, target_tag
 from seq2seq.inference.glossary import Glossary
 from seq2seq.inference.options import TranslateOptions
 from seq2seq.serve.files import TranslateTexts, add_file_routes
@@ -46,6 +48,7 @@ class NativeTranslateRequest(BaseModel):
     # False: nothing kept as written for this request (with --no-verbatim nothing is anyway);
     # return_attention shows the model's own output, with no span put back.
     verbatim: bool = True
+    target: str = "zh-Hans"  # or zh-Hant, zh-TW, zh-HK (seq2seq.formats.chinese_script)
     api_key: str | None = None
 
 
@@ -139,7 +142,11 @@ class TranslationRoutes:
         if checked.format == "text":  # line endings as LibreTranslate reads them
             texts = [text.replace("\r\n", "\n").replace("\r", "\n") for text in texts]
         options = TranslateOptions(
-            beam_size=beam, n_best=n_best, format=checked.format, glossary=glossary
+            beam_size=beam,
+            n_best=n_best,
+            format=checked.format,
+            glossary=glossary,
+            target=checked.target,
         )
         found = await self.texts.translate_texts(request, texts, options)
         return JSONResponse(self._libre_answer(checked, found, glossary))
@@ -197,10 +204,11 @@ class TranslationRoutes:
         if body.return_attention and not self.served.attention:
             raise ApiError(400, "return_attention needs a torch engine (not CTranslate2)")
         beam = max(body.beam_size or self.settings.beam_size, body.n_best)
+        target = _native_target(body.target)
         warnings = _raised_beam_warnings(body, beam)
         glossary = _native_glossary(body)
         if body.return_attention:  # attention is drawn over one sentence: each text whole
-            results, sentences = await self._translate_whole(request, texts, beam, body)
+            results, sentences = await self._translate_whole(request, texts, beam, body, target)
         else:
             options = TranslateOptions(
                 beam_size=beam,
@@ -210,6 +218,7 @@ class TranslationRoutes:
                 glossary=glossary,
                 truecase=body.truecase,
                 verbatim=body.verbatim,
+                target=target,
             )
             results = await self.texts.translate_texts(request, texts, options)
             sentences = [TranslatedSentence(r.hypotheses) for r in results]
@@ -224,14 +233,23 @@ class TranslationRoutes:
         return {**answer, "warnings": warnings} if warnings else answer
 
     async def _translate_whole(
-        self, request: Request, texts: list[str], beam: int, body: NativeTranslateRequest
+        self,
+        request: Request,
+        texts: list[str],
+        beam: int,
+        body: NativeTranslateRequest,
+        target: str,
     ) -> tuple[list[TextResult], list[TranslatedSentence]]:
-        """Each text decoded as one sentence, with its attention."""
+        """Each text decoded as one sentence, with its attention (over the model's own
+        tokens; the texts in ``target``'s script)."""
         lines = [" ".join(valid_text(text).split()) for text in texts]
         sentences = await self.texts.translate_lines(
             request, lines, beam, body.n_best, True, body.truecase
         )
-        text = self.served.text
+
+        def text(hypothesis: Hypothesis) -> str:
+            return convert(self.served.text(hypothesis), target)
+
         results = [
             TextResult(
                 text(s.hypotheses[0]) if s.hypotheses else "",
@@ -242,6 +260,15 @@ class TranslationRoutes:
             for s in sentences
         ]
         return results, sentences
+
+
+def _native_target(value: str) -> str:
+    """The request's ``target``, read as ``TranslateOptions`` reads it; an unknown one is a
+    400 naming the known ones."""
+    try:
+        return target_tag(value)
+    except ValueError as error:
+        raise ApiError(400, f"Invalid request: {error}", "target") from None
 
 
 def _raised_beam_warnings(body: NativeTranslateRequest, beam: int) -> list[str]:
