@@ -5,6 +5,9 @@ segments to translate (``inline.Document``). Pure text: no model.
     html.py      HTML
     markdown.py  Markdown (its inline tokens read into text and markup: markdown_inline.py)
     srt.py       SubRip subtitles
+    po.py        gettext catalogs (.po, .pot): msgstr filled, marked fuzzy
+    xliff.py     XLIFF 1.2 and 2.0: targets filled, inline codes placed
+    xml_scan.py  XML checked (no entity expansion) and cut into tokens at exact offsets
     verbatim.py  spans kept as written (URLs, numbers, identifiers...), marked literal
     verbatim_placement.py  where each span goes in a translation (never over a glossary term)
     encoding.py  a document's bytes: its encoding found, read exactly, written back
@@ -19,7 +22,7 @@ from pathlib import Path
 
 from seq2seq.formats.inline import Document, Segment, rebuild, render, segments
 
-FORMATS = ("text", "html", "markdown", "srt")
+FORMATS = ("text", "html", "markdown", "srt", "po", "xliff")
 EXTENSIONS = {
     ".txt": "text",
     ".text": "text",
@@ -29,6 +32,10 @@ EXTENSIONS = {
     ".md": "markdown",
     ".markdown": "markdown",
     ".srt": "srt",
+    ".po": "po",
+    ".pot": "po",
+    ".xlf": "xliff",
+    ".xliff": "xliff",
 }
 
 
@@ -43,7 +50,7 @@ def parse(text: str, format: str, source: str = "<input>") -> Document:
     """``text`` in ``format`` as a document.
 
     Raises:
-        DataError: HTML or SRT that does not parse, naming ``source`` and the line.
+        DataError: HTML, SRT, PO or XLIFF that does not parse, naming ``source`` and the line.
         ValueError: an unknown format.
     """
     if format == "text":
@@ -60,6 +67,14 @@ def parse(text: str, format: str, source: str = "<input>") -> Document:
         from seq2seq.formats.srt import parse_srt
 
         return parse_srt(text, source)
+    if format == "po":
+        from seq2seq.formats.po import parse_po
+
+        return parse_po(text, source)
+    if format == "xliff":
+        from seq2seq.formats.xliff import parse_xliff
+
+        return parse_xliff(text, source)
     raise ValueError(f"unknown format {format!r} (formats: {', '.join(FORMATS)})")
 
 
