@@ -16,14 +16,17 @@ MODEL="$RUN/checkpoints/last.ckpt"
 
 # A fresh run directory: the demo owns runs/demo and starts it over each time.
 rm -rf "$RUN"
-echo "== 1/3 training $CONFIG (data is prepared and cached in data_cache/ on the first run)"
+echo "== 1/4 training $CONFIG (data is prepared and cached in data_cache/ on the first run)"
 seq2seq fit --config "$CONFIG"
 
-echo "== 2/3 held-out test set, beam 5"
+echo "== 2/4 held-out test set, beam 5"
 seq2seq evaluate --checkpoint "$MODEL" --split test --beam-size 5
 
-echo "== 3/3 example translations"
-seq2seq translate --checkpoint "$MODEL" <<'TEXT'
+echo "== 3/4 confidence fitted to chrF on the dev split, measured on the test split"
+seq2seq calibrate --checkpoint "$MODEL"
+
+echo "== 4/4 example translations, each with its confidence"
+seq2seq translate --checkpoint "$MODEL" --with-confidence <<'TEXT'
 I like to drink tea in the morning.
 Where is the train station?
 My brother is a doctor.

@@ -115,3 +115,23 @@ def test_calibrate_writes_a_fit_that_the_translator_then_uses(translation_checkp
     lines = [en for en, _ in pairs[:5]]
     plain = calibrated.translate(lines, TranslateOptions(beam_size=1))
     assert [t.text for t in calibrated.translate_with_confidence(lines)] != [] and plain
+
+
+def test_the_command_line_writes_confidences_or_keeps_the_source(
+    translation_checkpoint, tmp_path, capsys
+):
+    lines = ["I love you.", "", "Where is the station?"]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    argv = ["translate", "--checkpoint", str(translation_checkpoint), "--input", str(source)]
+    assert main([*argv, "--beam-size", "1"]) == 0
+    plain = capsys.readouterr().out.splitlines()
+    assert main([*argv, "--beam-size", "1", "--with-confidence"]) == 0
+    scored = [line.split("\t", 1) for line in capsys.readouterr().out.splitlines()]
+    assert [text for _, text in scored] == plain
+    assert scored[1][0] == "" and all(0 <= float(c) <= 1 for c, _ in scored if c)
+    assert main([*argv, "--beam-size", "1", "--min-confidence", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == lines and "line 1, 3" in err
+    assert main([*argv, "--with-confidence", "--format", "html"]) == 2
+    assert "--with-confidence takes plain text" in capsys.readouterr().err

@@ -264,9 +264,10 @@ def test_translations_are_the_libretranslate_ones(translator, http):
     form = http.post(
         "/v2/translate", data={"text": [text, SENTENCES[2]], "target_lang": "ZH", "auth_key": "k"}
     )
-    assert form.json() == {
-        "translations": [{"detected_source_language": "EN", "text": t} for t in libre]
-    }
+    answer = [
+        {k: v for k, v in t.items() if k != "confidence"} for t in form.json()["translations"]
+    ]
+    assert answer == [{"detected_source_language": "EN", "text": t} for t in libre]
 
 
 def test_a_sentence_translated_in_windows_is_marked_and_the_client_reads_past_it(translator, http):

@@ -11,6 +11,7 @@ import argparse
 from seq2seq import checks
 from seq2seq.cli import commands
 from seq2seq.cli.calibrate import add_calibrate
+from seq2seq.cli.confident_lines import add_confidence_options
 from seq2seq.cli.shared_options import (
     ENGINES,
     add_device,
@@ -148,6 +149,7 @@ def _add_translate(p: argparse.ArgumentParser) -> None:
         "F0= LOG_PROB ||| SCORE' (LINE counts from 0, best first; beam widened to N "
         "if smaller); text format only",
     )
+    add_confidence_options(p)
     p.add_argument(
         "--window",
         type=int,

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from seq2seq import checks
+from seq2seq.cli.confident_lines import check_confidence_options, confident_lines
 from seq2seq.cli.interrupts import interrupt_status, signals_deferred
 from seq2seq.cli.progress import LineProgress, progress_bar
 
@@ -91,6 +92,7 @@ def run_translate(args: argparse.Namespace) -> int:
         )
     if args.n_best is not None and text_format != "text":
         raise ValueError(f"--n-best takes plain text, not --format {text_format}")
+    check_confidence_options(args, text_format)
     glossary = _read_glossary(args)
     args.verbatim_rules = _read_verbatim(args)
     translator = _load_translator(args)  # a wrong checkpoint fails before stdin is read
@@ -163,6 +165,9 @@ def _translate_chunk(
 ) -> list[str]:
     """A window's output lines: translations, or with ``--n-best`` N lines per input line."""
     options = _options(args, glossary)
+    if args.with_confidence or args.min_confidence is not None:
+        first = progress.done_lines + 1
+        return confident_lines(translator, chunk, options, args, first, progress)
     if args.n_best is None:
         return translator.translate(
             chunk, options, progress=progress, first_line=progress.done_lines + 1

@@ -21,7 +21,7 @@ from seq2seq.serve.glossaries import GlossaryStore
 from seq2seq.serve.handling import ServerSettings
 from seq2seq.serve.protocol import ApiError
 from seq2seq.serve.served_model import ServedModel
-from seq2seq.serve.text_translation import TextResult
+from seq2seq.serve.text_translation import TextResult, keep_below, min_confidence
 
 # target_lang -> its name and the script written (seq2seq.formats.chinese_script)
 TARGETS = {
@@ -102,7 +102,9 @@ class DeeplTranslate:
             glossary=checked.glossary,
             target=checked.target,
         )
+        minimum = min_confidence(args.get("min_confidence"))  # ours: below it, the source
         results = await self.translate_texts(request, checked.sent, options)
+        keep_below(checked.texts, results, minimum)
         self.usage.characters += sum(map(len, checked.texts))
         out = [
             _translation(text, result, checked.billed)
@@ -129,6 +131,9 @@ class DeeplTranslate:
 def _translation(text: str, result: TextResult, billed: bool) -> dict[str, Any]:
     """One text's answer; ``glossary_terms_not_met`` and ``windowed`` are our additions."""
     item: dict[str, Any] = {"detected_source_language": "EN", "text": result.text}
+    item["confidence"] = result.confidence  # ours: clients that do not know it ignore it
+    if result.below_min_confidence:
+        item["below_min_confidence"] = True
     if billed:
         item["billed_characters"] = len(text)
     if result.missing:  # the English sides, as the glossary's entries have them

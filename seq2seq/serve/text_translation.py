@@ -12,6 +12,7 @@ from fastapi import Request
 from seq2seq.decoding.search import Hypothesis
 from seq2seq.errors import DataError
 from seq2seq.formats import parse
+from seq2seq.inference.confidence import UNCALIBRATED
 from seq2seq.inference.documents import SentenceTranslation, TextBatch
 from seq2seq.inference.glossary import Term, piece_texts
 from seq2seq.inference.options import TranslateOptions
@@ -34,6 +35,8 @@ class TextResult:
     hypotheses: list[Hypothesis]
     windowed: bool
     missing: list[Term] = field(default_factory=list)
+    confidence: float | None = None  # in [0, 1] (seq2seq.inference.confidence); None: no text
+    below_min_confidence: bool = False  # the text is its source (``keep_below``)
 
 
 @dataclass
@@ -119,7 +122,8 @@ class TextTranslator:
                 None,
                 prepared.terms,
             )
-        return await asyncio.to_thread(_results, prepared.batch, finished, n_best)
+        calibration = translator.calibration
+        return await asyncio.to_thread(_results, prepared.batch, finished, n_best, calibration)
 
     def _prepare(self, texts: list[str], options: TranslateOptions) -> _Prepared:
         translator = self.translator.with_truecase(options.truecase)
@@ -180,12 +184,37 @@ class TextTranslator:
         return await wait_for(request, submit(self.worker, job))
 
 
+def keep_below(texts: list[str], results: list[TextResult], minimum: float | None) -> None:
+    """Where a text's confidence is below ``minimum``, its source in place of its translation
+    (``below_min_confidence`` says so; alternatives dropped: none is trusted either)."""
+    if minimum is None:
+        return
+    for text, result in zip(texts, results, strict=True):
+        if result.confidence is not None and result.confidence < minimum:
+            result.text, result.alternatives, result.below_min_confidence = text, [], True
+
+
+def min_confidence(value: object, name: str = "min_confidence") -> float | None:
+    """A request's ``min_confidence``: None, or a number in [0, 1] (else a 400 naming it)."""
+    if value is None or value == "":
+        return None
+    try:
+        number = float(value)  # a form or the query string gives a string
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not 0.0 <= number <= 1.0:
+        raise ApiError(400, f"Invalid request: {name} must be a number in [0, 1]", name)
+    return number
+
+
 def _results(
-    batch: TextBatch, finished: list[SentenceTranslation], n_best: int
+    batch: TextBatch, finished: list[SentenceTranslation], n_best: int, calibration=None
 ) -> list[TextResult]:
     """Each text's best translation, its n-best hypotheses (the best combinations of its
-    sentences' hypotheses, ``TextBatch.n_best``) and their texts as alternatives."""
+    sentences' hypotheses, ``TextBatch.n_best``), their texts as alternatives, and its
+    confidence (``calibration`` of its sentences' signals)."""
     results = []
+    confidences = batch.confidences(finished, calibration or UNCALIBRATED)
     for index, text in enumerate(batch.rebuild(finished)):
         ids = [i for segment in batch.segment_sentences(index) for i in segment]
         hypotheses = batch.n_best(index, finished, n_best) if ids else []
@@ -197,6 +226,7 @@ def _results(
                 hypotheses,
                 any(finished[i].windowed for i in ids),
                 missing,
+                confidences[index],
             )
         )
     return results

@@ -29,7 +29,12 @@ from seq2seq.serve.protocol import (
     valid_text,
 )
 from seq2seq.serve.served_model import ServedModel, TranslatedSentence
-from seq2seq.serve.text_translation import TextResult, TextTranslator
+from seq2seq.serve.text_translation import (
+    TextResult,
+    TextTranslator,
+    keep_below,
+    min_confidence,
+)
 from seq2seq.serve.worker import BatchingWorker
 
 
@@ -49,6 +54,8 @@ class NativeTranslateRequest(BaseModel):
     # return_attention shows the model's own output, with no span put back.
     verbatim: bool = True
     target: str = "zh-Hans"  # or zh-Hant, zh-TW, zh-HK (seq2seq.formats.chinese_script)
+    # Below it a text comes back as its source, untranslated (seq2seq.inference.confidence).
+    min_confidence: float | None = Field(None, ge=0.0, le=1.0)
     api_key: str | None = None
 
 
@@ -148,16 +155,25 @@ class TranslationRoutes:
             glossary=glossary,
             target=checked.target,
         )
+        minimum = min_confidence(args.get("min_confidence"))  # ours: below it, the source
         found = await self.texts.translate_texts(request, texts, options)
-        return JSONResponse(self._libre_answer(checked, found, glossary))
+        keep_below(texts, found, minimum)
+        return JSONResponse(self._libre_answer(checked, found, glossary, minimum))
 
     def _libre_answer(
-        self, checked: TranslateArgs, found: list[TextResult], glossary: Glossary | None
+        self,
+        checked: TranslateArgs,
+        found: list[TextResult],
+        glossary: Glossary | None,
+        minimum: float | None = None,
     ) -> dict[str, Any]:
         def each(values: list) -> Any:  # q an array: arrays; q a string: single values
             return values if checked.batch else values[0]
 
         answer: dict[str, Any] = {"translatedText": each([result.text for result in found])}
+        answer["confidence"] = each([result.confidence for result in found])
+        if minimum is not None:
+            answer["belowMinConfidence"] = each([r.below_min_confidence for r in found])
         if checked.alternatives:
             answer["alternatives"] = each([result.alternatives for result in found])
         if checked.detect:
@@ -221,6 +237,7 @@ class TranslationRoutes:
                 target=target,
             )
             results = await self.texts.translate_texts(request, texts, options)
+            keep_below(texts, results, body.min_confidence)
             sentences = [TranslatedSentence(r.hypotheses) for r in results]
         out = [
             _native_item(body, result, sentence, glossary is not None)
@@ -301,7 +318,9 @@ def _native_item(
     body: NativeTranslateRequest, result: TextResult, sentence: TranslatedSentence, glossary: bool
 ) -> dict[str, Any]:
     """One text's translation, with what the request asked for beside it."""
-    item: dict[str, Any] = {"text": result.text}
+    item: dict[str, Any] = {"text": result.text, "confidence": result.confidence}
+    if result.below_min_confidence:
+        item["below_min_confidence"] = True
     if body.return_scores or body.n_best > 1:
         ranked = [result.text, *result.alternatives]
         item["hypotheses"] = [
