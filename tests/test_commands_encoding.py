@@ -110,7 +110,10 @@ def test_a_binary_file_is_one_line_and_no_output(checkpoint, tmp_path, capsys):
     ("args", "problem"),
     [
         (["--encoding", "latin-9x"], "--encoding latin-9x: not an encoding Python knows"),
-        (["--encoding", "latin1"], "--encoding takes a document (--format html, markdown, srt)"),
+        (
+            ["--encoding", "latin1"],
+            "--encoding takes a document (--format html, markdown, srt, po, xliff)",
+        ),
         (["--output-encoding", "input"], "--output-encoding takes a document"),
     ],
 )

@@ -28,7 +28,10 @@ def deprecated(call):
         ({"beam_size": 0}, "beam_size must be an integer >= 1, got 0"),
         ({"max_tokens": 2.5}, "max_tokens must be an integer >= 1, got 2.5"),
         ({"n_best": True}, "n_best must be an integer >= 1, got True"),
-        ({"format": "pdf"}, "format must be one of text, html, markdown, srt, got 'pdf'"),
+        (
+            {"format": "pdf"},
+            "format must be one of text, html, markdown, srt, po, xliff, got 'pdf'",
+        ),
     ],
 )
 def test_options_refuse_bad_values_in_one_line(fields, message):

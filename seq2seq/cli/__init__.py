@@ -8,6 +8,7 @@ through LightningCLI, and the inference commands through ``main`` here.
 - ``option_checks``: every option checked before a model loads or input is read;
 - ``commands``: the ``run_*`` functions, what each command does;
 - ``calibrate``: ``seq2seq calibrate``, a checkpoint's confidence fitted to chrF;
+- ``confident_lines``: ``translate --with-confidence`` and ``--min-confidence``;
 - ``progress``: progress bars on stderr, ``LineProgress``;
 - ``interrupts``: Ctrl+C and SIGTERM as ``KeyboardInterrupt``, and the exit status they give;
 - ``__main__``: ``python -m seq2seq.cli``.

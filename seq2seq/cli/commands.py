@@ -87,8 +87,8 @@ def run_translate(args: argparse.Namespace) -> int:
     if text_format == "text" and (args.encoding is not None or args.output_encoding != "utf-8"):
         option = "--encoding" if args.encoding is not None else "--output-encoding"
         raise ValueError(
-            f"{option} takes a document (--format html, markdown, srt); plain text is read "
-            "as UTF-8 (UTF-16 or UTF-32 with a byte-order mark) and written as UTF-8"
+            f"{option} takes a document (--format html, markdown, srt, po, xliff); plain text "
+            "is read as UTF-8 (UTF-16 or UTF-32 with a byte-order mark) and written as UTF-8"
         )
     if args.n_best is not None and text_format != "text":
         raise ValueError(f"--n-best takes plain text, not --format {text_format}")

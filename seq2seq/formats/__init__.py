@@ -8,6 +8,7 @@ segments to translate (``inline.Document``). Pure text: no model.
     po.py        gettext catalogs (.po, .pot): msgstr filled, marked fuzzy
     xliff.py     XLIFF 1.2 and 2.0: targets filled, inline codes placed
     xml_scan.py  XML checked (no entity expansion) and cut into tokens at exact offsets
+    zipped.py    zip containers (office documents) read within limits, written back exactly
     verbatim.py  spans kept as written (URLs, numbers, identifiers...), marked literal
     verbatim_placement.py  where each span goes in a translation (never over a glossary term)
     encoding.py  a document's bytes: its encoding found, read exactly, written back

@@ -26,13 +26,15 @@ from seq2seq.inference.options import TranslateOptions
 from seq2seq.serve.handling import ServerSettings, authorize
 from seq2seq.serve.protocol import ApiError, translate_args
 
-SUPPORTED = (".txt", ".html", ".htm", ".md", ".markdown", ".srt")
+SUPPORTED = (".txt", ".html", ".htm", ".md", ".markdown", ".srt", ".po", ".pot", ".xlf", ".xliff")
 KEPT_FILES = 100
 MEDIA_TYPES = {
     "text": "text/plain",
     "html": "text/html",
     "markdown": "text/markdown",
     "srt": "application/x-subrip",
+    "po": "text/x-gettext-translation",
+    "xliff": "application/xliff+xml",
 }
 
 # (request, texts, format, split, beam size, n-best) -> results with a .text each
