@@ -165,3 +165,13 @@ def test_segments_are_msgids_with_lines():
     found = segments(parse(TEMPLATE, "po"))
     assert [s.text for s in found][:2] == ["Hello %(name)s, you have new mail.", "Open"]
     assert found[0].line == 10
+
+
+def test_a_catalog_is_written_in_utf8_whatever_it_was_read_in():
+    from seq2seq.formats.encoding import check_output_encoding, decode_document
+
+    latin = 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=ISO-8859-1\\n"\n\n'
+    decoded = decode_document((latin + 'msgid "Caf\xe9"\nmsgstr ""\n').encode("latin1"), "po", "x")
+    with pytest.raises(ValueError, match="written in UTF-8"):
+        check_output_encoding(decoded, "po", "input")
+    check_output_encoding(decoded, "po", "utf-8")  # the default: fine

@@ -206,11 +206,20 @@ def encode_document(
 def check_output_encoding(decoded: Decoded, format: str, output_encoding: str) -> None:
     """Before translating: a format without character references (all but HTML) written in the
     input's encoding must hold the simplified Chinese the model writes, or the translation would
-    be lost at the end (Big5 and Shift_JIS hold 中文 but not 这们说).
+    be lost at the end (Big5 and Shift_JIS hold 中文 but not 这们说). A PO or XLIFF file is
+    written in UTF-8 with its header or declaration saying so, whatever it was read in.
 
     Raises:
         ValueError: it cannot.
     """
+    if output_encoding == "input" and format in ("po", "xliff"):
+        if decoded.encoding.replace("-", "").lower() not in ("utf8", "utf8sig", "ascii"):
+            raise ValueError(
+                f"--output-encoding input: a translated {format} file is written in UTF-8 "
+                f"(its header or declaration says so), not {_shown(decoded.encoding)}; "
+                "leave --output-encoding at utf-8"
+            )
+        return
     if output_encoding == "input" and format != "html":
         try:
             "中文这们说，。".encode(decoded.encoding)
