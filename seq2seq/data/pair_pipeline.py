@@ -92,15 +92,7 @@ def prepare_pairs(
     tokenizer, seconds = _pair_tokenizer(cleaned, rows["train"], settings, user_symbols)
     if settings.tokenizer is None:
         tokenizer.source_ends_with_eos = source_ends_with_eos
-    report: dict[str, Any] = {
-        "corpus": spec.name,
-        "clean": clean_report.to_dict(),
-        "held_out_english_dropped": held_out,
-        "split": {name: len(split_rows) for name, split_rows in rows.items()},
-        "tokenizer_seconds": seconds,
-        "source_ends_with_eos": bool(tokenizer.source_ends_with_eos),
-        "too_long": {},
-    }
+    report = _first_report(spec.name, clean_report, held_out, rows, seconds, tokenizer)
     tokenizer.save(out / "spm.model")
     row_split = split_of_row(rows, len(cleaned))
     write_split_texts(cleaned, row_split, {lang: lang for lang in LANGS}, out)
@@ -124,6 +116,21 @@ def prepare_pairs(
     del cleaned, encoded
     shutil.rmtree(work)
     write_report(out, report)
+
+
+def _first_report(
+    name: str, clean_report: Any, held_out: int, rows: dict, seconds: float, tokenizer: Any
+) -> dict[str, Any]:
+    """report.json's figures known once the tokenizer is trained (the rest come later)."""
+    return {
+        "corpus": name,
+        "clean": clean_report.to_dict(),
+        "held_out_english_dropped": held_out,
+        "split": {split: len(split_rows) for split, split_rows in rows.items()},
+        "tokenizer_seconds": seconds,
+        "source_ends_with_eos": bool(tokenizer.source_ends_with_eos),
+        "too_long": {},
+    }
 
 
 def _read_and_clean(settings: PrepareSettings, work: Path) -> Any:

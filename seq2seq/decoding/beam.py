@@ -64,11 +64,7 @@ def beam_search(
     found = finished
     for step in range(history.shape[2]):
         logits = scorer(last.reshape(-1)).view(len(found), k, -1)  # (n, k, V)
-        written = history[:, :, :step]
-        empty = still_empty(written, specials)
-        log_probs = continuation_scores(
-            logits, scores, step, max_lens, specials, empty, written, config.guard
-        )
+        log_probs = _allowed_scores(logits, scores, history, step, max_lens, specials, config)
         if steer is not None:
             steer.restrict_(log_probs, step, max_lens)
         candidates = top_continuations(log_probs, k)
@@ -93,6 +89,24 @@ def beam_search(
                 steer.keep(keep.tolist())
         scorer.reorder(rows.reshape(-1))
     return [sorted(hyps, key=lambda h: (h.unmet, -h.score))[:n_best] for hyps in finished]
+
+
+def _allowed_scores(
+    logits: Tensor,
+    scores: Tensor,
+    history: Tensor,
+    step: int,
+    max_lens: Tensor,
+    specials: SpecialTokens,
+    config: SearchConfig,
+) -> Tensor:
+    """(n, k, V) each beam's score plus each next token's log-probability, the tokens the
+    step's rules and the repetition guard forbid at -inf (``continuation_scores``)."""
+    written = history[:, :, :step]
+    empty = still_empty(written, specials)
+    return continuation_scores(
+        logits, scores, step, max_lens, specials, empty, written, config.guard
+    )
 
 
 def check_n_best(n_best: int, beam_size: int) -> None:
