@@ -213,9 +213,12 @@ class Server:
 
     def __init__(self, process: subprocess.Popen, url: str, log_path: Path) -> None:
         self.process, self.url, self.log_path = process, url, log_path
+        self.final_log: list[str] | None = None  # kept when stopped: its folder may go
 
     @property
     def log(self) -> list[str]:
+        if self.final_log is not None:
+            return self.final_log
         return self.log_path.read_text(encoding="utf-8", errors="replace").splitlines(True)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int:
@@ -257,6 +260,8 @@ def running_server(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        if log.exists():  # what it wrote, readable after the caller removes the folder
+            server.final_log = server.log
 
 
 def _answers(url: str) -> bool:
