@@ -8,7 +8,8 @@ to the logits has a closed form,
 so the forward pass writes it straight away, a block of rows at a time while that block is
 still in cache, instead of autograd's chain (log_softmax, gather, sum, then their backward
 passes, each a fresh (N, V) tensor). With an 8k vocabulary the (N, V) logits are the largest
-tensor of a training step; this halves the passes over them (scripts/bench.py, training).
+tensor of a training step; this halves the passes over them (``python scripts/bench.py
+marian``, training).
 """
 
 from __future__ import annotations
