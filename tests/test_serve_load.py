@@ -39,6 +39,16 @@ def decoding(url: str, request: threading.Thread) -> bool:
     return False
 
 
+def same_answer(answer: dict, alone: dict) -> bool:
+    """The same answer as alone: every field equal, the confidence to float noise (a
+    sentence's log-probability differs in its last bits with its batch-mates; its text never
+    does)."""
+    text = {k: v for k, v in answer.items() if k != "confidence"}
+    if text != {k: v for k, v in alone.items() if k != "confidence"}:
+        return False
+    return answer.get("confidence") == pytest.approx(alone.get("confidence"), abs=2e-4)
+
+
 def translate_body(q, **args) -> dict:
     return {"q": q, "source": "en", "target": "zh", **args}
 
@@ -61,7 +71,7 @@ def test_concurrent_requests_are_batched_and_every_answer_is_the_one_alone(
     before = httpx.get(url + "/v1/stats").json()
     answers = asyncio.run(concurrently(url, bodies))
     after = httpx.get(url + "/v1/stats").json()
-    assert [a.json() for a in answers] == alone
+    assert all(same_answer(a.json(), one) for a, one in zip(answers, alone, strict=True))
     change = {name: after[name] - before[name] for name in ("jobs", "batches", "steps")}
     assert change["jobs"] == 32
     if alternatives:
@@ -219,7 +229,8 @@ def test_soak_mixed_good_and_bad_traffic(translation_server):
                 if rng.random() < 0.7:
                     source = rng.choice(SOURCES[:16])
                     response = await http.post("/translate", json=translate_body(source))
-                    if response.status_code == 200 and response.json() != expected[source]:
+                    answer = response.json() if response.status_code == 200 else None
+                    if answer is not None and not same_answer(answer, expected[source]):
                         wrong.append(source)
                 else:
                     response = await http.post("/translate", **rng.choice(bad))

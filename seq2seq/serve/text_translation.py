@@ -35,7 +35,8 @@ class TextResult:
     hypotheses: list[Hypothesis]
     windowed: bool
     missing: list[Term] = field(default_factory=list)
-    confidence: float | None = None  # in [0, 1] (seq2seq.inference.confidence); None: no text
+    # In [0, 1], to 4 decimals as the scores are (seq2seq.inference.confidence); None: no text.
+    confidence: float | None = None
     below_min_confidence: bool = False  # the text is its source (``keep_below``)
 
 
@@ -95,13 +96,14 @@ class TextTranslator:
         return await self._decode(request, encoded, beam_size, n_best, attention)
 
     async def translate_texts(
-        self, request: Request, texts: list[str], options: TranslateOptions
+        self, request: Request, texts: list, options: TranslateOptions
     ) -> list[TextResult]:
-        """Texts in ``options.format``: split into sentences (``options.split``), each
-        distinct one decoded once (pieces for the over-long) at ``options.beam_size`` with
-        ``options.n_best`` hypotheses, markup placed by alignment (in the worker thread),
-        rebuilt; ``options.glossary``: terms forced where their English side occurs. The
-        batch size is the worker's (``--max-batch-tokens``), not ``options.max_tokens``."""
+        """Texts in ``options.format`` (or documents parsed already: a zipped file's parts):
+        split into sentences (``options.split``), each distinct one decoded once (pieces for the
+        over-long) at ``options.beam_size`` with ``options.n_best`` hypotheses, markup placed
+        by alignment (in the worker thread), rebuilt; ``options.glossary``: terms forced where
+        their English side occurs. The batch size is the worker's (``--max-batch-tokens``),
+        not ``options.max_tokens``."""
         translator = self.translator
         n_best = options.n_best
         # Parsing, splitting and rebuilding a large file take a second: off the event loop.
@@ -128,7 +130,10 @@ class TextTranslator:
     def _prepare(self, texts: list[str], options: TranslateOptions) -> _Prepared:
         translator = self.translator.with_truecase(options.truecase)
         try:
-            documents = [parse(valid_text(text), options.format, "q") for text in texts]
+            documents = [
+                text if isinstance(text, list) else parse(valid_text(text), options.format, "q")
+                for text in texts
+            ]  # a zipped file's parts come parsed (seq2seq.serve.files)
         except DataError as error:
             raise ApiError(400, f"Invalid request: {error}", "q") from None
         batch = translator.text_batch(documents, options)  # verbatim spans marked literal
@@ -226,7 +231,7 @@ def _results(
                 hypotheses,
                 any(finished[i].windowed for i in ids),
                 missing,
-                confidences[index],
+                None if confidences[index] is None else round(confidences[index], 4),
             )
         )
     return results
