@@ -282,4 +282,6 @@ def test_format_of_a_path_and_the_monotonic_alignment():
     assert monotonic_alignment(4, 2) == [(0, 1), (2, 3)]
     assert monotonic_alignment(0, 2) == [None, None]
     with pytest.raises(ValueError, match="unknown format"):
+        parse("x", "pdf")
+    with pytest.raises(ValueError, match="bytes, not text"):  # read_zipped reads it
         parse("x", "docx")

@@ -9,6 +9,8 @@ through LightningCLI, and the inference commands through ``main`` here.
 - ``commands``: the ``run_*`` functions, what each command does;
 - ``calibrate``: ``seq2seq calibrate``, a checkpoint's confidence fitted to chrF;
 - ``confident_lines``: ``translate --with-confidence`` and ``--min-confidence``;
+- ``document_checks``: ``translate``'s encoding options checked for the format, and a zipped
+  document (``.docx``) translated and written whole;
 - ``progress``: progress bars on stderr, ``LineProgress``;
 - ``interrupts``: Ctrl+C and SIGTERM as ``KeyboardInterrupt``, and the exit status they give;
 - ``__main__``: ``python -m seq2seq.cli``.

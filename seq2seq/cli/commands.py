@@ -12,6 +12,12 @@ from pathlib import Path
 
 from seq2seq import checks
 from seq2seq.cli.confident_lines import check_confidence_options, confident_lines
+from seq2seq.cli.document_checks import (
+    check_encodings,
+    nothing_written,
+    translate_whole,
+    translate_zipped,
+)
 from seq2seq.cli.interrupts import interrupt_status, signals_deferred
 from seq2seq.cli.progress import LineProgress, progress_bar
 
@@ -79,17 +85,12 @@ def search_changes(args: argparse.Namespace) -> dict[str, object]:
 
 
 def run_translate(args: argparse.Namespace) -> int:
-    from seq2seq.formats import format_of, parse
+    from seq2seq.formats import ZIPPED, format_of, parse
     from seq2seq.formats.encoding import check_output_encoding, decode_document, encode_document
     from seq2seq.textio import read_bytes, write_bytes
 
     text_format = args.format or format_of(args.input)
-    if text_format == "text" and (args.encoding is not None or args.output_encoding != "utf-8"):
-        option = "--encoding" if args.encoding is not None else "--output-encoding"
-        raise ValueError(
-            f"{option} takes a document (--format html, markdown, srt, po, xliff); plain text "
-            "is read as UTF-8 (UTF-16 or UTF-32 with a byte-order mark) and written as UTF-8"
-        )
+    check_encodings(args, text_format)
     if args.n_best is not None and text_format != "text":
         raise ValueError(f"--n-best takes plain text, not --format {text_format}")
     check_confidence_options(args, text_format)
@@ -98,6 +99,8 @@ def run_translate(args: argparse.Namespace) -> int:
     translator = _load_translator(args)  # a wrong checkpoint fails before stdin is read
     if text_format == "text":
         return _translate_lines(translator, args, glossary)
+    if text_format in ZIPPED:
+        return translate_zipped(translator, args, _options(args, glossary), text_format)
     source = args.input or "<stdin>"
     decoded = decode_document(read_bytes(args.input), text_format, source, args.encoding)
     for warning in decoded.warnings:
@@ -106,17 +109,9 @@ def run_translate(args: argparse.Namespace) -> int:
     document = parse(decoded.text, text_format, source)
     show = args.input is not None
     try:
-        with progress_bar(None, "sentences", show, "seq2seq translate") as bar:
-            [output] = translator.translate_documents(
-                [document], _options(args, glossary), progress=bar
-            )
+        [output] = translate_whole(translator, [document], _options(args, glossary), show)
     except KeyboardInterrupt as interrupt:
-        print(
-            f"seq2seq translate: interrupted; nothing written (a {text_format} document is "
-            "written whole)",
-            file=sys.stderr,
-        )
-        return interrupt_status(interrupt)
+        return nothing_written(text_format, interrupt)
     destination = args.output or "<stdout>"
     encoded = encode_document(output, text_format, decoded, args.output_encoding, destination)
     write_bytes(encoded, args.output)

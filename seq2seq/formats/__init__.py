@@ -9,21 +9,25 @@ segments to translate (``inline.Document``). Pure text: no model.
     xliff.py     XLIFF 1.2 and 2.0: targets filled, inline codes placed
     xml_scan.py  XML checked (no entity expansion) and cut into tokens at exact offsets
     zipped.py    zip containers (office documents) read within limits, written back exactly
+    office.py    Word documents (.docx): paragraphs translated, runs' formatting as markup
     verbatim.py  spans kept as written (URLs, numbers, identifiers...), marked literal
     verbatim_placement.py  where each span goes in a translation (never over a glossary term)
     encoding.py  a document's bytes: its encoding found, read exactly, written back
     chinese_script.py  the Chinese written: zh-Hans, or zh-Hant, zh-TW, zh-HK by OpenCC
 
-``parse(text, format)`` reads any of them; ``format_of(path)`` picks one from a file name.
+``parse(text, format)`` reads any of them but the zipped ones (``ZIPPED``: bytes, not text),
+which ``read_zipped(data, format)`` reads; ``format_of(path)`` picks one from a file name.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from seq2seq.formats.inline import Document, Segment, rebuild, render, segments
 
-FORMATS = ("text", "html", "markdown", "srt", "po", "xliff")
+FORMATS = ("text", "html", "markdown", "srt", "po", "xliff", "docx")
+ZIPPED = frozenset({"docx"})  # read from bytes (read_zipped), never decoded as text
 EXTENSIONS = {
     ".txt": "text",
     ".text": "text",
@@ -37,6 +41,7 @@ EXTENSIONS = {
     ".pot": "po",
     ".xlf": "xliff",
     ".xliff": "xliff",
+    ".docx": "docx",
 }
 
 
@@ -76,7 +81,25 @@ def parse(text: str, format: str, source: str = "<input>") -> Document:
         from seq2seq.formats.xliff import parse_xliff
 
         return parse_xliff(text, source)
+    if format in ZIPPED:
+        raise ValueError(f"a {format} document is bytes, not text: read it with read_zipped")
     raise ValueError(f"unknown format {format!r} (formats: {', '.join(FORMATS)})")
+
+
+def read_zipped(
+    data: bytes, format: str, source: str = "<input>"
+) -> tuple[list[Document], Callable[[list[str]], bytes]]:
+    """A zipped document (``ZIPPED``) as the documents of its translated parts, and the
+    function that writes the file back given them rebuilt (``inline.rebuild``).
+
+    Raises:
+        DataError: a file that is not one, or is corrupt, too large or unsafe, naming ``source``.
+    """
+    if format == "docx":
+        from seq2seq.formats.office import read_docx
+
+        return read_docx(data, source)
+    raise ValueError(f"{format!r} is not a zipped format ({', '.join(sorted(ZIPPED))})")
 
 
 def parse_text(text: str) -> Document:
@@ -94,11 +117,13 @@ def parse_text(text: str) -> Document:
 
 __all__ = [
     "FORMATS",
+    "ZIPPED",
     "Document",
     "Segment",
     "format_of",
     "parse",
     "parse_text",
+    "read_zipped",
     "rebuild",
     "render",
     "segments",

@@ -367,3 +367,12 @@ def has_text(segment: Segment) -> bool:
             kept[markup.start : markup.end] = [True] * (markup.end - markup.start)
         stack += markup.children
     return any(not k and not c.isspace() for k, c in zip(kept, segment.text, strict=True))
+
+
+def shift(markups: list[Markup], by: int, length: int) -> None:
+    """Markup offsets moved by ``by`` (the white space cut from a text's start, by the formats
+    that strip it), kept inside [0, length]."""
+    for markup in markups:
+        markup.start = min(max(0, markup.start + by), length)
+        markup.end = min(max(0, markup.end + by), length)
+        shift(markup.children, by, length)

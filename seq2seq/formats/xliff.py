@@ -27,7 +27,7 @@ import bisect
 import re
 
 from seq2seq.errors import DataError
-from seq2seq.formats.inline import Document, Markup, Segment
+from seq2seq.formats.inline import Document, Markup, Segment, shift
 from seq2seq.formats.xml_scan import (
     Token,
     check,
@@ -251,7 +251,7 @@ def _segment(inner: list[Token]) -> tuple[Segment, str, str]:
     whole = "".join(text)
     lead = len(whole) - len(whole.lstrip())
     body = whole.strip()
-    _shift(top, -lead, len(body))
+    shift(top, -lead, len(body))
     return Segment(body, top, escape=escape), whole[:lead], whole[lead + len(body) :]
 
 
@@ -264,12 +264,3 @@ def _protected(token: Token) -> bool:
 def _close(inner: list[Token], index: int) -> int:
     """The index in ``inner`` of the end of the element started at ``inner[index]``."""
     return index + matching_end(inner[index:], 0)
-
-
-def _shift(markups: list[Markup], by: int, length: int) -> None:
-    """Markup offsets moved by ``by`` (the white space cut from the text's start), inside
-    [0, length]."""
-    for markup in markups:
-        markup.start = min(max(0, markup.start + by), length)
-        markup.end = min(max(0, markup.end + by), length)
-        _shift(markup.children, by, length)

@@ -1,7 +1,8 @@
 """LibreTranslate's file translation: ``POST /translate_file`` (multipart ``file``, ``source``,
 ``target``, ``api_key``) answers ``{"translatedFileUrl": ...}``, and ``GET
 /download_file/{name}`` serves the translated file. Text, HTML, Markdown and SRT files keep
-their markup (``seq2seq.formats``); a file in any encoding is read (``seq2seq.formats.encoding``:
+their markup (``seq2seq.formats``), a Word ``.docx`` its formatting (``seq2seq.formats.office``,
+answered as a ``.docx``); a file in any encoding is read (``seq2seq.formats.encoding``:
 byte-order mark, declaration, UTF-8, else detected) and answered in UTF-8, its declaration
 rewritten to say so and its byte-order mark kept. Translated files are kept in memory (the
 newest ``KEPT_FILES``), as LibreTranslate keeps them in a temporary folder.
@@ -9,6 +10,7 @@ newest ``KEPT_FILES``), as LibreTranslate keeps them in a temporary folder.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -20,13 +22,16 @@ from fastapi.responses import Response
 from starlette.datastructures import UploadFile
 
 from seq2seq.errors import DataError
-from seq2seq.formats import EXTENSIONS
+from seq2seq.formats import EXTENSIONS, ZIPPED, Document, read_zipped, segments
 from seq2seq.formats.encoding import Decoded, decode_document, encode_document
 from seq2seq.inference.options import TranslateOptions
 from seq2seq.serve.handling import ServerSettings, authorize
 from seq2seq.serve.protocol import ApiError, translate_args
 
-SUPPORTED = (".txt", ".html", ".htm", ".md", ".markdown", ".srt", ".po", ".pot", ".xlf", ".xliff")
+SUPPORTED = (
+    *(".txt", ".html", ".htm", ".md", ".markdown", ".srt", ".po", ".pot", ".xlf", ".xliff"),
+    ".docx",
+)
 KEPT_FILES = 100
 MEDIA_TYPES = {
     "text": "text/plain",
@@ -35,6 +40,7 @@ MEDIA_TYPES = {
     "srt": "application/x-subrip",
     "po": "text/x-gettext-translation",
     "xliff": "application/xliff+xml",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
 }
 
 # (request, texts, format, split, beam size, n-best) -> results with a .text each
@@ -66,9 +72,11 @@ class FileRoutes:
         """A text, HTML, Markdown or SRT file translated with its markup kept."""
         form = await _form(request)
         authorize(self.settings, form.get("api_key"), request)
-        upload, name, extension = _checked_upload(form.get("file"), self.settings.file_limit)
+        limit = self.settings.file_limit
+        upload, name, extension = _checked_upload(form.get("file"), limit)
         text_format = EXTENSIONS[extension]
-        decoded = _decoded(await upload.read(), text_format, name, self.settings.file_limit)
+        data = await upload.read()
+        decoded = None if text_format in ZIPPED else _decoded(data, text_format, name, limit)
         checked = translate_args(
             {"q": "", "source": form.get("source"), "target": form.get("target")},
             self.settings.limits,
@@ -78,8 +86,13 @@ class FileRoutes:
         options = TranslateOptions(
             beam_size=self.settings.beam_size, format=text_format, target=checked.target
         )
-        [result] = await self.translate_texts(request, [decoded.text], options)
-        body = encode_document(result.text, text_format, decoded)  # UTF-8, declared so
+        if decoded is None:  # a zipped document: its parts translated, the file written whole
+            documents, write = await asyncio.to_thread(_zipped, data, text_format, name, limit)
+            results = await self.translate_texts(request, documents, options)
+            body = await asyncio.to_thread(write, [result.text for result in results])
+        else:
+            [result] = await self.translate_texts(request, [decoded.text], options)
+            body = encode_document(result.text, text_format, decoded)  # UTF-8, declared so
         key = self._keep(name, body, text_format)
         return {
             "translatedFileUrl": f"{str(request.base_url).rstrip('/')}/download_file/{quote(key)}"
@@ -103,9 +116,10 @@ class FileRoutes:
             )
         name, body, text_format = self.kept[key]
         disposition = f"attachment; filename*=UTF-8''{quote(name)}"
+        charset = "" if text_format in ZIPPED else "; charset=utf-8"
         return Response(
             body,
-            media_type=f"{MEDIA_TYPES[text_format]}; charset=utf-8",
+            media_type=MEDIA_TYPES[text_format] + charset,
             headers={"Content-Disposition": disposition},
         )
 
@@ -126,8 +140,10 @@ def _checked_upload(upload: UploadFile | str | None, limit: int) -> tuple[Upload
             f"supported: {', '.join(SUPPORTED)})",
             "file",
         )
-    # At most 4 bytes a character (UTF-8, UTF-32), after a byte-order mark of at most 4.
-    if upload.size is not None and upload.size > 4 * limit + 4:
+    # At most 4 bytes a character (UTF-8, UTF-32), after a byte-order mark of at most 4; a
+    # zipped document's text is counted once read (its images may weigh more than its text).
+    zipped = EXTENSIONS[extension] in ZIPPED
+    if upload.size is not None and upload.size > 4 * limit + 4 and not zipped:
         raise ApiError(
             400,
             f"Invalid request: file ({upload.size} bytes) exceeds file limit ({limit} characters)",
@@ -159,3 +175,22 @@ def _decoded(data: bytes, text_format: str, name: str, limit: int) -> Decoded:
             "file",
         )
     return decoded
+
+
+def _zipped(
+    data: bytes, text_format: str, name: str, limit: int
+) -> tuple[list[Document], Callable[[list[str]], bytes]]:
+    """A zipped document's parts (``read_zipped``), their text within ``limit`` characters;
+    a file that is not one, or a corrupt or unsafe one, is a 400."""
+    try:
+        documents, write = read_zipped(data, text_format, name)
+    except DataError as error:
+        raise ApiError(400, f"Invalid request: {error}", "file") from None
+    size = sum(len(s.text) for document in documents for s in segments(document))
+    if size > limit:
+        raise ApiError(
+            400,
+            f"Invalid request: file ({size} characters) exceeds file limit ({limit})",
+            "file",
+        )
+    return documents, write
