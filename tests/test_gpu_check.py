@@ -46,6 +46,7 @@ def positive(value) -> bool:
     return isinstance(value, int | float) and math.isfinite(value) and value > 0
 
 
+@pytest.mark.slow  # the dry run: about a minute on 2 cores
 def test_the_dry_run_writes_three_files_a_device_run_brings_back(dry_run):
     _, out = dry_run
     assert sorted(p.name for p in out.iterdir()) == ["gpu_check.log", "results.json", "table.md"]
@@ -59,6 +60,7 @@ def test_the_dry_run_writes_three_files_a_device_run_brings_back(dry_run):
     }
 
 
+@pytest.mark.slow  # the dry run: about a minute on 2 cores
 def test_every_training_variant_is_measured_with_positive_figures(dry_run):
     done, out = dry_run
     train = json.loads((out / "results.json").read_text())["train"]
@@ -73,6 +75,7 @@ def test_every_training_variant_is_measured_with_positive_figures(dry_run):
     assert all(v["max_tokens"] == 1200 and v["accumulate"] == 2 for v in large)
 
 
+@pytest.mark.slow  # the dry run: about a minute on 2 cores
 def test_every_engine_decodes_both_models_greedy_and_beam_5(dry_run):
     done, out = dry_run
     decode = json.loads((out / "results.json").read_text())["decode"]
@@ -85,6 +88,7 @@ def test_every_engine_decodes_both_models_greedy_and_beam_5(dry_run):
             assert f"| {model} | {engine} |" in done.stdout
 
 
+@pytest.mark.slow  # the dry run: about a minute on 2 cores
 def test_the_table_is_printed_last_and_kept(dry_run):
     done, out = dry_run
     table = (out / "table.md").read_text()
