@@ -30,7 +30,7 @@ def deprecated(call):
         ({"n_best": True}, "n_best must be an integer >= 1, got True"),
         (
             {"format": "pdf"},
-            "format must be one of text, html, markdown, srt, po, xliff, docx, got 'pdf'",
+            "format must be one of text, html, markdown, srt, po, xliff, docx, pptx, got 'pdf'",
         ),
     ],
 )

@@ -111,8 +111,8 @@ def _add_translate(p: argparse.ArgumentParser) -> None:
         "--format",
         choices=FORMATS,
         default=None,
-        help="text: one output line per input line; html, markdown, srt, po, xliff, docx: the "
-        "markup is kept (default: from --input's extension, else text)",
+        help="text: one output line per input line; html, markdown, srt, po, xliff, docx, "
+        "pptx: the markup is kept (default: from --input's extension, else text)",
     )
     p.add_argument(
         "--encoding",

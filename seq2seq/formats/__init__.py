@@ -9,7 +9,7 @@ segments to translate (``inline.Document``). Pure text: no model.
     xliff.py     XLIFF 1.2 and 2.0: targets filled, inline codes placed
     xml_scan.py  XML checked (no entity expansion) and cut into tokens at exact offsets
     zipped.py    zip containers (office documents) read within limits, written back exactly
-    office.py    Word documents (.docx): paragraphs translated, runs' formatting as markup
+    office.py    Word and PowerPoint (.docx, .pptx): paragraphs translated, runs as markup
     verbatim.py  spans kept as written (URLs, numbers, identifiers...), marked literal
     verbatim_placement.py  where each span goes in a translation (never over a glossary term)
     encoding.py  a document's bytes: its encoding found, read exactly, written back
@@ -26,8 +26,8 @@ from pathlib import Path
 
 from seq2seq.formats.inline import Document, Segment, rebuild, render, segments
 
-FORMATS = ("text", "html", "markdown", "srt", "po", "xliff", "docx")
-ZIPPED = frozenset({"docx"})  # read from bytes (read_zipped), never decoded as text
+FORMATS = ("text", "html", "markdown", "srt", "po", "xliff", "docx", "pptx")
+ZIPPED = frozenset({"docx", "pptx"})  # read from bytes (read_zipped), never decoded as text
 EXTENSIONS = {
     ".txt": "text",
     ".text": "text",
@@ -42,6 +42,7 @@ EXTENSIONS = {
     ".xlf": "xliff",
     ".xliff": "xliff",
     ".docx": "docx",
+    ".pptx": "pptx",
 }
 
 
@@ -95,10 +96,10 @@ def read_zipped(
     Raises:
         DataError: a file that is not one, or is corrupt, too large or unsafe, naming ``source``.
     """
-    if format == "docx":
-        from seq2seq.formats.office import read_docx
+    if format in ZIPPED:
+        from seq2seq.formats.office import read_office
 
-        return read_docx(data, source)
+        return read_office(data, source, format)
     raise ValueError(f"{format!r} is not a zipped format ({', '.join(sorted(ZIPPED))})")
 
 

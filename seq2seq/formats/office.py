@@ -1,6 +1,6 @@
-"""Office Open XML documents (``.docx``) as ``Document``\\ s: each paragraph a segment, its
-formatting runs inline markup, every other byte of the file kept (issue 57). Pure bytes: no
-model.
+"""Office Open XML files (Word ``.docx``, PowerPoint ``.pptx``) as ``Document``\\ s: each
+paragraph a segment, its formatting runs inline markup, every other byte of the file kept
+(issue 57). Pure bytes: no model.
 
 The zip is read within limits and written back member for member (``zipped``); the XML is
 checked (no entity is ever expanded) and cut at exact offsets (``xml_scan``). Translated:
@@ -20,6 +20,9 @@ so a sentence Word split into runs (spell-check marks, revision ids) is translat
   as they were (their text untranslated).
 - A paragraph holding paragraphs (a text box in a drawing) is left as written around the
   inner ones, which are translated (its own text, if any, is not).
+- PowerPoint: the slides' and speaker notes' ``<a:p>`` are read the same way (DrawingML's
+  ``<a:r>``, ``<a:rPr>``, ``<a:t>``; a hyperlink is in a run's properties; ``<a:br>`` is a
+  break, ``<a:fld>`` a field kept, ``<a:endParaRPr>`` stays last).
 
 Writing: the text between elements goes into runs with the base's ``<w:rPr>``, each element's
 words into runs with its own; ``xml:space="preserve"`` where a text has spaces at an edge;
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from seq2seq.errors import DataError
 from seq2seq.formats.inline import Document, Markup, Segment, shift
@@ -37,38 +41,66 @@ from seq2seq.formats.xml_scan import Token, check, escape, matching_end, text_of
 from seq2seq.formats.zipped import Member, read_zip, write_zip
 
 PARTS = re.compile(r"word/(document|header\d*|footer\d*|footnotes|endnotes|comments)\.xml")
+SLIDES = re.compile(r"ppt/(slides/slide|notesSlides/notesSlide)\d+\.xml")
 CONTAINERS = frozenset({"hyperlink", "smartTag", "ins", "customXml"})
 # A generated <w:t>, marked with a character XML cannot hold (and ``escape`` removes from any
 # translated text), so that writing can tell its own runs from the document's: those left
 # empty are dropped, the others get xml:space="preserve" only where they need it.
 _MARK = "\x01"
-_NOT_FORMATTING = re.compile(r'\s+w:rsid\w*="[^"]*"|<w:lang\b[^>]*/>|<w:noProof\s*/>|>\s+<')
+_NOT_FORMATTING = re.compile(
+    r'\s+w:rsid\w*="[^"]*"|<w:lang\b[^>]*/>|<w:noProof\s*/>|>\s+<'
+    r'|\s(?:lang|altLang|dirty|err|noProof|smtClean|smtId)="[^"]*"'  # DrawingML's
+)
+_NO_PROPERTIES = re.compile(r"<(\w+):rPr\s*/>|<(\w+):rPr></\2:rPr>")
 
 Write = Callable[[list[str]], bytes]
 
 
+@dataclass(frozen=True)
+class Kind:
+    """What is translated in one kind of Office file."""
+
+    name: str  # as an error names the file: "a Word document"
+    required: str  # the member every such file has
+    parts: re.Pattern  # the members translated
+    preserve: bool  # xml:space="preserve" on a text with spaces at an edge (Word's <w:t>)
+
+
+KINDS = {
+    "docx": Kind("Word document", "word/document.xml", PARTS, True),
+    "pptx": Kind("PowerPoint presentation", "ppt/presentation.xml", SLIDES, False),
+}
+
+
 def read_docx(data: bytes, source: str) -> tuple[list[Document], Write]:
-    """The translated parts of the Word document ``data`` as documents (in member order), and
-    the function that writes the file back given each document rebuilt (``inline.rebuild``).
+    """``read_office`` for a Word document."""
+    return read_office(data, source, "docx")
+
+
+def read_office(data: bytes, source: str, format: str) -> tuple[list[Document], Write]:
+    """The translated parts of the Office file ``data`` (``KINDS[format]``) as documents, in
+    member order, and the function that writes the file back given each document rebuilt
+    (``inline.rebuild``).
 
     Raises:
-        DataError: ``source: problem``: not a zip (or a corrupt, encrypted, oversized one), no
-            ``word/document.xml``, a part that is not UTF-8 XML or that declares entities.
+        DataError: ``source: problem``: not a zip (or a corrupt, encrypted, oversized one),
+            not this kind of file, a part that is not UTF-8 XML or that declares entities.
     """
+    kind = KINDS[format]
     try:
         members = read_zip(data, source)
     except DataError as error:
-        raise DataError(f"{source}: not a Word document ({_problem(error, source)})") from None
-    if not any(m.info.filename == "word/document.xml" for m in members):
-        raise DataError(f"{source}: not a Word document (no word/document.xml in the zip)")
-    parts = [m for m in members if PARTS.fullmatch(m.info.filename)]
+        raise DataError(f"{source}: not a {kind.name} ({_problem(error, source)})") from None
+    if not any(m.info.filename == kind.required for m in members):
+        raise DataError(f"{source}: not a {kind.name} (no {kind.required} in the zip)")
+    parts = [m for m in members if kind.parts.fullmatch(m.info.filename)]
     documents = [_part(member, source) for member in parts]
 
     def write(outputs: list[str]) -> bytes:
         if len(outputs) != len(parts):
             raise ValueError(f"{len(outputs)} outputs for {len(parts)} parts")
         replaced = {
-            member.info.filename: finish(output).encode("utf-8")
+            member.info.filename: finish(output, kind.preserve).encode("utf-8")
             for member, output in zip(parts, outputs, strict=True)
         }
         return write_zip(members, replaced)
@@ -87,12 +119,15 @@ def _part(member: Member, source: str) -> Document:
     try:
         text = member.data.decode("utf-8")
     except UnicodeDecodeError:
-        raise DataError(f"{where}: not UTF-8 (Word writes its parts in UTF-8)") from None
+        raise DataError(f"{where}: not UTF-8 (Office writes its parts in UTF-8)") from None
     return parse_part(text)
 
 
+# A generated run with no text; its properties never reach past their own run.
 _EMPTY_RUN = re.compile(
-    r"<(\w+):r>(?:<\1:rPr>(?:(?!</\1:rPr>).)*</\1:rPr>)?<\1:t\x01></\1:t></\1:r>", re.S
+    r"<(\w+):r>(?:<\1:rPr\b[^>]*/>|<\1:rPr\b[^>]*(?<!/)>(?:(?!</\1:rPr>|</\1:r>).)*</\1:rPr>)?"
+    r"<\1:t\x01></\1:t></\1:r>",
+    re.S,
 )
 # Run content the model reads as a line break: a newline of the text, written as the element.
 _BREAKS = frozenset({"tab", "br", "cr", "ptab"})
@@ -100,14 +135,15 @@ _QNAME = re.compile(r"<([^\s>/]+)")
 _GENERATED = re.compile(r"<(\w+):t\x01>([^<]*)</\1:t>")
 
 
-def finish(xml: str) -> str:
-    """A rebuilt part with its generated runs settled: empty ones dropped, the others' ``<w:t>``
-    preserving spaces where the text has some at an edge."""
+def finish(xml: str, preserve: bool = True) -> str:
+    """A rebuilt part with its generated runs settled: empty ones dropped, the others' text
+    tags as the format writes them (``preserve``: Word's ``xml:space="preserve"`` where a
+    text has spaces at an edge; DrawingML keeps spaces without it)."""
     xml = _EMPTY_RUN.sub("", xml)
 
     def tag(found: re.Match) -> str:
         prefix, body = found.group(1), found.group(2)
-        space = ' xml:space="preserve"' if body != body.strip() else ""
+        space = ' xml:space="preserve"' if preserve and body != body.strip() else ""
         return f"<{prefix}:t{space}>{body}</{prefix}:t>"
 
     return _GENERATED.sub(tag, xml)
@@ -137,7 +173,7 @@ def parse_part(text: str) -> Document:
             start = paragraph.body_start
             parts.append(text[position:start])
             parts += pieces
-            position = found[end].start
+            position = paragraph.body_end
         index = end + 1
     parts.append(text[position:])
     return [part for part in parts if part != ""]
@@ -152,7 +188,7 @@ class _Paragraph:
         self.text: list[str] = []
         self.length = 0
         self.keys: dict[int, str] = {}  # id(markup) -> the formatting of a run element
-        self.body_start = found[first].end
+        self.body_start, self.body_end = found[first].end, found[last].start
 
     def read(self) -> Document | None:
         """``[base run opening + lead, segment, trail + closing]``, or None: no text."""
@@ -161,6 +197,10 @@ class _Paragraph:
         if children and self.found[children[0][0]].name == "pPr":
             self.body_start = self.found[children[0][1]].end
             children = children[1:]
+        if children and self.found[children[-1][0]].name == "endParaRPr":
+            # DrawingML's last child of a paragraph, by its schema: kept out of the text
+            self.body_end = self.found[children[-1][0]].start
+            children = children[:-1]
         base = self._base(children)
         top: list[Markup] = []
         self._container(children, base, top)
@@ -234,11 +274,20 @@ class _Paragraph:
                 continue
             if token.name == "r":
                 self._run(first, last, context, siblings)
+            elif token.name in _BREAKS:  # DrawingML's <a:br>: the words either side apart
+                siblings.append(self._point(self._raw(first, last), context))
+                self._break(siblings[-1])
             elif token.name in CONTAINERS and token.kind == "start":
                 self._wrapper(first, last, context, siblings)
             else:  # bookmarks, marks, fields, deletions, content controls: as written
                 siblings.append(self._point(self._raw(first, last), context))
             index += 1
+
+    def _break(self, point: Markup) -> None:
+        """A break or tab read as a newline of the text (written by ``point``, in its place)."""
+        point.end += 1
+        self.text.append("\n")
+        self.length += 1
 
     def _point(self, raw: str, context: str) -> Markup:
         """Paragraph content kept whole, between the runs of the text around it."""
@@ -299,9 +348,7 @@ class _Paragraph:
                 after = rpr if target is not siblings else context
                 target.append(self._run_point(self._raw(child, end), rpr, after))
                 if name in _BREAKS:  # the words either side read apart (as an HTML <br>)
-                    target[-1].end += 1
-                    self.text.append("\n")
-                    self.length += 1
+                    self._break(target[-1])
         if target is not siblings:
             siblings[-1].end = self.length
 
@@ -347,5 +394,7 @@ def _escape(text: str) -> str:
 
 
 def _formatting(rpr: str) -> str:
-    """What of a ``<w:rPr>`` shows: without revision ids, proofing language and marks."""
-    return _NOT_FORMATTING.sub(lambda m: "><" if m.group().startswith(">") else "", rpr)
+    """What of a ``<w:rPr>`` shows: without revision ids, proofing language and marks (and
+    ``<a:rPr lang="en-US" dirty="0"/>`` is no formatting at all)."""
+    shown = _NOT_FORMATTING.sub(lambda m: "><" if m.group().startswith(">") else "", rpr)
+    return "" if _NO_PROPERTIES.fullmatch(shown) else shown

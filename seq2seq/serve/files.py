@@ -1,11 +1,12 @@
 """LibreTranslate's file translation: ``POST /translate_file`` (multipart ``file``, ``source``,
 ``target``, ``api_key``) answers ``{"translatedFileUrl": ...}``, and ``GET
 /download_file/{name}`` serves the translated file. Text, HTML, Markdown and SRT files keep
-their markup (``seq2seq.formats``), a Word ``.docx`` its formatting (``seq2seq.formats.office``,
-answered as a ``.docx``); a file in any encoding is read (``seq2seq.formats.encoding``:
-byte-order mark, declaration, UTF-8, else detected) and answered in UTF-8, its declaration
-rewritten to say so and its byte-order mark kept. Translated files are kept in memory (the
-newest ``KEPT_FILES``), as LibreTranslate keeps them in a temporary folder.
+their markup (``seq2seq.formats``), Word and PowerPoint files their formatting
+(``seq2seq.formats.office``, answered in their format); a file in any encoding is read
+(``seq2seq.formats.encoding``: byte-order mark, declaration, UTF-8, else detected) and
+answered in UTF-8, its declaration rewritten to say so and its byte-order mark kept.
+Translated files are kept in memory (the newest ``KEPT_FILES``), as LibreTranslate keeps
+them in a temporary folder.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from seq2seq.serve.protocol import ApiError, translate_args
 
 SUPPORTED = (
     *(".txt", ".html", ".htm", ".md", ".markdown", ".srt", ".po", ".pot", ".xlf", ".xliff"),
-    ".docx",
+    *(".docx", ".pptx"),
 )
 KEPT_FILES = 100
 MEDIA_TYPES = {
@@ -41,6 +42,7 @@ MEDIA_TYPES = {
     "po": "text/x-gettext-translation",
     "xliff": "application/xliff+xml",
     "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
 }
 
 # (request, texts, format, split, beam size, n-best) -> results with a .text each
