@@ -151,3 +151,28 @@ def test_evaluate_input_errors_are_one_line(run, tmp_path, capsys):
         code = main(["evaluate", "--checkpoint", checkpoint, *extra])
         err = capsys.readouterr().err.strip()
         assert code == 2 and "\n" not in err and problem in err, err
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "says"),
+    [
+        ("book.odt", b"Hello.\n", ".odt is not a format seq2seq reads"),
+        ("notes", b"PK\x03\x04\x14\x00rest", "a zip file"),
+        ("scan", b"%PDF-1.7\n...", "a PDF"),
+        ("raw", b"ab\x00\x00\x00\x00c\x00def\x00\x00", "binary data"),
+    ],
+)
+def test_a_file_of_no_known_format_is_refused_unless_read_as_text(
+    translation_checkpoint, tmp_path, capsys, name, content, says
+):
+    source = tmp_path / name
+    source.write_bytes(content)
+    argv = ["translate", "--checkpoint", str(translation_checkpoint), "--input", str(source)]
+    output = tmp_path / "out.txt"
+    assert main([*argv, "--output", str(output)]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "--format text" in err and len(err.strip().splitlines()) == 1
+    assert not output.exists()
+    if name == "book.odt":  # asked for, it is read as plain text
+        assert main([*argv, "--output", str(output), "--format", "text", "--beam-size", "1"]) == 0
+        assert len(output.read_text(encoding="utf-8").splitlines()) == 1

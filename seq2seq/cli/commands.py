@@ -14,6 +14,7 @@ from seq2seq import checks
 from seq2seq.cli.confident_lines import check_confidence_options, confident_lines
 from seq2seq.cli.document_checks import (
     check_encodings,
+    format_from_name,
     nothing_written,
     translate_whole,
     translate_zipped,
@@ -85,11 +86,11 @@ def search_changes(args: argparse.Namespace) -> dict[str, object]:
 
 
 def run_translate(args: argparse.Namespace) -> int:
-    from seq2seq.formats import ZIPPED, format_of, parse
+    from seq2seq.formats import ZIPPED, parse
     from seq2seq.formats.encoding import check_output_encoding, decode_document, encode_document
     from seq2seq.textio import read_bytes, write_bytes
 
-    text_format = args.format or format_of(args.input)
+    text_format = format_from_name(args)
     check_encodings(args, text_format)
     if args.n_best is not None and text_format != "text":
         raise ValueError(f"--n-best takes plain text, not --format {text_format}")
