@@ -256,6 +256,18 @@ def test_srt_cues_without_blank_lines_and_ampersands():
     assert identity(document) == srt  # & is not written as &amp;: SRT has no entities
 
 
+def test_srt_dialogue_keeps_each_speakers_line():
+    srt = "1\r\n00:00:01,000 --> 00:00:02,000\r\n- Hi.\r\n-Hello, Tom.\r\n"
+    document = parse(srt, "srt")
+    assert [s.text for s in segments(document)] == ["Hi.", "Hello, Tom."]
+    assert identity(document) == srt
+    out = rebuild(document, ["嗨。", "你好，汤姆。"])
+    assert out == "1\r\n00:00:01,000 --> 00:00:02,000\r\n- 嗨。\r\n-你好，汤姆。\r\n"
+    # one speaker's sentence broken over two lines is still one text
+    broken = "1\n00:00:01,000 --> 00:00:02,000\n- I think\nit is fine.\n"
+    assert [s.text for s in segments(parse(broken, "srt"))] == ["- I think it is fine."]
+
+
 def test_srt_with_a_malformed_timing_is_a_one_line_error():
     with pytest.raises(DataError, match=r"^subs.srt:7: malformed SRT timing '00:00:04 -> x'"):
         parse(

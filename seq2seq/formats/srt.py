@@ -1,7 +1,8 @@
 """SubRip (.srt) subtitles as a ``Document``: cue numbers, timings and blank lines stay byte
 for byte; each cue's text, over however many lines, is one segment (a sentence broken over two
-subtitle lines is translated whole) and is written back on one line. Inline tags (``<i>``,
-``<b>``, ``<font ...>``) are markup, as in HTML.
+subtitle lines is translated whole) and is written back on one line, except a dialogue cue
+(every line starting with a dash: ``- Hi.`` / ``- Hello.``), whose lines stay apart. Inline
+tags (``<i>``, ``<b>``, ``<font ...>``) are markup, as in HTML.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from seq2seq.formats.html import parse_html
 from seq2seq.formats.inline import Document, Segment
 
 _INDEX = re.compile(r"\s*\d+\s*")
+_SPEAKER = re.compile(r"\s*[-\u2013\u2014]\s*(?=\S)")  # "- Hi.": a dialogue line's dash
 _TIMING = re.compile(
     r"\s*\d{1,2}:\d{2}:\d{2}[,.]\d{1,3}\s*-->\s*\d{1,2}:\d{2}:\d{2}[,.]\d{1,3}(?:\s.*)?"
 )
@@ -54,17 +56,32 @@ def _cue(lines: list[str], index: int, parts: Document, source: str) -> int:
     while index < len(lines) and lines[index].strip() and not _next_cue(lines, index):
         text_lines.append(lines[index])
         index += 1
-    if text_lines:
+    if len(text_lines) > 1 and all(_SPEAKER.match(line) for line in text_lines):
+        # A dialogue cue ("- Hi." / "- Hello."): each speaker's line its own text, its dash
+        # and line break kept; joined, two people's lines became one.
+        for offset, line in enumerate(text_lines):
+            dash = _SPEAKER.match(line).group()
+            body = line.rstrip("\r\n")
+            parts.append(dash)
+            parts += _segments(body[len(dash) :], source, index - len(text_lines) + 1 + offset)
+            parts.append(line[len(body) :])
+    elif text_lines:
         ending = text_lines[-1][len(text_lines[-1].rstrip("\r\n")) :]
         text = " ".join(line.strip() for line in text_lines)
-        cue = parse_html(text, source)  # every tag of a cue is inline
-        for part in cue:
-            if isinstance(part, Segment):
-                part.escape = _plain  # SRT has no entities: & stays &
-                part.line = index - len(text_lines) + 1  # the cue's first line of text
-        parts += cue
+        parts += _segments(text, source, index - len(text_lines) + 1)  # the cue's first line
         parts.append(ending)
     return index
+
+
+def _segments(text: str, source: str, line: int) -> Document:
+    """A cue's text as raw parts and segments: every tag of a cue is inline (``parse_html``),
+    and SRT has no entities (``&`` stays ``&``)."""
+    cue = parse_html(text, source)
+    for part in cue:
+        if isinstance(part, Segment):
+            part.escape = _plain
+            part.line = line
+    return cue
 
 
 def _next_cue(lines: list[str], index: int) -> bool:
