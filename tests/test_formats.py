@@ -279,7 +279,7 @@ def test_plain_text_keeps_every_line_and_line_ending():
     text = "One. Two.\r\n\r\n  Three\n"
     document = parse(text, "text")
     assert [s.text for s in segments(document)] == ["One. Two.", "Three"]
-    assert rebuild(document, ["甲", "乙"]) == "甲\r\n\r\n乙\n"
+    assert rebuild(document, ["甲", "乙"]) == "甲\r\n\r\n  乙\n"  # its indentation kept
 
 
 def test_format_of_a_path_and_the_monotonic_alignment():
@@ -297,3 +297,13 @@ def test_format_of_a_path_and_the_monotonic_alignment():
         parse("x", "pdf")
     with pytest.raises(ValueError, match="bytes, not text"):  # read_zipped reads it
         parse("x", "docx")
+
+
+def test_plain_text_keeps_each_lines_indentation():
+    text = "    I love you.\n\tWhere is it?\r\nHello.\n\n"
+    document = parse(text, "text")
+    assert [s.text for s in segments(document)] == ["I love you.", "Where is it?", "Hello."]
+    assert identity(document) == text
+    assert rebuild(document, ["我爱你。", "在哪里？", "你好。"]) == (
+        "    我爱你。\n\t在哪里？\r\n你好。\n\n"
+    )

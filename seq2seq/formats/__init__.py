@@ -104,13 +104,17 @@ def read_zipped(
 
 
 def parse_text(text: str) -> Document:
-    """Plain text: each line a segment, line breaks kept (an empty line stays empty)."""
+    """Plain text: each line a segment, line breaks and each line's indentation kept (an empty
+    line stays empty)."""
     parts: Document = []
     for index, line in enumerate(text.split("\n")):
         if index:
             parts.append("\n")
         body = line.rstrip("\r")
         if body.strip():
+            indent = body[: len(body) - len(body.lstrip())]
+            if indent:  # code, poems, quoted mail: the line's place is part of it
+                parts.append(indent)
             parts.append(Segment(body.strip(), line=index + 1))
         parts.append(line[len(body) :])
     return parts
