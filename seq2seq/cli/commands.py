@@ -11,7 +11,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from seq2seq import checks
-from seq2seq.cli.confident_lines import check_confidence_options, confident_lines
+from seq2seq.cli.confident_lines import (
+    check_confidence_options,
+    confident_lines,
+    wants_confidence,
+)
 from seq2seq.cli.document_checks import (
     check_encodings,
     format_from_name,
@@ -161,7 +165,7 @@ def _translate_chunk(
 ) -> list[str]:
     """A window's output lines: translations, or with ``--n-best`` N lines per input line."""
     options = _options(args, glossary)
-    if args.with_confidence or args.min_confidence is not None:
+    if wants_confidence(args):
         first = progress.done_lines + 1
         return confident_lines(translator, chunk, options, args, first, progress)
     if args.n_best is None:

@@ -27,10 +27,14 @@ def add_confidence_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def wants_confidence(args: argparse.Namespace) -> bool:
+    """Whether ``--with-confidence`` or ``--min-confidence`` was given."""
+    return args.with_confidence or args.min_confidence is not None
+
+
 def check_confidence_options(args: argparse.Namespace, text_format: str) -> None:
     """One-line errors for options that cannot go together, before the model loads."""
-    asked = getattr(args, "with_confidence", False) or getattr(args, "min_confidence", None)
-    if not asked and getattr(args, "min_confidence", None) is None:
+    if not wants_confidence(args):
         return
     option = "--with-confidence" if args.with_confidence else "--min-confidence"
     if text_format != "text":
@@ -49,22 +53,22 @@ def confident_lines(translator, chunk: list[str], options, args, first_line: int
     scored = translator.translate_with_confidence(
         chunk, options, progress=progress, first_line=first_line
     )
+    minimum = args.min_confidence
     low = [
         i
         for i, (_, confidence) in enumerate(scored)
-        if args.min_confidence is not None
-        and confidence is not None
-        and confidence < args.min_confidence
+        if minimum is not None and confidence is not None and confidence < minimum
     ]
     if low:
         warn_lines(
-            f"{len(low)} line(s) below --min-confidence {args.min_confidence} are written as "
+            f"{len(low)} line(s) below --min-confidence {minimum} are written as "
             "their source, untranslated",
             [first_line + i for i in low],
         )
+    kept = set(low)
     lines = []
     for i, (text, confidence) in enumerate(scored):
-        text = chunk[i] if i in low else text
+        text = chunk[i] if i in kept else text
         if args.with_confidence:
             text = ("" if confidence is None else f"{confidence:.3f}") + "\t" + text
         lines.append(text)
