@@ -26,7 +26,7 @@ def parse_srt(document: str, source: str = "<srt>") -> Document:
     Raises:
         DataError: a cue without a well-formed timing line, naming ``source`` and the line.
     """
-    lines = document.splitlines(keepends=True)
+    lines = _lines(document)
     parts: Document = []
     index = 0
     while index < len(lines):
@@ -36,6 +36,15 @@ def parse_srt(document: str, source: str = "<srt>") -> Document:
             continue
         index = _cue(lines, index, parts, source)
     return parts
+
+
+def _lines(document: str) -> list[str]:
+    """The document's lines with their endings, cut at ``\\n`` only: ``str.splitlines`` also
+    cuts at U+2028, form feeds and other characters a cue's text can hold, and a cue cut there
+    lost its words after the cut (or failed as a malformed timing)."""
+    lines = [line + "\n" for line in document.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    return lines if lines[-1] else lines[:-1]
 
 
 def _cue(lines: list[str], index: int, parts: Document, source: str) -> int:
