@@ -8,6 +8,7 @@ and keys instead of being added to the input.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -57,6 +58,13 @@ class SharedEmbedding(nn.Module):
     def project(self, hidden: Tensor) -> Tensor:
         """(B, T, d_model) -> (B, T, vocab) logits through the tied weight."""
         return F.linear(hidden, self.weight, self.bias)
+
+    def narrowed(self, columns: Tensor) -> Callable[[Tensor], Tensor]:
+        """``project`` onto the vocabulary entries ``columns`` (U,) alone: (..., d_model) ->
+        (..., U), their rows of the weight gathered once (a shortlist's batch)."""
+        weight = self.weight[columns]
+        bias = None if self.bias is None else self.bias[columns]
+        return lambda hidden: F.linear(hidden, weight, bias)
 
 
 def sinusoid_table(n_positions: int, d_model: int) -> Tensor:

@@ -6,6 +6,8 @@ Reading order follows the paper: embeddings (§3.4-3.5) -> encoder and decoder s
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor, nn
 
@@ -188,6 +190,12 @@ class Transformer(nn.Module):
     def project(self, states: Tensor) -> Tensor:
         """Pre-softmax projection through the shared embedding: (..., d) -> (..., vocab)."""
         return self.embedding.project(states)
+
+    def projection_onto(self, columns: Tensor) -> Callable[[Tensor], Tensor]:
+        """``project`` restricted to the vocabulary entries ``columns`` (U,): (..., d) ->
+        (..., U), the same tied weight's rows gathered once (a lexical shortlist,
+        ``seq2seq.decoding.shortlist``)."""
+        return self.embedding.narrowed(columns)
 
     def forward(self, src_ids: Tensor, tgt_in_ids: Tensor | None = None) -> Tensor:
         """Teacher-forced logits (B, T, vocab).

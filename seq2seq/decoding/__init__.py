@@ -10,6 +10,7 @@
     constrained.py       constrained beams: terms that must appear, dynamic beam allocation
     term_constraints.py  a glossary's terms followed on the text a hypothesis writes
     decode.py            our Transformer as a ``Scorer``; ``translate_ids`` and ``generate_ids``
+    shortlist.py         a lexical shortlist: each sentence's candidate pieces, its file format
     continuous.py        sentences joining and leaving a running search (the server's batching)
 
 It imports the paper (``seq2seq.model``, ``seq2seq.cache``) and the ground (``seq2seq.textio``),

@@ -28,6 +28,7 @@ from seq2seq.decoding.search import (
     TokenRules,
     written_lengths,
 )
+from seq2seq.decoding.shortlist import Shortlist, shortlisted_logits
 from seq2seq.model import Transformer
 
 
@@ -76,7 +77,14 @@ class TransformerScorer:
     does), so the cross-attention keys/values never need to follow.
     """
 
-    def __init__(self, model: Transformer, src_ids: Tensor, beam_size: int, max_len: int) -> None:
+    def __init__(
+        self,
+        model: Transformer,
+        src_ids: Tensor,
+        beam_size: int,
+        max_len: int,
+        allowed: Tensor | None = None,
+    ) -> None:
         self.model = model
         # Encode each source and project its cross-attention keys/values once; each of its k
         # beams gets a copy of those.
@@ -84,14 +92,26 @@ class TransformerScorer:
         source_mask = padding_mask(src_ids, model.config.pad_id)  # (B, S)
         n_rows = src_ids.shape[0] * beam_size
         self.cache = model.init_cache(n_rows, max_len, memory, source_mask, copies=beam_size)
+        self.allowed: Tensor | None = None
+        if allowed is not None:  # (B, V) each sentence's shortlist
+            # The batch's union, its weight rows gathered once; each row's own among them.
+            self.columns = allowed.any(dim=0).nonzero()[:, 0]  # (U,)
+            self.project = model.projection_onto(self.columns)
+            self.allowed = allowed[:, self.columns].repeat_interleave(beam_size, dim=0)
 
     def __call__(self, last_tokens: Tensor) -> Tensor:
-        return self.model.decode(last_tokens[:, None], cache=self.cache)[:, -1].float()
+        if self.allowed is None:
+            return self.model.decode(last_tokens[:, None], cache=self.cache)[:, -1].float()
+        states = self.model.decoder_states(last_tokens[:, None], cache=self.cache)  # (N, 1, d)
+        logits = self.project(states)[:, -1].float()  # (N, U)
+        return shortlisted_logits(logits, self.allowed, self.columns, self.model.config.vocab_size)
 
     def reorder(self, index: Tensor) -> None:
         # Searches move rows only among the k beams of one sentence, which share the source:
         # the cross-attention keys/values stay as they are (a change of row count copies all).
         self.cache.reorder(index, cross=False)
+        if self.allowed is not None:
+            self.allowed = self.allowed[index]
 
 
 class PromptScorer(TransformerScorer):
@@ -139,6 +159,7 @@ def translate_ids(
     n_best: int = 1,
     constraints: Sequence[Constraints | None] | None = None,
     rules: TokenRules = TokenRules(),  # noqa: B008 (frozen)
+    shortlist: Shortlist | None = None,
 ) -> list[list[Hypothesis]]:
     """Translate a right-padded batch of source ids (B, S) with greedy or beam search.
 
@@ -148,11 +169,15 @@ def translate_ids(
     batch runs ``constrained_beam_search`` (whose unconstrained sentences come out as from
     beam search). ``rules``: the tokenizer's pieces that write nothing visible (which cannot
     end an output on their own) and that are never generated (``TokenRules``).
+    ``shortlist``: each sentence writes only its source's candidates (encoder-decoder models;
+    a sentence with constraints keeps the whole vocabulary).
     """
     config = config or SearchConfig()
     specials = special_tokens(model.config, rules)
     src_lengths = padding_mask(src_ids, specials.pad).sum(dim=1)
     if model.config.decoder_only:
+        if shortlist is not None:
+            raise ValueError("a shortlist is for encoder-decoder models, not decoder-only ones")
         rows = zip(src_ids.tolist(), src_lengths.tolist(), strict=True)
         prompts = [translation_prompt(row[:n], model.config) for row, n in rows]
         # Each row's own room, so a long neighbour never shortens a sentence's limit.
@@ -165,7 +190,13 @@ def translate_ids(
     else:
         written = written_lengths(src_ids, specials.pad, specials.term_tags)
         max_lens = config.max_lengths(written, cap=model.config.max_positions)
-        scorer = TransformerScorer(model, src_ids, beam_size, int(max_lens.max()))
+        allowed = None
+        if shortlist is not None:
+            allowed = shortlist.allowed(src_ids, specials.pad)
+            for row, wanted in enumerate(constraints or ()):
+                if wanted is not None and wanted.count:  # its terms may need any piece
+                    allowed[row] = True
+        scorer = TransformerScorer(model, src_ids, beam_size, int(max_lens.max()), allowed)
     if constraints is not None and any(c is not None and c.count for c in constraints):
         return constrained_beam_search(
             scorer, max_lens, beam_size, specials, constraints, config, n_best

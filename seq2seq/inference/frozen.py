@@ -115,3 +115,14 @@ class FrozenEmbedding(FrozenWeight, SharedEmbedding):
     def project(self, hidden: Tensor) -> Tensor:
         """(B, T, d_model) -> (B, T, vocab) logits through the tied weight."""
         return self.multiply(hidden)
+
+    def narrowed(self, columns: Tensor) -> Callable[[Tensor], Tensor]:
+        """``project`` onto the vocabulary entries ``columns`` (U,) alone, through a copy
+        derived once from their rows (packed or int8 as the whole one; int8's scales are per
+        row, so each entry's product is the same as in the whole projection)."""
+        part = type(self).__new__(type(self))
+        nn.Module.__init__(part)
+        part.weight = self.weight[columns]
+        part.bias = None if self.bias is None else self.bias[columns]
+        part.derive()
+        return part.multiply

@@ -1,0 +1,168 @@
+"""A lexical shortlist: the target pieces a sentence's translation may be made of, chosen by
+its source pieces (Marian's lexical shortlist, CTranslate2's vocabulary map).
+
+A decoder step's output projection scores every vocabulary entry, though a sentence's
+translation uses few of them. With a shortlist the searches score only the batch's union of its
+sentences' candidate sets (``seq2seq.decoding.decode``), and each sentence's log-softmax runs
+over its OWN candidates (the others at -inf, ``shortlisted_logits``), so that no sentence's
+output depends on its batch-mates.
+
+The file is CTranslate2's vocabulary mapping (``vmap.txt``), so one file serves both engines::
+
+    <TAB>T1 T2 ...             a line with an empty source: targets that are always candidates
+    SOURCE<TAB>T1 T2 ...       a source piece and its candidates
+
+UTF-8, pieces as SentencePiece writes them (``▁`` for a space), targets separated by single
+spaces; no comments (CTranslate2 would read one as a rule). The end of sentence is always a
+candidate, as in CTranslate2. ``seq2seq shortlist`` learns one (``seq2seq.data.shortlist``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from seq2seq.errors import DataError
+
+NEG_INF = float("-inf")
+
+
+class Shortlist:
+    """Candidate target ids per source id, plus ids that are always candidates.
+
+    Args:
+        always: ids every sentence may write (the end of sentence is added).
+        candidates: source id -> the target ids it makes candidates.
+        vocab_size: the vocabulary both sides share.
+        eos: the end-of-sentence id.
+    """
+
+    def __init__(
+        self,
+        always: Iterable[int],
+        candidates: Mapping[int, Iterable[int]],
+        vocab_size: int,
+        eos: int,
+    ) -> None:
+        self.vocab_size = vocab_size
+        self.always = torch.tensor(sorted({*always, eos}), dtype=torch.long)
+        lists = [sorted(set(candidates.get(source, ()))) for source in range(vocab_size)]
+        self.offsets = torch.tensor([0, *_cumulative(map(len, lists))], dtype=torch.long)
+        self.targets = torch.tensor([t for row in lists for t in row], dtype=torch.long)
+        every = torch.cat((self.always, self.targets))
+        if len(every) and (int(every.min()) < 0 or int(every.max()) >= vocab_size):
+            raise ValueError(f"shortlist ids must be in [0, {vocab_size})")
+        if any(not 0 <= source < vocab_size for source in candidates):
+            raise ValueError(f"shortlist source ids must be in [0, {vocab_size})")
+
+    @classmethod
+    def full(cls, vocab_size: int, eos: int) -> Shortlist:
+        """Every entry always a candidate: decodes exactly as no shortlist (a test's peer)."""
+        return cls(range(vocab_size), {}, vocab_size, eos)
+
+    def candidates_of(self, source: int) -> list[int]:
+        """The target ids ``source`` makes candidates (without the ``always`` ones)."""
+        return self.targets[self.offsets[source] : self.offsets[source + 1]].tolist()
+
+    def allowed(self, src_ids: Tensor, pad: int) -> Tensor:
+        """(B, S) padded source ids -> (B, V) bool: each sentence's own candidates."""
+        batch = src_ids.shape[0]
+        allowed = torch.zeros(batch, self.vocab_size, dtype=torch.bool)
+        allowed[:, self.always] = True
+        sources = src_ids.cpu()
+        rows, columns = (sources != pad).nonzero(as_tuple=True)
+        tokens = sources[rows, columns]
+        starts, counts = self.offsets[tokens], self.offsets[tokens + 1] - self.offsets[tokens]
+        # Each source token's run of targets, flattened: start + 0, 1, ... count - 1.
+        sentence = rows.repeat_interleave(counts)
+        first = torch.cumsum(counts, dim=0) - counts
+        within = torch.arange(int(counts.sum())) - first.repeat_interleave(counts)
+        allowed[sentence, self.targets[starts.repeat_interleave(counts) + within]] = True
+        return allowed.to(src_ids.device)
+
+    @classmethod
+    def read(
+        cls, path: str | Path, pieces: Mapping[str, int], vocab_size: int, eos: int
+    ) -> Shortlist:
+        """Read a vocabulary mapping file (the module's format); ``pieces``: a tokenizer's
+        piece -> id (``vocabulary_of``).
+
+        Raises:
+            DataError: naming the file and line: not UTF-8, a line without its tab, a
+                multi-piece source (CTranslate2 reads n-grams; we do not), a piece the
+                vocabulary lacks, or no rule at all.
+        """
+        always: set[int] = set()
+        candidates: dict[int, list[int]] = {}
+        lines = _read_text(path).splitlines()
+        for number, line in enumerate(lines, start=1):
+            if not line:
+                continue
+            source, tab, targets = line.partition("\t")
+            if not tab:
+                raise DataError.at(path, number, "expected SOURCE<TAB>TARGETS (no tab found)")
+            if " " in source:
+                raise DataError.at(path, number, f"one source piece per line, got {source!r}")
+            ids = [_piece_id(path, number, piece, pieces) for piece in targets.split()]
+            if source:
+                candidates.setdefault(_piece_id(path, number, source, pieces), []).extend(ids)
+            else:
+                always.update(ids)
+        if not always and not candidates:
+            raise DataError.at(path, None, "no shortlist rules (an empty file)")
+        return cls(always, candidates, vocab_size, eos)
+
+    def write(self, path: str | Path, id_to_piece: Callable[[int], str]) -> None:
+        """Write the module's format: the ``always`` line first, then one line per source id
+        that has candidates, in id order."""
+        lines = ["\t" + " ".join(id_to_piece(t) for t in self.always.tolist())]
+        for source in range(self.vocab_size):
+            targets = self.candidates_of(source)
+            if targets:
+                lines.append(id_to_piece(source) + "\t" + " ".join(map(id_to_piece, targets)))
+        Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def shortlisted_logits(logits: Tensor, allowed: Tensor, columns: Tensor, vocab: int) -> Tensor:
+    """(N, U) logits over the batch's union ``columns`` (U,), and (N, U) each row's own
+    candidates among them -> (N, V) logits: -inf outside the row's own candidates, so that a
+    row's log-softmax runs over its own candidates alone."""
+    full = logits.new_full((logits.shape[0], vocab), NEG_INF)
+    full[:, columns] = logits.masked_fill(~allowed, NEG_INF)
+    return full
+
+
+def _cumulative(counts: Iterable[int]) -> list[int]:
+    total, out = 0, []
+    for count in counts:
+        total += count
+        out.append(total)
+    return out
+
+
+def _read_text(path: str | Path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError.at(path, None, "no such shortlist file") from None
+    except UnicodeDecodeError as error:
+        raise DataError.at(path, None, f"not UTF-8 text ({error.reason})") from None
+    except OSError as error:
+        raise DataError.at(path, None, f"cannot read it ({error.strerror})") from None
+
+
+def vocabulary_of(id_to_piece: Callable[[int], str], vocab_size: int) -> dict[str, int]:
+    """piece -> id of a tokenizer's ``id_to_piece`` (what ``Shortlist.read`` looks pieces up
+    in: SentencePiece's own ``piece_to_id`` answers unk's id for an unknown piece)."""
+    return {id_to_piece(token): token for token in range(vocab_size)}
+
+
+def _piece_id(path: str | Path, line: int, piece: str, pieces: Mapping[str, int]) -> int:
+    if piece not in pieces:
+        raise DataError.at(
+            path, line, f"{piece!r} is no piece of this model's vocabulary (another model's?)"
+        )
+    return pieces[piece]
