@@ -179,3 +179,24 @@ def test_a_table_cell_keeps_its_escaped_pipes():
     assert translate(text, identity) == text
     cell = segments(document)[0]
     assert cell.render("甲|乙", [(0, 1), (2, 3), (4, 5)]) == "甲\\|乙"  # | would end the cell
+
+
+def test_heading_attribute_lists_are_kept_and_never_translated():
+    text = (
+        "## Install *it* {#install}\n\n"
+        "Set up {: #set-up .wide }\n======\n\n"
+        '### Run {#run data-x="a b"} ###\n\n'
+        "# {#empty}\n\n"
+        "# Read `{#x}` and {#y} here\n"
+    )
+    document = parse(text, "markdown")
+    texts = [s.text for s in segments(document)]
+    assert texts == ["Install it", "Set up", "Run", "Read {#x} and {#y} here"]
+    assert translate(text, identity) == text
+    assert translate(text) == (
+        "## 文*文* {#install}\n\n"
+        "文文 {: #set-up .wide }\n======\n\n"
+        '### 文 {#run data-x="a b"} ###\n\n'
+        "# {#empty}\n\n"
+        "# 文`{#x}`文文文\n"  # not at the end: words of the heading
+    )

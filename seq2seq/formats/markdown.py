@@ -7,6 +7,7 @@ Everything the model should not read stays as written:
   code, HTML blocks, link reference definitions (``[ref]: url``);
 - front matter: a YAML block between ``---`` lines (closed by ``---`` or ``...``) or a TOML
   block between ``+++`` lines at the very top, byte for byte (not translated);
+- a heading's attribute list at its end (``## Install {#install}``, ``{: #id .class}``);
 - a task list item's ``[ ]``/``[x]``, a GitHub alert's ``> [!NOTE]`` line, and a footnote
   definition's ``[^1]:`` label (its note is translated); a footnote reference ``[^1]`` is
   kept where its words went;
@@ -59,6 +60,12 @@ _LEADING_MARKERS = {
     ),  # a GitHub alert, alone on its line
 }
 _FRONT_MATTER_ENDS = {"---": ("---", "..."), "+++": ("+++",)}
+# A heading's attribute list at its end: {#id}, {.class}, {#id .class key=value} (Pandoc,
+# markdown-it-attrs), kramdown's {: #id} and MkDocs' { #id }; an anchor, never words.
+_ATTRIBUTE = r"""(?:[#.][^\s{}"'=]+|[\w:-]+=(?:"[^"]*"|'[^']*'|[^\s{}"']+))"""
+_HEADING_ATTRIBUTES = re.compile(
+    rf"[ \t]*\{{:?[ \t]*{_ATTRIBUTE}(?:[ \t]+{_ATTRIBUTE})*[ \t]*\}}\Z"
+)
 
 
 @dataclass
@@ -156,6 +163,9 @@ def _inline_segment(
     segment, cut = _without_marker(segment, token.content, _leading_marker(tokens, index))
     if cut:  # the segment starts after the marker (a GitHub alert's text on the next line)
         start = (_locate(document, token.content[cut:], start + cut) or located)[0]
+    if tokens[index - 1].type == "heading_open":
+        segment, kept = _without_attributes(segment, token.content)
+        end -= kept  # written after the translation as it stood
     return segment, start, end
 
 
@@ -207,6 +217,25 @@ def _without_marker(
     cut = match.end()
     _shift(segment.markup, -cut)
     return replace(segment, text=segment.text[cut:]), cut
+
+
+def _without_attributes(segment: MarkdownSegment, content: str) -> tuple[MarkdownSegment, int]:
+    """The heading's segment without the attribute list its ``content`` ends with
+    (``## Install {#install}``: the anchor links point at is not translated), and the list's
+    length with the white space before it (0: none, the segment as it was)."""
+    match = _HEADING_ATTRIBUTES.search(content)
+    if match is None or not segment.text.endswith(match.group()):
+        return segment, 0  # not plain text as written (inside a code span, escaped)
+    cut = len(segment.text) - len(match.group())
+    if any(m.end > cut for m in _flattened(segment.markup)):
+        return segment, 0  # its markup reaches into the list
+    return replace(segment, text=segment.text[:cut]), len(match.group())
+
+
+def _flattened(markups: list[Markup]) -> Iterator[Markup]:
+    for markup in markups:
+        yield markup
+        yield from _flattened(markup.children)
 
 
 def _escape_pipes(markups: list[Markup]) -> None:
