@@ -11,6 +11,8 @@
   health, the page and the request log; ``server``: loading, warming up, uvicorn, shutdown;
 - ``text_translation``: texts in a format translated through the worker, for every API;
 - ``deepl_translate``: DeepL's ``/v2/translate`` and the checks of its parameters;
+- ``deepl_documents``: DeepL's ``/v2/document`` routes (upload, status, result), over
+  ``document_store``: the documents held and translated in the background;
 - ``deepl_glossary_routes``: DeepL's ``/v2/glossaries`` and ``/v3/glossaries`` endpoints;
 - ``deepl_requests``: a DeepL request's parameters and its key.
 """

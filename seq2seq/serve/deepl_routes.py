@@ -10,6 +10,9 @@ server_url=URL)``, ``deepl.DeepLClient``) and the tools built on them work uncha
 - glossaries, EN to ZH only: ``/v2/glossaries`` (create, list, get, entries as TSV, delete)
   and the multilingual ``/v3/glossaries`` (also rename, replace or merge the dictionary, delete
   it); both show the same glossaries (``glossaries.GlossaryStore``; ``deepl_glossary_routes``).
+- documents: ``POST /v2/document`` (upload), ``/v2/document/{id}`` (status) and
+  ``/v2/document/{id}/result`` (download, once), translated in the background in their own
+  format, as ``/translate_file`` translates them (``deepl_documents``).
 - ``/v2/languages``, ``/v2/glossary-language-pairs``, ``/v2/usage`` (the characters translated
   since the server started, against a limit no server reaches: nothing is billed here).
 
@@ -26,6 +29,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 
+from seq2seq.serve.deepl_documents import DocumentServer, add_document_routes
 from seq2seq.serve.deepl_glossary_routes import add_glossary_routes
 from seq2seq.serve.deepl_requests import Arguments, KeyedArguments
 from seq2seq.serve.deepl_translate import TARGETS, DeeplTranslate, Usage
@@ -45,7 +49,7 @@ def add_deepl_routes(
     translate_texts: TranslateTexts,
     store: GlossaryStore,
 ) -> None:
-    """DeepL's routes: ``/v2/translate``, what the server offers, and the glossaries."""
+    """DeepL's routes: ``/v2/translate``, documents, what the server offers, glossaries."""
     arguments = KeyedArguments(settings)
     usage = Usage()
     translate = DeeplTranslate(served, settings, arguments, translate_texts, store, usage)
@@ -57,6 +61,10 @@ def add_deepl_routes(
     )
     app.add_api_route("/v2/usage", info.get_usage, methods=["GET", "POST"])
     add_glossary_routes(app, store, arguments)
+    documents = DocumentServer(
+        settings, arguments, translate_texts, store, usage, served.translates
+    )
+    add_document_routes(app, documents)
 
 
 class DeeplInfoRoutes:
