@@ -182,21 +182,50 @@ def test_a_table_cell_keeps_its_escaped_pipes():
 
 
 def test_heading_attribute_lists_are_kept_and_never_translated():
-    text = (
-        "## Install *it* {#install}\n\n"
-        "Set up {: #set-up .wide }\n======\n\n"
-        '### Run {#run data-x="a b"} ###\n\n'
-        "# {#empty}\n\n"
-        "# Read `{#x}` and {#y} here\n"
-    )
+    headings = {  # source: its translation by chinese()
+        "## Install *it* {#install}": "## 文*文* {#install}",
+        "Set up {: #set-up .wide }\n======": "文文 {: #set-up .wide }\n======",
+        '### Run {#run data-x="a b"} ###': '### 文 {#run data-x="a b"} ###',
+        "# {#empty}": "# {#empty}",
+        "# Read `{#x}` and {#y} here": "# 文`{#x}`文文文",  # not at the end: words
+    }
+    text = "\n\n".join(headings) + "\n"
     document = parse(text, "markdown")
     texts = [s.text for s in segments(document)]
     assert texts == ["Install it", "Set up", "Run", "Read {#x} and {#y} here"]
     assert translate(text, identity) == text
-    assert translate(text) == (
-        "## 文*文* {#install}\n\n"
-        "文文 {: #set-up .wide }\n======\n\n"
-        '### 文 {#run data-x="a b"} ###\n\n'
-        "# {#empty}\n\n"
-        "# 文`{#x}`文文文\n"  # not at the end: words of the heading
+    assert translate(text) == "\n\n".join(headings.values()) + "\n"
+
+
+def test_html_blocks_are_translated_as_html_their_tags_and_attributes_kept():
+    text = (
+        '<p align="center">\n  <img src="logo.png" alt="Logo">\n</p>\n'
+        '<p align="center"><em>Fast &amp; simple.</em></p>\n\n'
+        "<details>\n<summary>Or use <code>async def</code> here</summary>\n\n"
+        "Some **text**.\n\n</details>\n\n"
+        "> <p>Quoted</p>\n\n"
+        "<pre>\nkept as code\n</pre>\n"
+    )
+    document = parse(text, "markdown")
+    texts = [s.text for s in segments(document)]
+    assert texts == ["Fast & simple.", "Or use async def here", "Some text.", "Quoted"]
+    assert [s.line for s in segments(document)] == [4, 7, 9, 13]
+    out = translate(text)
+    assert out == (
+        '<p align="center">\n  <img src="logo.png" alt="Logo">\n</p>\n'
+        '<p align="center"><em>文文文。</em></p>\n\n'  # & (read as &amp;) is a word here
+        "<details>\n<summary>文文<code>async def</code>文</summary>\n\n"
+        "文**文**。\n\n</details>\n\n"
+        "> <p>文</p>\n\n"
+        "<pre>\nkept as code\n</pre>\n"
+    )
+    # the tags as an independent reader sees them: the same elements, the same attributes
+    tags = re.compile(r"<[a-z/][^>]*>")
+    assert tags.findall(COMMONMARK.render(out)) == tags.findall(COMMONMARK.render(text))
+
+
+def test_html_escapes_translated_text_in_an_html_block():
+    [segment] = segments(parse("<div>\nTom and Jerry\n</div>\n", "markdown"))
+    assert segment.render("汤姆&杰瑞<", [(0, 3)] * 2 + [(4, 7)] + [(8, 13)] * 3) == (
+        "汤姆&amp;杰瑞&lt;"
     )

@@ -4,7 +4,8 @@ footnote is a segment, with its emphasis, links, code spans and inline HTML as m
 Everything the model should not read stays as written:
 
 - structure: heading marks, list markers, quote marks, indentation, code fences and indented
-  code, HTML blocks, link reference definitions (``[ref]: url``);
+  code, link reference definitions (``[ref]: url``), and the tags and attributes of HTML
+  blocks, whose text is translated as HTML (``<p align="center">``, ``<details>``);
 - front matter: a YAML block between ``---`` lines (closed by ``---`` or ``...``) or a TOML
   block between ``+++`` lines at the very top, byte for byte (not translated);
 - a heading's attribute list at its end (``## Install {#install}``, ``{: #id .class}``);
@@ -47,7 +48,17 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from seq2seq.formats.inline import Alignment, Document, Markup, Segment, has_text, render
+from seq2seq.errors import DataError
+from seq2seq.formats.html import parse_html
+from seq2seq.formats.inline import (
+    Alignment,
+    Document,
+    Markup,
+    Segment,
+    has_text,
+    render,
+    segments,
+)
 from seq2seq.formats.markdown_inline import parser, read_inline
 
 _SPECIAL = re.compile(r"([\\`*_~\[\]<])")
@@ -60,6 +71,8 @@ _LEADING_MARKERS = {
     ),  # a GitHub alert, alone on its line
 }
 _FRONT_MATTER_ENDS = {"---": ("---", "..."), "+++": ("+++",)}
+# What may stand before a block on its first line: indentation, quote and list markers.
+_CONTAINER_MARKS = re.compile(r"(?:[ \t>]|[-+*][ \t]|\d{1,9}[.)][ \t])*")
 # A heading's attribute list at its end: {#id}, {.class}, {#id .class key=value} (Pandoc,
 # markdown-it-attrs), kramdown's {: #id} and MkDocs' { #id }; an anchor, never words.
 _ATTRIBUTE = r"""(?:[#.][^\s{}"'=]+|[\w:-]+=(?:"[^"]*"|'[^']*'|[^\s{}"']+))"""
@@ -129,6 +142,12 @@ def parse_markdown(document: str) -> Document:
             if found >= 0:
                 parts.append(document[cursor : found + len(label)])
                 cursor = found + len(label)
+        elif token.type == "html_block":
+            located = _html_block(document, token, line_start)
+            if located is not None:
+                start, end, html_parts = located
+                parts += [document[cursor:start], *html_parts]
+                cursor = end
         elif token.type == "inline" and token.children:
             located = _inline_segment(document, tokens, index, line_start)
             if located is None:
@@ -167,6 +186,23 @@ def _inline_segment(
         segment, kept = _without_attributes(segment, token.content)
         end -= kept  # written after the translation as it stood
     return segment, start, end
+
+
+def _html_block(document: str, token, start: int) -> tuple[int, int, Document] | None:
+    """An HTML block (``<p align="center">``, ``<details><summary>``) read as HTML
+    (:func:`parse_html`: its text translated, its tags and attributes kept), with the span of
+    the document it stands for; None where it is kept as written: not found in one piece (in a
+    quote, whose ``>`` marks cut its lines) or not HTML that parses."""
+    found = document.find(token.content, start)
+    if found < 0 or not _CONTAINER_MARKS.fullmatch(document[start:found]):
+        return None
+    try:
+        html_parts = parse_html(token.content)
+    except DataError:
+        return None  # markup left open at the block's end: kept as written
+    for part in segments(html_parts):
+        part.line += token.map[0]
+    return found, found + len(token.content), html_parts
 
 
 def _front_matter(document: str) -> int:
