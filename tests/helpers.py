@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import sys
 from pathlib import Path
 
 import torch
@@ -146,7 +147,20 @@ def tiny_checkpoint(
 
 # -- end to end: a small ``seq2seq fit`` run (conftest's ``run``) -----------------------------
 
-CONFIG = """
+# The trainer's log and the checkpoints of a config's run, under its {root}: the end of a
+# YAML config, after its trainer's other settings.
+RUN_OUTPUTS = """\
+  logger:
+    class_path: lightning.pytorch.loggers.CSVLogger
+    init_args:
+      save_dir: {root}
+      name: logs
+checkpoint:
+  dirpath: {root}/checkpoints
+"""
+
+CONFIG = (
+    """
 seed_everything: 3
 model:
   config:
@@ -186,20 +200,25 @@ trainer:
         every_n_train_steps: 10
         save_top_k: -1
         auto_insert_metric_name: false
-  logger:
-    class_path: lightning.pytorch.loggers.CSVLogger
-    init_args:
-      save_dir: {root}
-      name: logs
-checkpoint:
-  dirpath: {root}/checkpoints
 """
+    + RUN_OUTPUTS
+)
 
 
 def write_config(root: Path, corpus: Path, max_steps: int) -> str:
     config = root / f"config{max_steps}.yaml"
     config.write_text(CONFIG.format(corpus=corpus, root=root, max_steps=max_steps))
     return str(config)
+
+
+def checkpoint_command(command: str, checkpoint: str | Path, *options: object) -> list[str]:
+    """``seq2seq COMMAND --checkpoint CHECKPOINT OPTIONS...``'s arguments, as strings."""
+    return [command, "--checkpoint", str(checkpoint), *map(str, options)]
+
+
+def fit_process(config: str | Path, *options: str) -> list[str]:
+    """``python -m seq2seq fit --config CONFIG OPTIONS...``: a fit in a process of its own."""
+    return [sys.executable, "-m", "seq2seq", "fit", "--config", str(config), *options]
 
 
 def fit(root: Path, corpus: Path, max_steps: int, *extra: str) -> None:

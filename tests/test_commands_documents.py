@@ -8,7 +8,7 @@ import pytest
 from seq2seq.cli import main
 from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
-from tests.helpers import tiny_checkpoint
+from tests.helpers import checkpoint_command, tiny_checkpoint
 
 SENTENCES = ["I will buy apples today.", "She can see the book tomorrow."]
 
@@ -91,25 +91,8 @@ def test_evaluate_splits_unless_told_not_to(checkpoint, tmp_path, capsys):
             ],
         ),
     ):
-        assert (
-            main(
-                [
-                    "evaluate",
-                    "--checkpoint",
-                    checkpoint,
-                    "--src",
-                    str(src),
-                    "--ref",
-                    str(ref),
-                    "--hyps",
-                    str(hyps),
-                    "--beam-size",
-                    "1",
-                    "--json",
-                    *extra,
-                ]
-            )
-            == 0
-        )
+        files = ("--src", src, "--ref", ref, "--hyps", hyps)
+        options = ("--beam-size", 1, "--json", *extra)
+        assert main(checkpoint_command("evaluate", checkpoint, *files, *options)) == 0
         assert hyps.read_text(encoding="utf-8") == expected + "\n"
     capsys.readouterr()

@@ -13,7 +13,7 @@ from seq2seq.cli import main
 from seq2seq.inference.evaluation import score_translations
 from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
-from tests.helpers import synthetic_pairs
+from tests.helpers import checkpoint_command, synthetic_pairs
 
 pytestmark = pytest.mark.slow
 
@@ -25,22 +25,8 @@ def test_export_hf_gives_the_same_logits_and_greedy_translations(run, tmp_path, 
     scores = score_translations(["我会买茶。"], [["我会买茶。"]])
     eval_json = tmp_path / "eval.json"
     eval_json.write_text(json.dumps({**scores, "eval_set": "test", "sentences": 1, "beam_size": 5}))
-    assert (
-        main(
-            [
-                "export",
-                "--checkpoint",
-                str(checkpoint),
-                "--format",
-                "hf",
-                "--output",
-                str(out),
-                "--eval-json",
-                str(eval_json),
-            ]
-        )
-        == 0
-    )
+    options = ("--format", "hf", "--output", out, "--eval-json", eval_json)
+    assert main(checkpoint_command("export", checkpoint, *options)) == 0
     marian = transformers.MarianMTModel.from_pretrained(out).eval()
     translator = Translator.from_checkpoint(checkpoint)
     ours = translator.engine.model
@@ -78,20 +64,8 @@ def test_ctranslate2_export_translates_like_ours(run, tmp_path, capsys):
     pytest.importorskip("transformers")
     checkpoint = run / "checkpoints" / "last.ckpt"
     out = tmp_path / "ct2"
-    assert (
-        main(
-            [
-                "export",
-                "--checkpoint",
-                str(checkpoint),
-                "--format",
-                "ctranslate2",
-                "--output",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    options = ("--format", "ctranslate2", "--output", out)
+    assert main(checkpoint_command("export", checkpoint, *options)) == 0
     lines = [en for en, _ in synthetic_pairs()[:300:11]] + ["", "Tom \U0001f375 \x07."]
     source = tmp_path / "in.en"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")

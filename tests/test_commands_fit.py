@@ -15,7 +15,7 @@ from seq2seq.cli import main
 from seq2seq.inference.checkpoint import read_checkpoint
 from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
-from tests.helpers import fit, write_config
+from tests.helpers import fit, fit_process, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -206,21 +206,10 @@ def test_fit_log_is_clean_and_says_when_max_time_stopped_it(corpus, tmp_path):
     plain line says where it stopped and the rate of its last update; the log holds no product
     tips and no deprecation warnings."""
     import subprocess
-    import sys
 
     config = write_config(tmp_path, corpus, max_steps=100_000)
-    command = [
-        sys.executable,
-        "-m",
-        "seq2seq",
-        "fit",
-        "--config",
-        config,
-        "--trainer.max_time",
-        "00:00:00:03",
-        "--model.cooldown_steps",
-        "1000",
-    ]
+    limits = ("--trainer.max_time", "00:00:00:03", "--model.cooldown_steps", "1000")
+    command = fit_process(config, *limits)
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     log = done.stdout + done.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from seq2seq.cli import main
+from tests.helpers import checkpoint_command
 
 pytestmark = pytest.mark.slow
 
@@ -14,43 +15,11 @@ def test_attention_and_plot_commands_write_pictures(run, tmp_path):
     image_module = pytest.importorskip("PIL.Image")
     checkpoint = str(run / "checkpoints" / "last.ckpt")
     attention = tmp_path / "attention.png"
-    assert (
-        main(
-            [
-                "attention",
-                "--checkpoint",
-                checkpoint,
-                "--text",
-                "Tom will buy apples.",
-                "--output",
-                str(attention),
-                "--beam-size",
-                "1",
-            ]
-        )
-        == 0
-    )
+    sentence = ("--text", "Tom will buy apples.", "--beam-size", 1)
+    assert main(checkpoint_command("attention", checkpoint, *sentence, "--output", attention)) == 0
     one_layer = tmp_path / "layer0.png"
-    assert (
-        main(
-            [
-                "attention",
-                "--checkpoint",
-                checkpoint,
-                "--text",
-                "Tom will buy apples.",
-                "--output",
-                str(one_layer),
-                "--layer",
-                "0",
-                "--head",
-                "1",
-                "--beam-size",
-                "1",
-            ]
-        )
-        == 0
-    )
+    head = ("--output", one_layer, "--layer", 0, "--head", 1)
+    assert main(checkpoint_command("attention", checkpoint, *sentence, *head)) == 0
     with image_module.open(attention) as mean, image_module.open(one_layer) as head:
         assert mean.format == head.format == "PNG" and head.width > 300
         assert mean.size == head.size  # the test model has one decoder layer

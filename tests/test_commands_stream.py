@@ -43,6 +43,14 @@ def command(*args: str) -> list[str]:
     return [sys.executable, "-m", "seq2seq", *args]
 
 
+def translate(checkpoint: Path, source: Path | None, output: Path | None, *options) -> list[str]:
+    """``seq2seq translate --checkpoint CHECKPOINT [--input SOURCE] [--output OUTPUT]
+    OPTIONS...``'s arguments, as strings (None: no --input, or no --output)."""
+    files = [("--input", source), ("--output", output)]
+    paths = [str(part) for option, path in files if path for part in (option, path)]
+    return ["translate", "--checkpoint", str(checkpoint), *paths, *map(str, options)]
+
+
 def test_streamed_output_equals_the_one_pass_translation(translation_checkpoint, tmp_path):
     lines = lines_with_blanks(16)
     source = tmp_path / "in.en"
@@ -53,19 +61,7 @@ def test_streamed_output_equals_the_one_pass_translation(translation_checkpoint,
     for window in ("1", "5", "1000"):
         output = tmp_path / f"out{window}.zh"
         code = main(
-            [
-                "translate",
-                "--checkpoint",
-                str(translation_checkpoint),
-                "--input",
-                str(source),
-                "--output",
-                str(output),
-                "--beam-size",
-                "2",
-                "--window",
-                window,
-            ]
+            translate(translation_checkpoint, source, output, "--beam-size", 2, "--window", window)
         )
         assert code == 0
         assert output.read_text(encoding="utf-8").split("\n")[:-1] == expected, window
@@ -73,15 +69,7 @@ def test_streamed_output_equals_the_one_pass_translation(translation_checkpoint,
 
 def test_a_pipe_sees_each_window_before_the_input_ends(translation_checkpoint):
     process = subprocess.Popen(
-        command(
-            "translate",
-            "--checkpoint",
-            str(translation_checkpoint),
-            "--window",
-            "2",
-            "--beam-size",
-            "1",
-        ),
+        command(*translate(translation_checkpoint, None, None, "--window", 2, "--beam-size", 1)),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -112,17 +100,7 @@ def test_an_interrupted_translation_keeps_every_finished_line(
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     process = subprocess.Popen(
         command(
-            "translate",
-            "--checkpoint",
-            str(translation_checkpoint),
-            "--input",
-            str(source),
-            "--output",
-            str(output),
-            "--window",
-            "4",
-            "--beam-size",
-            "2",
+            *translate(translation_checkpoint, source, output, "--window", 4, "--beam-size", 2)
         ),
         stderr=subprocess.PIPE,
         # Ctrl+C's SIGINT at its default, as in a terminal: a pytest-xdist worker ignores
@@ -152,19 +130,7 @@ def test_n_best_lists_every_line_best_first(translation_checkpoint, tmp_path, ca
     lines = ["I will buy apples today.", "", "He can see the book. She will cook rice."]
     source = tmp_path / "in.en"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    code = main(
-        [
-            "translate",
-            "--checkpoint",
-            str(translation_checkpoint),
-            "--input",
-            str(source),
-            "--n-best",
-            "3",
-            "--beam-size",
-            "2",
-        ]
-    )
+    code = main(translate(translation_checkpoint, source, None, "--n-best", 3, "--beam-size", 2))
     assert code == 0
     rows = [line.split(" ||| ") for line in capsys.readouterr().out.splitlines()]
     assert all(len(row) == 4 and row[2].startswith("F0= ") for row in rows)
@@ -366,19 +332,7 @@ def test_a_pipe_as_input_is_read_once_and_translated(translation_checkpoint, tmp
 
     writer = threading.Thread(target=feed)
     writer.start()
-    code = main(
-        [
-            "translate",
-            "--checkpoint",
-            str(translation_checkpoint),
-            "--input",
-            str(fifo),
-            "--output",
-            str(output),
-            "--beam-size",
-            "1",
-        ]
-    )
+    code = main(translate(translation_checkpoint, fifo, output, "--beam-size", 1))
     writer.join(timeout=30)
     expected = Translator.from_checkpoint(translation_checkpoint).translate(
         lines, TranslateOptions(beam_size=1)
@@ -393,21 +347,7 @@ def test_warnings_name_lines_of_the_file_not_of_the_window(
     source = tmp_path / "in.en"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     output = tmp_path / "out.zh"
-    code = main(
-        [
-            "translate",
-            "--checkpoint",
-            str(translation_checkpoint),
-            "--input",
-            str(source),
-            "--output",
-            str(output),
-            "--window",
-            "2",
-            "--beam-size",
-            "1",
-        ]
-    )
+    code = main(translate(translation_checkpoint, source, output, "--window", 2, "--beam-size", 1))
     warnings = [line for line in capsys.readouterr().err.splitlines() if "windows" in line]
     assert code == 0 and len(warnings) == 1 and warnings[0].endswith("line 5"), warnings
 

@@ -12,7 +12,7 @@ import torch
 from seq2seq.cli import main
 from seq2seq.inference.checkpoint import read_checkpoint
 from seq2seq.inference.translator import Translator
-from tests.helpers import synthetic_pairs
+from tests.helpers import checkpoint_command, synthetic_pairs
 
 pytestmark = pytest.mark.slow
 
@@ -34,19 +34,8 @@ def test_translate_keeps_one_line_per_input_line(run, tmp_path, capsys):
     source.write_bytes(b"\n".join(ugly) + b"\n")
     output = tmp_path / "out.zh"
     checkpoint = str(run / "checkpoints" / "last.ckpt")
-    code = main(
-        [
-            "translate",
-            "--checkpoint",
-            checkpoint,
-            "--input",
-            str(source),
-            "--output",
-            str(output),
-            "--beam-size",
-            "3",
-        ]
-    )
+    files = ("--input", source, "--output", output)
+    code = main(checkpoint_command("translate", checkpoint, *files, "--beam-size", 3))
     assert code == 0
     lines = output.read_text(encoding="utf-8").split("\n")
     assert lines[-1] == "" and len(lines) - 1 == len(ugly)
@@ -64,24 +53,8 @@ def test_evaluate_json_with_files(run, tmp_path, capsys):
     ref.write_text("".join(zh + "\n" for _, zh in pairs), encoding="utf-8")
     hyps = tmp_path / "hyps.zh"
     checkpoint = str(run / "checkpoints" / "last.ckpt")
-    code = main(
-        [
-            "evaluate",
-            "--checkpoint",
-            checkpoint,
-            "--src",
-            str(src),
-            "--ref",
-            str(ref),
-            "--ref",
-            str(ref),
-            "--hyps",
-            str(hyps),
-            "--json",
-            "--beam-size",
-            "2",
-        ]
-    )
+    files = ("--src", src, "--ref", ref, "--ref", ref, "--hyps", hyps)
+    code = main(checkpoint_command("evaluate", checkpoint, *files, "--json", "--beam-size", 2))
     assert code == 0
     result = json.loads(capsys.readouterr().out)
     assert 0.0 <= result["bleu"] <= 100.0 and 0.0 <= result["chrf"] <= 100.0
@@ -156,7 +129,7 @@ def test_evaluate_input_errors_are_one_line(run, tmp_path, capsys):
 @pytest.mark.parametrize(
     ("name", "content", "says"),
     [
-        ("book.odt", b"Hello.\n", ".odt is not a format seq2seq reads"),
+        ("book.doc", b"Hello.\n", ".doc is not a format seq2seq reads"),
         ("notes", b"PK\x03\x04\x14\x00rest", "a zip file"),
         ("scan", b"%PDF-1.7\n...", "a PDF"),
         ("raw", b"ab\x00\x00\x00\x00c\x00def\x00\x00", "binary data"),
@@ -173,6 +146,6 @@ def test_a_file_of_no_known_format_is_refused_unless_read_as_text(
     err = capsys.readouterr().err
     assert says in err and "--format text" in err and len(err.strip().splitlines()) == 1
     assert not output.exists()
-    if name == "book.odt":  # asked for, it is read as plain text
+    if name == "book.doc":  # asked for, it is read as plain text
         assert main([*argv, "--output", str(output), "--format", "text", "--beam-size", "1"]) == 0
         assert len(output.read_text(encoding="utf-8").splitlines()) == 1

@@ -55,7 +55,8 @@ def test_the_tests_of_case_read_words_not_characters():
     assert not is_title_cased("NASA ESA")  # shouted, not a title
 
 
-def test_a_translator_reads_shouted_input_as_the_checkpoints_truecaser_writes_it(tmp_path):
+def translator_knowing_tom(tmp_path):  # noqa: ANN201 (a Translator)
+    """A tiny checkpoint's translator whose truecaser knows one form: "Tom"."""
     import torch
 
     from seq2seq.inference.checkpoint import CHECKPOINT_KEY, TRUECASE_KEY
@@ -66,7 +67,11 @@ def test_a_translator_reads_shouted_input_as_the_checkpoints_truecaser_writes_it
     checkpoint = torch.load(path, weights_only=False)
     checkpoint[CHECKPOINT_KEY][TRUECASE_KEY] = {"tom": "Tom"}
     torch.save(checkpoint, path)
-    translator = Translator.from_checkpoint(path)
+    return Translator.from_checkpoint(path)
+
+
+def test_a_translator_reads_shouted_input_as_the_checkpoints_truecaser_writes_it(tmp_path):
+    translator = translator_knowing_tom(tmp_path)
     assert translator.truecaser.forms["tom"] == "Tom"
     written = translator.encode(["Tom will buy apples today."])
     assert translator.encode(["TOM WILL BUY APPLES TODAY."]) == written
@@ -155,17 +160,7 @@ def test_without_learnt_forms_every_line_is_left_as_written():
 
 
 def test_every_encode_path_reads_full_width_capitals_after_nfkc(tmp_path):
-    import torch
-
-    from seq2seq.inference.checkpoint import CHECKPOINT_KEY, TRUECASE_KEY
-    from seq2seq.inference.translator import Translator
-    from tests.helpers import tiny_checkpoint
-
-    path = tiny_checkpoint(tmp_path / "tiny.ckpt", source_ends_with_eos=True)
-    checkpoint = torch.load(path, weights_only=False)
-    checkpoint[CHECKPOINT_KEY][TRUECASE_KEY] = {"tom": "Tom"}
-    torch.save(checkpoint, path)
-    translator = Translator.from_checkpoint(path)
+    translator = translator_knowing_tom(tmp_path)
     [expected] = translator.encode(["Where is Tom?"])
     assert expected != translator.encode(["Where is tom?"])[0]
     for line in ["ＷＨＥＲＥ ＩＳ ＴＯＭ？", "Ｗｈｅｒｅ Ｉｓ Ｔｏｍ？"]:

@@ -36,15 +36,21 @@ def _source_padding(batch: int, length: int) -> torch.Tensor:
     return real
 
 
-@torch.no_grad()
-def test_encoder_layer_matches_torch_post_ln_layer():
+def _same_weights(ours_class, theirs_class, norms: int) -> tuple[nn.Module, nn.Module]:
+    """Our layer and torch's, theirs' self-attention, feed-forward and norms copied to ours."""
     torch.manual_seed(0)
-    theirs = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True).eval()
-    ours = EncoderLayer(tiny_config()).eval()
+    theirs = theirs_class(D, H, FF, dropout=0.0, batch_first=True).eval()
+    ours = ours_class(tiny_config()).eval()
     _copy_self_attention(ours.self_attn, theirs.self_attn)
     _copy_feed_forward(ours, theirs)
-    ours.norm1.load_state_dict(theirs.norm1.state_dict())
-    ours.norm2.load_state_dict(theirs.norm2.state_dict())
+    for i in range(1, norms + 1):
+        getattr(ours, f"norm{i}").load_state_dict(getattr(theirs, f"norm{i}").state_dict())
+    return ours, theirs
+
+
+@torch.no_grad()
+def test_encoder_layer_matches_torch_post_ln_layer():
+    ours, theirs = _same_weights(EncoderLayer, nn.TransformerEncoderLayer, norms=2)
     x = torch.randn(2, 9, D)
     real = _source_padding(2, 9)
     expected = theirs(x, src_key_padding_mask=~real)
@@ -54,14 +60,8 @@ def test_encoder_layer_matches_torch_post_ln_layer():
 
 @torch.no_grad()
 def test_decoder_layer_matches_torch_post_ln_layer():
-    torch.manual_seed(0)
-    theirs = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, batch_first=True).eval()
-    ours = DecoderLayer(tiny_config()).eval()
-    _copy_self_attention(ours.self_attn, theirs.self_attn)
+    ours, theirs = _same_weights(DecoderLayer, nn.TransformerDecoderLayer, norms=3)
     _copy_cross_attention(ours.cross_attn, theirs.multihead_attn)
-    _copy_feed_forward(ours, theirs)
-    for i in (1, 2, 3):
-        getattr(ours, f"norm{i}").load_state_dict(getattr(theirs, f"norm{i}").state_dict())
     tgt, memory = torch.randn(2, 6, D), torch.randn(2, 9, D)
     real = _source_padding(2, 9)
     expected = theirs(
