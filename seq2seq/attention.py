@@ -99,7 +99,21 @@ def merge_heads(x: Tensor) -> Tensor:
     return x.transpose(1, 2).reshape(batch, length, heads * head_dim)
 
 
-class SelfAttention(nn.Module):
+class MultiHead(nn.Module):
+    """What self- and cross-attention share: the head count and the dropout on the attention
+    probabilities, applied in training only. Its subclasses hold the projections."""
+
+    def __init__(self, n_heads: int, attention_dropout: float) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.attention_dropout = attention_dropout
+
+    @property
+    def dropout_now(self) -> float:
+        return self.attention_dropout if self.training else 0.0
+
+
+class SelfAttention(MultiHead):
     """Multi-head self-attention with one fused Q/K/V projection.
 
     Q, K and V come from the same input, so one (d, 3d) matmul replaces three (d, d) ones.
@@ -108,9 +122,7 @@ class SelfAttention(nn.Module):
     def __init__(
         self, d_model: int, n_heads: int, attention_dropout: float = 0.0, bias: bool = True
     ) -> None:
-        super().__init__()
-        self.n_heads = n_heads
-        self.attention_dropout = attention_dropout
+        super().__init__(n_heads, attention_dropout)
         self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
@@ -143,8 +155,7 @@ class SelfAttention(nn.Module):
             k, v = self._extend_cache(cache, k, v)
             mask = self._cache_mask(cache, q.shape[2], k.shape[2], x.device)
             causal = False
-        dropout = self.attention_dropout if self.training else 0.0
-        out = attend(q, k, v, mask, dropout, is_causal=causal and mask is None)
+        out = attend(q, k, v, mask, self.dropout_now, is_causal=causal and mask is None)
         return self.out_proj(merge_heads(out))
 
     @torch.no_grad()
@@ -195,15 +206,13 @@ class SelfAttention(nn.Module):
         return cache.self_k[:, :, :end], cache.self_v[:, :, :end]
 
 
-class CrossAttention(nn.Module):
+class CrossAttention(MultiHead):
     """Multi-head attention from decoder queries to encoder keys/values (the memory)."""
 
     def __init__(
         self, d_model: int, n_heads: int, attention_dropout: float = 0.0, bias: bool = True
     ) -> None:
-        super().__init__()
-        self.n_heads = n_heads
-        self.attention_dropout = attention_dropout
+        super().__init__(n_heads, attention_dropout)
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
         self.kv_proj = nn.Linear(d_model, 2 * d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
@@ -256,5 +265,5 @@ class CrossAttention(nn.Module):
         """
         k, v = memory_kv
         q = self.queries(x, k.shape[0])  # (B, H, N / B * T, Dh)
-        out = attend(q, k, v, memory_mask, self.attention_dropout if self.training else 0.0)
+        out = attend(q, k, v, memory_mask, self.dropout_now)
         return self.out_proj(merge_heads(self.rows_of(out, x.shape[0])))

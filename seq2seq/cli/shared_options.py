@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 
+from seq2seq.cli.shortlist import add_shortlist_option
 from seq2seq.inference.cpu import QUANTIZE_CHOICES
 from seq2seq.inference.pieces import MAX_TOKENS
 
@@ -52,6 +53,7 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
         help="ctranslate2: --checkpoint is a 'seq2seq export --format ctranslate2' directory",
     )
     add_quantize(p)
+    add_shortlist_option(p)
 
 
 def add_repetition_guard(p: argparse.ArgumentParser) -> None:
@@ -99,22 +101,27 @@ def add_quantize(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_switch_off(p: argparse.ArgumentParser, flag: str, dest: str, help: str) -> None:
+    """``flag`` turns off what is on by default: ``dest`` is True unless it is given."""
+    p.add_argument(flag, dest=dest, action="store_false", help=help)
+
+
 def add_split(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
+    add_switch_off(
+        p,
         "--no-split",
-        dest="split_sentences",
-        action="store_false",
-        help="take each line as one sentence; by default lines are split into "
-        "sentences, translated, and joined again",
+        "split_sentences",
+        "take each line as one sentence; by default lines are split into sentences, "
+        "translated, and joined again",
     )
 
 
 def add_truecase(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
+    add_switch_off(
+        p,
         "--no-truecase",
-        dest="truecase",
-        action="store_false",
-        help="read every line as written; by default a SHOUTED or Title Cased line is read in "
+        "truecase",
+        "read every line as written; by default a SHOUTED or Title Cased line is read in "
         "sentence case with the word forms the checkpoint learnt (one without them, such as "
         "an imported OPUS-MT model, is read as written either way)",
     )
@@ -129,12 +136,12 @@ def add_verbatim(p: argparse.ArgumentParser) -> None:
         "occurs, case-sensitive, whole words) or 're:PATTERN' (a Python regular expression); "
         "'#' starts a comment line",
     )
-    p.add_argument(
+    add_switch_off(
+        p,
         "--no-verbatim",
-        dest="verbatim_builtin",
-        action="store_false",
-        help="let the model translate URLs, e-mail addresses, paths, numbers, versions, dates "
-        "and times, identifiers, flags, placeholders and acronyms (kept exactly as written by "
+        "verbatim_builtin",
+        "let the model translate URLs, e-mail addresses, paths, numbers, versions, dates and "
+        "times, identifiers, flags, placeholders and acronyms (kept exactly as written by "
         "default); a --verbatim file's terms are still kept",
     )
 
