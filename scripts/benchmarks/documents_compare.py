@@ -21,14 +21,10 @@ from benchmarks.documents_encodings import (
     input_codec,
 )
 
-FORMATS = {
-    ".html": "html",
-    ".htm": "html",
-    ".xhtml": "html",
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".srt": "srt",
-}
+# The formats compared, by extension: as seq2seq.formats.EXTENSIONS names them, written again
+# here because this module imports nothing of the translator it measures.
+_EXTENSIONS = {"html": ".html .htm .xhtml", "markdown": ".md .markdown", "srt": ".srt"}
+FORMATS = {ext: name for name, exts in _EXTENSIONS.items() for ext in exts.split()}
 # Inline elements whose text a reader sees (void ones, br/img/wbr, hold none).
 INLINE = frozenset(
     "a abbr b bdi bdo big cite code data del dfn em font i ins kbd label mark q s samp small "

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -36,6 +37,14 @@ ENTRY = ROOT / "scripts" / "bench.py"  # the benches' entry point
 DATA = ROOT / "scripts" / "data"  # the benches' own inputs (sentences, segments, manifests)
 DOCUMENTS = Path.home() / ".cache" / "seq2seq" / "documents" / "files"  # fetch_documents.py's
 ADDRESS = re.compile(r" at (http://127\.0\.0\.1:\d+)")  # where ``seq2seq serve`` says it listens
+
+
+def described_parser(doc: str) -> argparse.ArgumentParser:
+    """A bench's parser whose ``--help`` shows its docstring: the first paragraph before the
+    options, the rest, as written, after them."""
+    first, _, rest = doc.partition("\n\n")
+    formatter = argparse.RawDescriptionHelpFormatter
+    return argparse.ArgumentParser(description=first, epilog=rest, formatter_class=formatter)
 
 
 def thread_env(threads: int | None) -> dict[str, str]:

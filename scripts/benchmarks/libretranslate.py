@@ -84,27 +84,14 @@ def libretranslate(
     port: int | None = None,
     timeout: float = 300,
     args: Sequence[str] = (),
-) -> Iterator[str]:
-    """A LibreTranslate server (the venv of ``python``, packages installed under ``home``) on
-    127.0.0.1:``port`` (default: a free one), offline; yields its URL once ``/languages``
-    answers, stops it after."""
-    with libretranslate_process(python, home, port, timeout, args) as (url, _):
-        yield url
-
-
-@contextmanager
-def libretranslate_process(
-    python: str | Path,
-    home: str | Path,
-    port: int | None = None,
-    timeout: float = 300,
-    args: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     threads: int = 1,
 ) -> Iterator[tuple[str, subprocess.Popen]]:
-    """:func:`libretranslate` yielding (URL, server process), with ``threads`` request
-    threads (its ``--threads``: waitress') and ``env`` over the offline environment (e.g.
-    ``ARGOS_INTRA_THREADS``); its log is ``home/libretranslate.log``."""
+    """A LibreTranslate server (the venv of ``python``, packages installed under ``home``) on
+    127.0.0.1:``port`` (default: a free one), offline, with ``threads`` request threads (its
+    ``--threads``: waitress') and ``env`` over the offline environment (e.g.
+    ``ARGOS_INTRA_THREADS``); yields (URL, server process) once ``/languages`` answers, stops
+    it after. Its log is ``home/libretranslate.log``."""
     env = {**os.environ, **offline_environment(home), **(env or {})}
     port = port or free_port()
     command = [str(python), "-m", "libretranslate.main", "--host", "127.0.0.1"]

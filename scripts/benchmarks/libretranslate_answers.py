@@ -81,7 +81,7 @@ def translations(checkpoint: str, python: str, sources: list[str], tmp: Path) ->
     from libretranslatepy import LibreTranslateAPI
 
     start = time.perf_counter()
-    with libretranslate.libretranslate(python, home) as url:
+    with libretranslate.libretranslate(python, home) as (url, _):
         up = time.perf_counter() - start
         api = LibreTranslateAPI(url)
         start = time.perf_counter()

@@ -48,6 +48,7 @@ from seq2seq.inference.pieces import MAX_TOKENS
 
 progress = harness.progress("bench_serve")
 CEILING_WARMUP = 50  # sentences decoded before the ceiling is timed
+DEMO = "runs/demo/checkpoints/last.ckpt"  # the demo recipe's model
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -79,98 +80,76 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("\n\n", 1)[1],
-    )
-    add_measured_options(parser)
-    add_server_options(parser)
-    add_output_options(parser)
-    # The ceiling worker: this bench re-invoked by ``ceiling``.
-    parser.add_argument("--ceiling-worker", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--beam", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--result", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.duration <= 0 or args.warmup < 0 or min(args.clients + args.beams) < 1:
-        parser.error("--duration must be > 0, --warmup >= 0, clients and beams >= 1")
-    return args
-
-
-def add_measured_options(parser: argparse.ArgumentParser) -> None:
-    """What is measured: the model, the sentences, the client counts, beams and durations."""
-    parser.add_argument(
-        "--checkpoint",
-        default="runs/demo/checkpoints/last.ckpt",
-        help="the model to serve (runs/demo/checkpoints/last.ckpt)",
-    )
-    parser.add_argument(
-        "--sentences",
-        default=None,
-        help="file of English lines to send (default: the checkpoint's test "
-        "split, which needs its data cache)",
-    )
-    parser.add_argument(
-        "--clients",
-        type=int_list,
-        default=[1, 8, 32],
-        help="concurrent client counts, comma-separated (1,8,32)",
-    )
-    parser.add_argument(
+    parser = harness.described_parser(__doc__)
+    add_load_options(parser, "the model to serve")
+    add = parser.add_argument
+    add(
         "--beams",
         type=int_list,
         default=[1, 5],
         help="beam sizes, comma-separated; one server each (1,5)",
     )
-    parser.add_argument(
-        "--duration", type=float, default=15.0, help="seconds measured per client count (15)"
-    )
-    parser.add_argument(
-        "--warmup",
-        type=float,
-        default=2.0,
-        help="seconds of load before each measurement, not counted (2)",
-    )
-
-
-def add_server_options(parser: argparse.ArgumentParser) -> None:
-    """How the server (and the ceiling) run, and how long a client waits for it."""
-    parser.add_argument(
-        "--threads", type=int, default=2, help="torch threads of the server and of the ceiling (2)"
-    )
-    parser.add_argument(
-        "--max-wait-ms", type=float, default=5.0, help="the server's --max-wait-ms (its default, 5)"
-    )
-    parser.add_argument(
-        "--max-batch-tokens",
-        type=int,
-        default=MAX_TOKENS,
-        help="the server's --max-batch-tokens and the ceiling's --max-tokens (their default, "
-        "%(default)s)",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=120.0,
-        help="seconds a client waits for one answer before it counts as failed (120)",
-    )
-    parser.add_argument(
+    add(
         "--server-option",
         action="append",
         default=[],
         help="one more 'seq2seq serve' option, repeatable (e.g. --server-option=--no-continuous)",
     )
-
-
-def add_output_options(parser: argparse.ArgumentParser) -> None:
-    """Where the results and the servers' logs go."""
-    parser.add_argument("--json", default=None, help="also write the results to this file")
-    parser.add_argument(
+    add(
         "--server-log",
         default=None,
         help="keep the servers' logs: BEAM is replaced by the beam size "
         "(default: a temporary file)",
     )
+    # The ceiling worker: this bench re-invoked by ``ceiling``.
+    add("--ceiling-worker", action="store_true", help=argparse.SUPPRESS)
+    add("--beam", type=int, help=argparse.SUPPRESS)
+    add("--result", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    check_load(parser, args, "beams", args.beams)
+    return args
+
+
+def add_load_options(parser: argparse.ArgumentParser, model: str) -> None:
+    """What both serving benches (this and ``serve-libretranslate``) take: the model and the
+    sentences, the clients and how long they load a server, how our server batches, how long a
+    client waits, and where the results go."""
+    add = parser.add_argument
+    add("--checkpoint", default=DEMO, help=f"{model} ({DEMO})")
+    add(
+        "--sentences",
+        help="file of English lines to send (default: the checkpoint's test split, which needs "
+        "its data cache)",
+    )
+    add("--clients", type=int_list, default=[1, 8, 32], help="concurrent client counts (1,8,32)")
+    add("--duration", type=float, default=15.0, help="seconds measured per client count (15)")
+    add("--warmup", type=float, default=2.0, help="seconds of load before each, not counted (2)")
+    add("--threads", type=int, default=2, help="compute threads of each server and the ceiling (2)")
+    add(
+        "--max-wait-ms", type=float, default=5.0, help="our server's --max-wait-ms (its default, 5)"
+    )
+    add(
+        "--max-batch-tokens",
+        type=int,
+        default=MAX_TOKENS,
+        help="our server's --max-batch-tokens and the ceiling's --max-tokens (their default, "
+        "%(default)s)",
+    )
+    add(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds a client waits for one answer before it counts as failed (120)",
+    )
+    add("--json", help="also write the results to this file")
+
+
+def check_load(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, beams: str, sizes
+) -> None:
+    """A usage error unless the durations are positive and the counts at least 1."""
+    if args.duration <= 0 or args.warmup < 0 or min([*args.clients, *sizes]) < 1:
+        parser.error(f"--duration must be > 0, --warmup >= 0, clients and {beams} >= 1")
 
 
 def int_list(text: str) -> list[int]:

@@ -51,11 +51,10 @@ import httpx
 from benchmarks import harness, libretranslate
 from benchmarks.harness import running_server, thread_env
 from benchmarks.proc_memory import MIB
-from benchmarks.serve import int_list, load_sentences, serve_command
+from benchmarks.serve import add_load_options, check_load, load_sentences, serve_command
 from benchmarks.serve_load import run_level, tree_rss
 from benchmarks.serve_report import build_comparison, print_comparison
 from seq2seq.inference.ctranslate2_engine import SETTINGS_FILE
-from seq2seq.inference.pieces import MAX_TOKENS
 from seq2seq.tools import argos
 
 SERVERS = ("ours", "ctranslate2", "libretranslate")
@@ -98,61 +97,38 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("\n\n", 1)[1],
-    )
-    parser.add_argument(
-        "--checkpoint",
-        default="runs/demo/checkpoints/last.ckpt",
-        help="the model every server serves (runs/demo/checkpoints/last.ckpt)",
-    )
-    parser.add_argument(
-        "--sentences",
-        default=None,
-        help="file of English lines to send (default: the checkpoint's test split)",
-    )
-    parser.add_argument(
+    parser = harness.described_parser(__doc__)
+    add_load_options(parser, "the model every server serves")
+    add = parser.add_argument
+    add(
         "--servers",
         type=lambda text: [s for s in text.split(",") if s],
         default=list(SERVERS),
         help=f"servers to measure, in this order (default: {','.join(SERVERS)})",
     )
-    parser.add_argument(
-        "--reference", default="libretranslate", help="the server ratios are to (libretranslate)"
-    )
-    parser.add_argument("--clients", type=int_list, default=[1, 8, 32], help="(1,8,32)")
-    parser.add_argument("--beam", type=int, default=argos.ARGOS_BEAM_SIZE, help="every server's")
-    parser.add_argument("--threads", type=int, default=2, help="compute threads per server (2)")
-    parser.add_argument(
+    add("--reference", default="libretranslate", help="the server ratios are to (libretranslate)")
+    add("--beam", type=int, default=argos.ARGOS_BEAM_SIZE, help="every server's")
+    add(
         "--request-threads",
         type=int,
         default=4,
         help="LibreTranslate's --threads: waitress threads taking requests (its default, 4)",
     )
-    parser.add_argument("--duration", type=float, default=15.0, help="seconds per level (15)")
-    parser.add_argument("--warmup", type=float, default=2.0, help="seconds before each (2)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="per answer (120)")
-    parser.add_argument(
+    add(
         "--max-other-cores",
         type=float,
         default=0.25,
         help="a level during which other processes used more cores is measured again (0.25)",
     )
-    parser.add_argument("--retries", type=int, default=2, help="at most this many times (2)")
-    parser.add_argument("--max-wait-ms", type=float, default=5.0, help="ours' (its default, 5)")
-    parser.add_argument("--max-batch-tokens", type=int, default=MAX_TOKENS, help="ours'")
-    parser.add_argument("--python", help="LibreTranslate's python (default: made by the script)")
-    parser.add_argument("--logs", help="keep the servers' logs in this directory")
-    parser.add_argument("--json", help="also write the results to this file")
+    add("--retries", type=int, default=2, help="at most this many times (2)")
+    add("--python", help="LibreTranslate's python (default: made by the script)")
+    add("--logs", help="keep the servers' logs in this directory")
     args = parser.parse_args(argv)
     args.server_option = []  # serve_command's extra options: none
     unknown = set(args.servers) - set(SERVERS)
     if unknown or not args.servers:
         parser.error(f"--servers: choose among {','.join(SERVERS)}")
-    if args.duration <= 0 or args.warmup < 0 or min([*args.clients, args.beam]) < 1:
-        parser.error("--duration must be > 0, --warmup >= 0, clients and beam >= 1")
+    check_load(parser, args, "beam", [args.beam])
     return args
 
 
@@ -212,9 +188,10 @@ def start_libretranslate(
         "MKL_NUM_THREADS": threads,
     }
     home = logs / "libretranslate-home"
-    with libretranslate.libretranslate_process(
-        python, home, env=env, threads=args.request_threads
-    ) as (url, process):
+    with libretranslate.libretranslate(python, home, env=env, threads=args.request_threads) as (
+        url,
+        process,
+    ):
         description = (
             f"LibreTranslate, beam {args.beam}, {args.request_threads} request threads, "
             f"CTranslate2 {threads} threads"

@@ -9,26 +9,27 @@ from typing import Any
 from benchmarks.harness import machine
 from benchmarks.serve_load import Level
 
-THROUGHPUT_HEADER = [
-    "beam",
-    "clients",
-    "requests/s",
-    "sentences/s",
-    "p50 ms",
-    "p95 ms",
-    "p99 ms",
-    "× 1 client",
-    "% of one-file ceiling",
-]
-CORES_HEADER = [
-    "beam",
-    "clients",
-    "server cores",
-    "load generator cores",
-    "other processes' cores",
-    "server peak RSS MiB",
-    "failed requests",
-]
+# A table's columns: (header, key of the row, format spec; "": the value as it is).
+THROUGHPUT = (
+    ("beam", "beam", ""),
+    ("clients", "clients", ""),
+    ("requests/s", "requests_per_s", ".1f"),
+    ("sentences/s", "sentences_per_s", ".1f"),
+    ("p50 ms", "p50_ms", ".0f"),
+    ("p95 ms", "p95_ms", ".0f"),
+    ("p99 ms", "p99_ms", ".0f"),
+    ("× 1 client", "x_one_client", ".2f"),
+    ("% of one-file ceiling", "of_ceiling", ".0%"),
+)
+CORES = (
+    ("beam", "beam", ""),
+    ("clients", "clients", ""),
+    ("server cores", "server_cores", ".2f"),
+    ("load generator cores", "client_cores", ".2f"),
+    ("other processes' cores", "other_cores", ".2f"),
+    ("server peak RSS MiB", "peak_rss_mib", ".0f"),
+    ("failed requests", "errors", ""),
+)
 
 
 def build_report(
@@ -63,10 +64,10 @@ def build_report(
 def print_report(report: dict[str, Any]) -> None:
     """The setting, the throughput table, the ceilings, the CPU table and any failures."""
     print_setting(report)
-    print_table(THROUGHPUT_HEADER, [throughput_row(r) for r in report["levels"]])
+    print_table(THROUGHPUT, report["levels"])
     print_ceilings(report["ceilings"])
     print()
-    print_table(CORES_HEADER, [cores_row(r) for r in report["levels"]])
+    print_table(CORES, report["levels"])
     print_failures(report["levels"])
 
 
@@ -79,34 +80,6 @@ def print_setting(report: dict[str, Any]) -> None:
         f"{s['duration']:g} s per level; --max-wait-ms {s['max_wait_ms']:g}, "
         f"--max-batch-tokens {s['max_batch_tokens']}\n"
     )
-
-
-def throughput_row(r: dict[str, Any]) -> list[Any]:
-    """One level's rates, latencies and ratios, under :data:`THROUGHPUT_HEADER`."""
-    return [
-        r["beam"],
-        r["clients"],
-        f"{r['requests_per_s']:.1f}",
-        f"{r['sentences_per_s']:.1f}",
-        f"{r['p50_ms']:.0f}",
-        f"{r['p95_ms']:.0f}",
-        f"{r['p99_ms']:.0f}",
-        "–" if r["x_one_client"] is None else f"{r['x_one_client']:.2f}",
-        f"{100 * r['of_ceiling']:.0f}%",
-    ]
-
-
-def cores_row(r: dict[str, Any]) -> list[Any]:
-    """One level's cores used on each side and its failures, under :data:`CORES_HEADER`."""
-    return [
-        r["beam"],
-        r["clients"],
-        f"{r['server_cores']:.2f}",
-        f"{r['client_cores']:.2f}",
-        f"{r['other_cores']:.2f}",
-        f"{r['peak_rss_mib']:.0f}",
-        r["errors"],
-    ]
 
 
 def print_ceilings(ceilings: dict[str, dict[str, Any]]) -> None:
@@ -129,29 +102,38 @@ def print_failures(levels: list[dict[str, Any]]) -> None:
             )
 
 
-def print_table(header: list[str], rows: list[list[Any]]) -> None:
-    """A markdown table, numbers right-aligned, and a blank line."""
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---:|" * len(header))
+def print_table(columns: tuple[tuple[str, str, str], ...], rows: list[dict[str, Any]]) -> None:
+    """A markdown table of ``rows`` in ``columns``, numbers right-aligned ("–": none), and a
+    blank line."""
+    print("| " + " | ".join(header for header, _, _ in columns) + " |")
+    print("|" + "---:|" * len(columns))
     for row in rows:
-        print("| " + " | ".join(str(cell) for cell in row) + " |")
+        cells = ("–" if row[key] is None else format(row[key], spec) for _, key, spec in columns)
+        print("| " + " | ".join(cells) + " |")
     print()
 
 
 # -- servers against each other (serve-libretranslate) -----------------------------------------
 
-SERVERS_HEADER = [
-    "server",
-    "clients",
-    "sentences/s",
-    "p50 ms",
-    "p99 ms",
-    "peak RSS MiB",
-    "server cores",
-    "other cores",
-    "failed",
-]
-RATIOS_HEADER = ["clients", "server", "sentences/s ×", "p50 ×", "p99 ×", "peak RSS ×"]
+SERVERS = (
+    ("server", "server", ""),
+    ("clients", "clients", ""),
+    ("sentences/s", "sentences_per_s", ".1f"),
+    ("p50 ms", "p50_ms", ".0f"),
+    ("p99 ms", "p99_ms", ".0f"),
+    ("peak RSS MiB", "peak_rss_mib", ".0f"),
+    ("server cores", "server_cores", ".2f"),
+    ("other cores", "other_cores", ".2f"),
+    ("failed", "errors", ""),
+)
+RATIOS = (
+    ("clients", "clients", ""),
+    ("server", "server", ""),
+    ("sentences/s ×", "sentences_per_s", ".2f"),
+    ("p50 ×", "p50_ms", ".2f"),
+    ("p99 ×", "p99_ms", ".2f"),
+    ("peak RSS ×", "peak_rss_mib", ".2f"),
+)
 
 
 def build_comparison(
@@ -221,37 +203,13 @@ def print_comparison(report: dict[str, Any]) -> None:
     for name, server in report["servers"].items():
         print(f"- {name}: {server['description']} (ready in {server['ready_s']:.1f} s)")
     print()
-    print_table(SERVERS_HEADER, [server_row(r) for r in report["levels"]])
+    print_table(SERVERS, report["levels"])
     if report["ratios"]:
         print(f"Ratios to {report['ratios'][0]['reference']} at the same client count:\n")
-        print_table(RATIOS_HEADER, [ratio_row(r) for r in report["ratios"]])
+        print_table(RATIOS, report["ratios"])
     for r in report["levels"]:
         if r["first_error"]:
             print(
                 f"{r['server']}, {r['clients']} clients: {r['errors']} failed, the first with "
                 f"{r['first_error']}"
             )
-
-
-def server_row(r: dict[str, Any]) -> list[Any]:
-    """One server at one client count, under :data:`SERVERS_HEADER`."""
-    return [
-        r["server"],
-        r["clients"],
-        f"{r['sentences_per_s']:.1f}",
-        f"{r['p50_ms']:.0f}",
-        f"{r['p99_ms']:.0f}",
-        f"{r['peak_rss_mib']:.0f}",
-        f"{r['server_cores']:.2f}",
-        f"{r['other_cores']:.2f}",
-        r["errors"],
-    ]
-
-
-def ratio_row(r: dict[str, Any]) -> list[Any]:
-    """One server's numbers over the reference's, under :data:`RATIOS_HEADER`."""
-    return [
-        r["clients"],
-        r["server"],
-        *("–" if r[k] is None else f"{r[k]:.2f}" for k in RATIO_KEYS),
-    ]
