@@ -213,7 +213,7 @@ def served(libretranslate_python, tmp_path_factory):
     package = argos.export_argos(checkpoint, tmp / "out")
     home = tmp / "home"
     installed = libretranslate.install_package(libretranslate_python, package, home)
-    with libretranslate.libretranslate(libretranslate_python, home, free_port()) as url:
+    with libretranslate.libretranslate(libretranslate_python, home, free_port()) as (url, _):
         yield url, installed, home
 
 
