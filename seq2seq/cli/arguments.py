@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from seq2seq import checks
-from seq2seq.cli import commands
+from seq2seq.cli import commands, shortlist
 from seq2seq.cli.calibrate import add_calibrate
 from seq2seq.cli.confident_lines import add_confidence_options
 from seq2seq.cli.shared_options import (
@@ -43,6 +43,7 @@ COMMANDS = {
     "plot": "draw a run's training curves: loss, validation BLEU, learning rate (PNG)",
     "serve": "serve a model over HTTP: LibreTranslate and OpenAI APIs, a web page",
     "calibrate": "fit a checkpoint's confidence to chrF on its dev split (stored in it)",
+    "shortlist": "learn a lexical shortlist (candidate pieces per source piece) for fast decoding",
 }
 LIGHTNING_COMMANDS = ("fit", "validate")
 
@@ -333,6 +334,7 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
         help="name in /v1/models and the logs (default: the run's name)",
     )
     _add_server_settings(p)
+    shortlist.add_shortlist_option(p)
     p.set_defaults(run=commands.run_serve)
 
 
@@ -440,4 +442,5 @@ OPTIONS = {
     "plot": _add_plot,
     "serve": _add_serve,
     "calibrate": add_calibrate,
+    "shortlist": shortlist.add_shortlist,
 }

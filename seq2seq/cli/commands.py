@@ -58,13 +58,24 @@ def _check_glossary_engine(translator, args: argparse.Namespace) -> None:  # noq
             )
 
 
+# --shortlist with --engine ctranslate2: CTranslate2 reads the map from its model directory.
+SHORTLIST_FOR_CTRANSLATE2 = (
+    "--shortlist is for our engine; a CTranslate2 model reads its own: "
+    "seq2seq export --format ctranslate2 --shortlist FILE writes it into the directory"
+)
+
+
 def _load_translator(args: argparse.Namespace):  # noqa: ANN202 (Translator)
     from seq2seq.inference.translator import ANNOTATION_ONLY_IGNORED, Translator
 
     if args.engine == "ctranslate2":
+        if args.shortlist:
+            raise ValueError(SHORTLIST_FOR_CTRANSLATE2)
         translator = Translator.from_ctranslate2(args.checkpoint, args.device, args.quantize)
     else:
-        translator = Translator.from_checkpoint(args.checkpoint, args.device, args.quantize)
+        translator = Translator.from_checkpoint(
+            args.checkpoint, args.device, args.quantize, args.shortlist
+        )
     _check_glossary_engine(translator, args)
     alone = getattr(args, "glossary_annotation_only", False)
     if alone and getattr(args, "glossary", None) and not translator.annotates_terms:
@@ -395,6 +406,7 @@ def run_serve(args: argparse.Namespace) -> int:
             model_name=args.model_name,
             quantize=args.quantize,
             settings=_server_settings(args),
+            shortlist=args.shortlist,
         )
     )
 

@@ -8,6 +8,7 @@
     copying.py           made-up spans (URLs, versions, identifiers...) on both sides: copying
     terms.py             inline term annotation (<term> src <trans> zh </term>), by tag ids
     alignment.py         term pairs learnt from a corpus by word association (Dice)
+    shortlist.py         a lexical shortlist learnt from token-id pairs (IBM Model 1)
     truecase.py          SHOUTED and Title Cased input read in sentence case, at inference
     split.py             the fixed train/dev/test split, keyed on a hash of the Chinese side
     tokenizer.py         the joint English+Chinese SentencePiece model, fixed special ids

@@ -12,15 +12,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Protocol
 
 import torch
 
+from seq2seq.config import ModelConfig
 from seq2seq.data.terms import term_tag_ids
 from seq2seq.data.tokenizer import TokenizerLike, blank_ids, byte_piece_ids, symbol_ids
 from seq2seq.decoding.constrained import Constraints
 from seq2seq.decoding.decode import translate_ids, translation_prompt
 from seq2seq.decoding.search import Hypothesis, SearchConfig, TokenRules
+from seq2seq.decoding.shortlist import Shortlist, vocabulary_of
 from seq2seq.decoding.utf8 import drop_broken_bytes
 from seq2seq.inference.attention_maps import cross_attention_maps, self_attention_maps
 from seq2seq.model import Transformer
@@ -38,6 +41,15 @@ def token_rules(tokenizer: TokenizerLike) -> TokenRules:
         term_tags=tags,
         symbols=symbol_ids(tokenizer),
     )
+
+
+def read_shortlist(path: str | Path, tokenizer: TokenizerLike, config: ModelConfig) -> Shortlist:
+    """A shortlist file (``seq2seq shortlist``) read with ``tokenizer``'s pieces, for a model of
+    ``config`` (an encoder-decoder one: a one-line error otherwise)."""
+    if config.decoder_only:
+        raise ValueError(f"{path}: a shortlist is for encoder-decoder models, not decoder-only")
+    pieces = vocabulary_of(tokenizer.id_to_piece, tokenizer.vocab_size)
+    return Shortlist.read(path, pieces, config.vocab_size, config.eos_id)
 
 
 def whole_characters(
@@ -102,11 +114,14 @@ class TorchEngine:
         model: Transformer,
         search: SearchConfig,
         rules: TokenRules = TokenRules(),  # noqa: B008 (frozen)
+        shortlist: Shortlist | None = None,
     ) -> None:
         self.model = model.eval()
         self.search = search
         # The tokenizer's pieces no output is made of alone, and those never generated.
         self.rules = rules
+        # Each sentence's candidate pieces (seq2seq.decoding.shortlist); None: the vocabulary.
+        self.shortlist = shortlist
 
     @property
     def device(self) -> str:
@@ -127,6 +142,7 @@ class TorchEngine:
             n_best,
             constraints,
             self.rules,
+            self.shortlist,
         )
         return whole_characters(found, self.rules.bytes, "the search")
 
@@ -143,7 +159,7 @@ class TorchEngine:
         return max(1, max_tokens // beam_size)
 
     def with_search(self, **changes: Any) -> TorchEngine:
-        return TorchEngine(self.model, replace(self.search, **changes), self.rules)
+        return TorchEngine(self.model, replace(self.search, **changes), self.rules, self.shortlist)
 
     def attention(self, source: list[int], target: list[int]) -> torch.Tensor:
         """Cross-attention of ``target`` (its tokens, then eos) over ``source``, mean over

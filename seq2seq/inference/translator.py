@@ -28,6 +28,7 @@ from typing import Any
 from seq2seq.data.terms import term_tag_ids
 from seq2seq.data.truecase import Truecaser
 from seq2seq.decoding.search import Hypothesis, SearchConfig
+from seq2seq.decoding.shortlist import Shortlist
 from seq2seq.errors import CheckpointError
 from seq2seq.formats import Document, parse, parse_text
 from seq2seq.formats.html import with_lang
@@ -37,7 +38,7 @@ from seq2seq.inference.checkpoint import load_model
 from seq2seq.inference.confidence import UNCALIBRATED, Calibration, Translation
 from seq2seq.inference.cpu import check_quantize, prepare_for_inference
 from seq2seq.inference.documents import SentenceTranslation, TextBatch, windowed_lines
-from seq2seq.inference.engines import Engine, TorchEngine, token_rules
+from seq2seq.inference.engines import Engine, TorchEngine, read_shortlist, token_rules
 
 # Re-exported: scripts/benchmarks/terminology.py reads the beam of a constrained search here.
 from seq2seq.inference.glossary import constrained_beam as constrained_beam
@@ -99,20 +100,28 @@ class Translator(SourceEncoding, GlossaryTerms, BatchDecoding):
 
     @classmethod
     def from_checkpoint(
-        cls, path: str | Path, device: str = "cpu", quantize: str | None = None
+        cls,
+        path: str | Path,
+        device: str = "cpu",
+        quantize: str | None = None,
+        shortlist: str | Path | None = None,
     ) -> Translator:
         """Build everything from a ``.ckpt`` written by ``seq2seq fit``: an encoder-decoder
         model, or a decoder-only one trained on joined pairs (``configs/lm_translate.yaml``).
         On the CPU in float32 its weights are packed for inference, or with
-        ``quantize="int8"`` quantized to int8 (``seq2seq.inference.cpu.prepare_for_inference``)."""
+        ``quantize="int8"`` quantized to int8 (``seq2seq.inference.cpu.prepare_for_inference``).
+        ``shortlist``: a ``seq2seq shortlist`` file; each sentence then writes only its
+        candidate pieces (``seq2seq.decoding.shortlist``)."""
         check_quantize(quantize, device)
         loaded = load_model(path, device)
         if loaded.is_language_model:
             raise CheckpointError(
                 f"{path}: a language model, not a translation model; use 'seq2seq generate'"
             )
+        config, rules = loaded.model.config, token_rules(loaded.tokenizer)
+        listed = None if shortlist is None else read_shortlist(shortlist, loaded.tokenizer, config)
         model = prepare_for_inference(loaded.model, quantize)
-        engine = TorchEngine(model, loaded.search, token_rules(loaded.tokenizer))
+        engine = TorchEngine(model, loaded.search, rules, listed)
         translator = cls(engine, loaded.tokenizer, Truecaser(loaded.truecase))
         translator.calibration = Calibration.from_dict(loaded.confidence)
         return translator
@@ -138,6 +147,16 @@ class Translator(SourceEncoding, GlossaryTerms, BatchDecoding):
         changes = {k: v for k, v in overrides.items() if v is not None}
         translator = Translator(self.engine.with_search(**changes), self.tokenizer, self.truecaser)
         translator.constrain_terms, translator.verbatim = self.constrain_terms, self.verbatim
+        return translator
+
+    def with_shortlist(self, shortlist: Shortlist | None) -> Translator:
+        """A translator sharing this one's model, decoding with ``shortlist`` (None: the whole
+        vocabulary). Our engine only: a CTranslate2 export carries its own (``vmap.txt``)."""
+        if not isinstance(self.engine, TorchEngine):
+            raise ValueError("a shortlist file is for our engine; export it for CTranslate2")
+        translator = copy.copy(self)
+        translator.engine = copy.copy(self.engine)
+        translator.engine.shortlist = shortlist
         return translator
 
     def with_truecase(self, truecase: bool) -> Translator:

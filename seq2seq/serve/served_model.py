@@ -14,7 +14,7 @@ from seq2seq.decoding.sampling import SamplingConfig
 from seq2seq.decoding.search import Hypothesis
 from seq2seq.inference.checkpoint import load_model
 from seq2seq.inference.cpu import check_quantize, prepare_for_inference
-from seq2seq.inference.engines import TorchEngine, token_rules
+from seq2seq.inference.engines import TorchEngine, read_shortlist, token_rules
 from seq2seq.inference.generation import Completion, Generator
 from seq2seq.inference.translator import Translator
 from seq2seq.serve.worker import Job
@@ -84,10 +84,14 @@ class ServedModel:
         device: str = "cpu",
         name: str | None = None,
         quantize: str | None = None,
+        shortlist: str | Path | None = None,
     ) -> ServedModel:
         """Load once, deciding from the checkpoint whether it translates or continues text;
-        ``quantize="int8"``: decode in int8 on the CPU (``prepare_for_inference``)."""
+        ``quantize="int8"``: decode in int8 on the CPU (``prepare_for_inference``);
+        ``shortlist``: a ``seq2seq shortlist`` file our engine decodes with (whole batches)."""
         name = name or model_name(path)
+        if shortlist is not None and engine == "ctranslate2":
+            raise ValueError("--shortlist is for our engine; export it into the CTranslate2 model")
         if engine == "ctranslate2":
             translator = Translator.from_ctranslate2(path, device, quantize)
             return cls(name, translator=translator, engine=engine, quantize=quantize)
@@ -95,9 +99,14 @@ class ServedModel:
         loaded = load_model(path, device)
         model = prepare_for_inference(loaded.model, quantize)
         if loaded.is_language_model:
+            if shortlist is not None:
+                raise ValueError(f"{path}: a language model; a shortlist is for translation")
             generator = Generator(model, loaded.tokenizer, loaded.search)
             return cls(name, generator=generator, quantize=quantize)
-        engine = TorchEngine(model, loaded.search, token_rules(loaded.tokenizer))
+        listed = None
+        if shortlist is not None:
+            listed = read_shortlist(shortlist, loaded.tokenizer, model.config)
+        engine = TorchEngine(model, loaded.search, token_rules(loaded.tokenizer), listed)
         translator = Translator(engine, loaded.tokenizer, Truecaser(loaded.truecase))
         return cls(name, translator=translator, quantize=quantize)
 
@@ -138,9 +147,12 @@ class ServedModel:
 
     def continuous(self, max_tokens: int, beam_size: int) -> ContinuousJobs | None:
         """Continuous batching for requests at the server's beam size, where the model allows
-        it: our engine and an encoder-decoder model (None otherwise: whole batches)."""
+        it: our engine and an encoder-decoder model without a shortlist (None otherwise:
+        whole batches; a shortlist's batch is its sentences' union, fixed for the batch)."""
         engine = getattr(self.translator, "engine", None)
         if not isinstance(engine, TorchEngine) or engine.model.config.decoder_only:
+            return None
+        if engine.shortlist is not None:
             return None
         if beam_size == 1:
             decoder: ContinuousBatch = ContinuousGreedy(engine.model, engine.search, engine.rules)

@@ -53,6 +53,7 @@ class ServeOptions:
     model_name: str | None = None  # in /v1/models and the logs (None: the run's name)
     quantize: str | None = None  # "int8": decode in int8 on the CPU
     settings: ServerSettings = ServerSettings()  # checked when made, before the model loads
+    shortlist: str | Path | None = None  # a 'seq2seq shortlist' file our engine decodes with
 
 
 def serve(options: ServeOptions) -> int:
@@ -101,7 +102,12 @@ def _loaded_and_warm(options: ServeOptions):  # noqa: ANN202
     from seq2seq.serve.served_model import ServedModel
 
     served = ServedModel.load(
-        options.checkpoint, options.engine, options.device, options.model_name, options.quantize
+        options.checkpoint,
+        options.engine,
+        options.device,
+        options.model_name,
+        options.quantize,
+        options.shortlist,
     )
     warm_up(served)
     return served
