@@ -127,7 +127,7 @@ def test_translate_file_round_trip(http, translator, name):
         ("image.txt", b"\x89PNG\r\n\x1a\n\x00\x00", "not a text file"),
         ("font.html", b"\x00\x01\x00\x00\x00\x0cOS/2" * 8, "not a text file"),
         ("marked.srt", b"\xef\xbb\xbf1\n\xff\n", "marked.srt:2: not valid utf-8"),
-        ("sheet.xlsx", b"Hello.", "file format not supported"),
+        ("sheet.xls", b"Hello.", "file format not supported"),
         ("big.txt", b"Hello. " * 40000, "exceeds file limit (200000)"),
     ],
 )

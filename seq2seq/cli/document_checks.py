@@ -13,7 +13,7 @@ from seq2seq.cli.progress import progress_bar
 # Documents of formats this toolkit does not read (yet), refused by name rather than read as
 # plain text; any other extension (corpus.en, notes.log) is lines of text.
 NOT_TEXT = frozenset(
-    ".odt .odp .ods .xlsx .epub .doc .xls .ppt .rtf .pdf .zip .gz .bz2 .xz .7z .tar "
+    ".odt .odp .ods .epub .doc .xls .ppt .rtf .pdf .zip .gz .bz2 .xz .7z .tar "
     ".png .jpg .jpeg .gif .webp .mp3 .mp4 .exe .bin".split()
 )
 

@@ -10,6 +10,8 @@ segments to translate (``inline.Document``). Pure text: no model.
     xml_scan.py  XML checked (no entity expansion) and cut into tokens at exact offsets
     zipped.py    zip containers (office documents) read within limits, written back exactly
     office.py    Word and PowerPoint (.docx, .pptx): paragraphs translated, runs as markup
+    spreadsheet.py  Excel (.xlsx): cell strings translated, formulas and numbers never
+    packages.py  the zip and XML parts of a package (an .xlsx) read, refused in one line
     verbatim.py  spans kept as written (URLs, numbers, identifiers...), marked literal
     verbatim_placement.py  where each span goes in a translation (never over a glossary term)
     encoding.py  a document's bytes: its encoding found, read exactly, written back
@@ -26,8 +28,12 @@ from pathlib import Path
 
 from seq2seq.formats.inline import Document, Segment, rebuild, render, segments
 
-FORMATS = ("text", "html", "markdown", "srt", "po", "xliff", "docx", "pptx")
-ZIPPED = frozenset({"docx", "pptx"})  # read from bytes (read_zipped), never decoded as text
+FORMATS = (
+    *("text", "html", "markdown", "srt", "po", "xliff"),
+    *("docx", "pptx", "xlsx"),
+)
+# Read from bytes (read_zipped), never decoded as text.
+ZIPPED = frozenset({"docx", "pptx", "xlsx"})
 EXTENSIONS = {
     ".txt": "text",
     ".text": "text",
@@ -43,6 +49,7 @@ EXTENSIONS = {
     ".xliff": "xliff",
     ".docx": "docx",
     ".pptx": "pptx",
+    ".xlsx": "xlsx",
 }
 
 
@@ -96,6 +103,10 @@ def read_zipped(
     Raises:
         DataError: a file that is not one, or is corrupt, too large or unsafe, naming ``source``.
     """
+    if format == "xlsx":
+        from seq2seq.formats.spreadsheet import read_xlsx
+
+        return read_xlsx(data, source)
     if format in ZIPPED:
         from seq2seq.formats.office import read_office
 

@@ -31,7 +31,7 @@ from seq2seq.serve.protocol import ApiError, translate_args
 
 SUPPORTED = (
     *(".txt", ".html", ".htm", ".md", ".markdown", ".srt", ".po", ".pot", ".xlf", ".xliff"),
-    *(".docx", ".pptx"),
+    *(".docx", ".pptx", ".xlsx"),
 )
 KEPT_FILES = 100
 MEDIA_TYPES = {
@@ -43,6 +43,7 @@ MEDIA_TYPES = {
     "xliff": "application/xliff+xml",
     "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
     "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
 }
 
 # (request, texts, format, split, beam size, n-best) -> results with a .text each
