@@ -127,3 +127,13 @@ def test_source_without_target_is_refused(learnt, capsys):
     options = ("--src", root / "train.en", "--output", output)
     assert main(checkpoint_command("shortlist", checkpoint, *options)) == 2
     assert "--src and --tgt go together" in capsys.readouterr().err
+
+
+def test_a_served_model_with_a_shortlist_decodes_with_it_in_whole_batches(learnt):
+    from seq2seq.serve.served_model import ServedModel
+
+    checkpoint, output, _ = learnt
+    served = ServedModel.load(checkpoint, shortlist=output)
+    assert served.translator.engine.shortlist is not None
+    assert served.continuous(4000, 4) is None  # continuous batching takes no shortlist
+    assert ServedModel.load(checkpoint).continuous(4000, 4) is not None

@@ -248,6 +248,7 @@ def _add_export(p: argparse.ArgumentParser) -> None:
         default=None,
         help="ctranslate2 and argos only: weight type, e.g. int8 (default: float32)",
     )
+    shortlist.add_export_shortlist(p)
     p.set_defaults(run=commands.run_export)
 
 

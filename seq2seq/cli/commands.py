@@ -58,19 +58,10 @@ def _check_glossary_engine(translator, args: argparse.Namespace) -> None:  # noq
             )
 
 
-# --shortlist with --engine ctranslate2: CTranslate2 reads the map from its model directory.
-SHORTLIST_FOR_CTRANSLATE2 = (
-    "--shortlist is for our engine; a CTranslate2 model reads its own: "
-    "seq2seq export --format ctranslate2 --shortlist FILE writes it into the directory"
-)
-
-
 def _load_translator(args: argparse.Namespace):  # noqa: ANN202 (Translator)
     from seq2seq.inference.translator import ANNOTATION_ONLY_IGNORED, Translator
 
     if args.engine == "ctranslate2":
-        if args.shortlist:
-            raise ValueError(SHORTLIST_FOR_CTRANSLATE2)
         translator = Translator.from_ctranslate2(args.checkpoint, args.device, args.quantize)
     else:
         translator = Translator.from_checkpoint(
@@ -336,7 +327,7 @@ def run_export(args: argparse.Namespace) -> int:
         out = export_argos(args.checkpoint, args.output, args.eval_json, args.quantization)
     else:
         out = export.export_ctranslate2(
-            args.checkpoint, args.output, args.eval_json, args.quantization
+            args.checkpoint, args.output, args.eval_json, args.quantization, None, args.shortlist
         )
     print(f"exported {args.checkpoint} as {args.format} to {out}")
     return 0

@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 from seq2seq import checks
+from seq2seq.cli.shortlist import check_shortlist_use
 
 # Options whose values must be at least 1 / at least 0, wherever a command has them.
 # (serve's own settings, port included, are checked by seq2seq.serve before its model loads.)
@@ -28,6 +29,8 @@ READABLE = {
     "src": "source file",
     "eval_json": "evaluation JSON",
     "font": "font file",
+    "shortlist": "shortlist file",
+    "tgt": "target file",
 }
 OUTPUT_DIRECTORIES = {"export"}  # commands whose --output is a directory
 MAKES_PARENTS = {"import", "average"}  # commands that create --output's directories
@@ -36,6 +39,7 @@ MAKES_PARENTS = {"import", "average"}  # commands that create --output's directo
 def check_arguments(args: argparse.Namespace) -> None:
     """Every option ``args`` holds, checked (numbers, then paths, then what they name)."""
     _check_numbers(args)
+    check_shortlist_use(args)
     _check_inputs(args)
     _check_runtime(args)
     _check_outputs(args)

@@ -32,6 +32,40 @@ def add_shortlist_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_export_shortlist(p: argparse.ArgumentParser) -> None:
+    """``export --shortlist FILE``: the CTranslate2 export's vocabulary map."""
+    p.add_argument(
+        "--shortlist",
+        metavar="FILE",
+        default=None,
+        help="ctranslate2 only: write this 'seq2seq shortlist' file into the model as its "
+        "vocabulary map (vmap.txt), which translate --engine ctranslate2 then uses",
+    )
+
+
+# Where --shortlist cannot apply, what is said instead. Argos Translate 1.11 calls
+# translate_batch without use_vmap (argostranslate/translate.py): a map in its package is unread.
+REFUSALS = {
+    "ctranslate2": "--shortlist is for our engine; a CTranslate2 model reads its own map: "
+    "seq2seq export --format ctranslate2 --shortlist FILE writes it into the directory",
+    "argos": "--shortlist: Argos Translate (and so LibreTranslate) does not pass use_vmap to "
+    "CTranslate2, so an Argos package would carry a map nothing reads; export ctranslate2",
+    "hf": "--shortlist: a Hugging Face model has no vocabulary map; export ctranslate2",
+}
+
+
+def check_shortlist_use(args: argparse.Namespace) -> None:
+    """A one-line error where ``--shortlist`` cannot apply, before any model loads: with
+    ``--engine ctranslate2`` (the export carries its map), or exported to Hugging Face or
+    Argos Translate."""
+    if getattr(args, "shortlist", None) is None:
+        return
+    if args.command == "export" and args.format != "ctranslate2":
+        raise ValueError(REFUSALS[args.format])
+    if getattr(args, "engine", "torch") == "ctranslate2":
+        raise ValueError(REFUSALS["ctranslate2"])
+
+
 def add_shortlist(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", required=True, help="a .ckpt written by 'seq2seq fit'")
     p.add_argument("--output", required=True, help="the shortlist file to write (vmap.txt)")

@@ -25,6 +25,7 @@ from seq2seq.inference.engines import whole_characters
 
 SETTINGS_FILE = "seq2seq_search.json"  # our decoding defaults and model config, beside CT2's
 SPM_FILE = "spm.model"
+VMAP_FILE = "vmap.txt"  # CTranslate2's vocabulary map: a lexical shortlist (decoding.shortlist)
 # Searches again of the outputs that break max_repeats (each round suppresses what it found).
 GUARD_ROUNDS = 16  # a round that finds nothing new to suppress ends sooner
 
@@ -45,7 +46,13 @@ class CTranslate2Engine:
     is one our guard forbids too, so greedy output still equals ours.
     """
 
-    def __init__(self, model_dir: str | Path, device: str = "cpu", compute_type: str = "default"):
+    def __init__(
+        self,
+        model_dir: str | Path,
+        device: str = "cpu",
+        compute_type: str = "default",
+        use_vmap: bool | None = None,
+    ):
         import ctranslate2
 
         from seq2seq.data.tokenizer import byte_piece_ids, load_tokenizer, symbol_ids
@@ -67,6 +74,13 @@ class CTranslate2Engine:
         self.adds_source_eos = adds_source_eos(directory)
         self.truecase: dict[str, str] | None = settings.get("truecase")  # exports since 0.3
         self.device = device
+        # The export's vocabulary map (seq2seq export --shortlist), used when it is there
+        # unless use_vmap says otherwise. CTranslate2 takes the union of a batch's candidates
+        # (no per-sentence mask, unlike ours): an output may change with its batch-mates.
+        has_vmap = (directory / VMAP_FILE).is_file()
+        if use_vmap and not has_vmap:
+            raise CheckpointError(f"{directory}: no {VMAP_FILE} (export with --shortlist FILE)")
+        self.use_vmap = has_vmap if use_vmap is None else use_vmap
         self.translator = ctranslate2.Translator(
             str(directory), device=device, compute_type=compute_type, inter_threads=1
         )
@@ -171,6 +185,7 @@ class CTranslate2Engine:
             max_decoding_length=max(1, longest),
             min_decoding_length=min(1, longest),
             disable_unk=True,
+            use_vmap=self.use_vmap,
             suppress_sequences=[[sp.id_to_piece(t) for t in run] for run in suppressed],
         )
         return [

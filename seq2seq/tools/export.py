@@ -39,7 +39,8 @@ from seq2seq.data.paired_tokenizer import PairedTokenizer
 from seq2seq.data.tokenizer import SOURCE_EOS_KEY
 from seq2seq.errors import CheckpointError
 from seq2seq.inference.checkpoint import LoadedModel, load_model, read_checkpoint
-from seq2seq.inference.ctranslate2_engine import SETTINGS_FILE, SPM_FILE
+from seq2seq.inference.ctranslate2_engine import SETTINGS_FILE, SPM_FILE, VMAP_FILE
+from seq2seq.inference.engines import read_shortlist
 from seq2seq.inference.evaluation import read_eval_json
 
 # The mapping lived here first: its names stay importable from this module (``as`` re-exports).
@@ -295,11 +296,15 @@ def export_ctranslate2(
     eval_json: str | None = None,
     quantization: str | None = None,
     positions: int | None = None,
+    shortlist: str | Path | None = None,
 ) -> Path:
     """Write a CTranslate2 model directory that ``CTranslate2Engine`` (and
     ``seq2seq translate --engine ctranslate2``) reads; ``positions`` as :func:`write_hf`
     takes it (its settings file keeps the model's own ``max_positions``, where our engine
-    cuts sources)."""
+    cuts sources). ``shortlist``: a ``seq2seq shortlist`` file, checked against the model's
+    vocabulary and written as the directory's ``vmap.txt``, CTranslate2's vocabulary map
+    (``translate_batch(..., use_vmap=True)``, which ``CTranslate2Engine`` passes when it is
+    there)."""
 
     try:
         import ctranslate2  # noqa: F401
@@ -307,6 +312,8 @@ def export_ctranslate2(
         raise ValueError("--format ctranslate2 needs: pip install ctranslate2") from None
     out = Path(output)
     loaded = load_model(checkpoint)
+    if shortlist is not None:  # a bad file fails before the conversion
+        read_shortlist(shortlist, loaded.tokenizer, loaded.model.config)
     with tempfile.TemporaryDirectory() as tmp:
         # No warning for a model trained without a source eos: CTranslate2Engine feeds it
         # what seq2seq translate feeds ours.
@@ -323,4 +330,6 @@ def export_ctranslate2(
     if loaded.truecase is not None:  # the training English's word forms (data.truecase)
         settings["truecase"] = loaded.truecase
     (out / SETTINGS_FILE).write_text(json.dumps(settings, indent=2), encoding="utf-8")
+    if shortlist is not None:
+        shutil.copyfile(shortlist, out / VMAP_FILE)
     return out
