@@ -21,7 +21,7 @@ from seq2seq.config import ModelConfig
 from seq2seq.data.batching import Batch
 from seq2seq.data.datamodule import TranslationDataModule
 from seq2seq.training.module import TranslationModule
-from tests.helpers import CONFIG, synthetic_pairs
+from tests.helpers import CONFIG, fit_process, synthetic_pairs
 
 pytestmark = pytest.mark.slow
 WORKER = Path(__file__).parent / "workers" / "ddp_worker.py"
@@ -206,23 +206,10 @@ def fit_command(root: Path, corpus: Path, *extra: str) -> list[str]:
     root.mkdir(exist_ok=True)
     config = root / "config.yaml"
     config.write_text(CONFIG.format(corpus=corpus, root=root, max_steps=STEPS))
-    return [
-        sys.executable,
-        "-m",
-        "seq2seq",
-        "fit",
-        "--config",
-        str(config),
-        "--trainer.devices",
-        "2",
-        "--trainer.strategy",
-        "ddp",
-        "--data.modifiers",
-        MODIFIERS,
-        *extra,
-    ]
+    return fit_process(config, *TWO_PROCESSES, "--data.modifiers", MODIFIERS, *extra)
 
 
+TWO_PROCESSES = ("--trainer.devices", "2", "--trainer.strategy", "ddp")  # Lightning's launcher
 MODIFIERS = '{"uppercase": 0.2, "titlecase": 0.1, "no_end_punctuation": 0.3, "terms": 0.3}'
 
 
@@ -379,22 +366,8 @@ def nonfinite_command(root: Path, corpus: Path) -> list[str]:
     """A 2-process fit at an absurd learning rate that stops after 3 non-finite losses."""
     config = root / "config.yaml"
     config.write_text(CONFIG.format(corpus=corpus, root=root, max_steps=30))
-    return [
-        sys.executable,
-        "-m",
-        "seq2seq",
-        "fit",
-        "--config",
-        str(config),
-        "--trainer.devices",
-        "2",
-        "--trainer.strategy",
-        "ddp",
-        "--model.lr_scale",
-        "1e30",
-        "--model.max_nonfinite_steps",
-        "3",
-    ]
+    absurd = ("--model.lr_scale", "1e30", "--model.max_nonfinite_steps", "3")
+    return fit_process(config, *TWO_PROCESSES, *absurd)
 
 
 def test_nonfinite_losses_under_ddp_skip_together_then_stop_with_one_line(launched):

@@ -14,14 +14,15 @@ import torch
 from seq2seq import ModelConfig, Transformer
 from seq2seq.cli import main
 from seq2seq.inference.generation import Generator
-from tests.helpers import synthetic_pairs
+from tests.helpers import RUN_OUTPUTS, synthetic_pairs
 
 pytestmark = pytest.mark.slow
 CONFIGS = Path(__file__).parent.parent / "configs"
 
 # Shrinks a shipped config to seconds on a CPU; the style fields (norm, positions, activation,
 # bias, norm_first) and the decoder-only flag still come from the shipped file.
-SMALL = """
+SMALL = (
+    """
 model:
   config:
     d_model: 32
@@ -47,14 +48,9 @@ trainer:
   log_every_n_steps: 5
   enable_progress_bar: false
   enable_model_summary: false
-  logger:
-    class_path: lightning.pytorch.loggers.CSVLogger
-    init_args:
-      save_dir: {root}
-      name: logs
-checkpoint:
-  dirpath: {root}/checkpoints
 """
+    + RUN_OUTPUTS
+)
 
 
 def fit_small(shipped: str, root: Path, corpus: Path, kind: str, **sizes) -> Path:
