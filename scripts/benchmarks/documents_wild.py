@@ -86,7 +86,7 @@ from hashlib import sha256
 from pathlib import Path
 
 from benchmarks.documents_compare import FORMATS, Comparison, compare, words
-from benchmarks.harness import timed
+from benchmarks.harness import timed, write_json
 
 MANIFEST = Path(__file__).resolve().parents[1] / "data" / "documents_corpus.tsv"
 DEFAULT_DIR = Path("~/.cache/seq2seq/documents/files")
@@ -365,9 +365,5 @@ def main(argv: list[str] | None = None) -> int:
     print(f"outputs in {out}\n\n{text}")
     if args.table:
         args.table.write_text("\n".join(header) + f"\n\n{text}", encoding="utf-8")
-    if args.json:
-        args.json.write_text(
-            json.dumps({"header": header, "rows": [asdict(r) for r in rows]}, indent=1),
-            encoding="utf-8",
-        )
+    write_json(args.json, {"header": header, "rows": [asdict(r) for r in rows]}, 1)
     return 0

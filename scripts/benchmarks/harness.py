@@ -47,6 +47,12 @@ def described_parser(doc: str) -> argparse.ArgumentParser:
     return argparse.ArgumentParser(description=first, epilog=rest, formatter_class=formatter)
 
 
+def write_json(path: str | Path | None, data: Any, indent: int = 2) -> None:
+    """``data`` as UTF-8 JSON to ``path`` (a bench's ``--json``), if one was given."""
+    if path:
+        Path(path).write_text(json.dumps(data, ensure_ascii=False, indent=indent), "utf-8")
+
+
 def thread_env(threads: int | None) -> dict[str, str]:
     """The environment for a child: ``threads`` OpenMP/MKL threads (None: the default), and
     the current directory (the repository root) on ``PYTHONPATH``, so that a script run by

@@ -33,6 +33,7 @@ from pathlib import Path
 import torch
 
 from benchmarks import libretranslate
+from benchmarks.harness import write_json
 from seq2seq.data.clean import normalize_en
 from seq2seq.data.sentences import split_sentences
 from seq2seq.inference.evaluation import held_out_split
@@ -65,8 +66,7 @@ def main(argv: list[str] | None = None) -> None:
         found = translations(args.checkpoint, python, sources, Path(tmp))
     rows = [row(i, source, found) for i, source in enumerate(sources)]
     print_rows(rows)
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, ensure_ascii=False, indent=1), "utf-8")
+    write_json(args.json, rows, indent=1)
 
 
 def translations(checkpoint: str, python: str, sources: list[str], tmp: Path) -> dict:

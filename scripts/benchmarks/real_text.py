@@ -33,13 +33,12 @@ writes every figure and every short-segment output.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
 from pathlib import Path
 
-from benchmarks.harness import DATA
+from benchmarks.harness import DATA, write_json
 from seq2seq.data.clean import normalize_en
 from seq2seq.data.modifiers import title_case
 from seq2seq.inference.evaluation import load_eval_set, score_translations
@@ -217,5 +216,4 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{path}:", file=sys.stderr)
         results.append(bench_checkpoint(path, args))
     print_table(results)
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, ensure_ascii=False, indent=1))
+    write_json(args.json, results, indent=1)

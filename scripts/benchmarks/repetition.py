@@ -25,12 +25,11 @@ the document itself does not (markup such as ``#ffffff`` is kept as written).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
 
-from benchmarks.harness import DOCUMENTS, alternate
+from benchmarks.harness import DOCUMENTS, alternate, write_json
 from seq2seq.decoding.repetition import text_loops
 from seq2seq.formats import format_of
 from seq2seq.formats.encoding import decode_document
@@ -118,8 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: {len(files)} documents", file=sys.stderr)
         results[name] |= translate_documents(translators[name], files, args.beam_size)
     print_table(results, len(sources), len(files))
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, ensure_ascii=False, indent=1), "utf-8")
+    write_json(args.json, results, indent=1)
     return 0
 
 

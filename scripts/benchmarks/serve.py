@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import tempfile
@@ -72,16 +71,20 @@ def main(argv: list[str] | None = None) -> None:
             )
     report = build_report(args, levels, ceilings, len(sentences))
     print_report(report)
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2), encoding="utf-8")
-    errors = sum(level.errors for level in levels)
+    save_and_check("serve", report, args.json)
+
+
+def save_and_check(bench: str, report: dict[str, Any], json_path: str | None) -> None:
+    """``report`` to ``--json``; exits 1 if any request failed (the numbers are then not
+    valid). Both serving benches end so."""
+    harness.write_json(json_path, report)
+    errors = sum(level["errors"] for level in report["levels"])
     if errors:
-        raise SystemExit(f"bench.py serve: {errors} request(s) failed; the numbers are not valid")
+        raise SystemExit(f"bench.py {bench}: {errors} request(s) failed; the numbers are not valid")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = harness.described_parser(__doc__)
-    add_load_options(parser, "the model to serve")
+    parser = load_parser(__doc__, "the model to serve")
     add = parser.add_argument
     add(
         "--beams",
@@ -110,10 +113,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def add_load_options(parser: argparse.ArgumentParser, model: str) -> None:
-    """What both serving benches (this and ``serve-libretranslate``) take: the model and the
-    sentences, the clients and how long they load a server, how our server batches, how long a
-    client waits, and where the results go."""
+def load_parser(doc: str, model: str) -> argparse.ArgumentParser:
+    """A serving bench's parser (this one's and ``serve-libretranslate``'s) with the options
+    both take: the model (``model`` says whose) and the sentences, the clients and how long
+    they load a server, how our server batches, how long a client waits, and where the results
+    go."""
+    parser = harness.described_parser(doc)
     add = parser.add_argument
     add("--checkpoint", default=DEMO, help=f"{model} ({DEMO})")
     add(
@@ -142,6 +147,7 @@ def add_load_options(parser: argparse.ArgumentParser, model: str) -> None:
         help="seconds a client waits for one answer before it counts as failed (120)",
     )
     add("--json", help="also write the results to this file")
+    return parser
 
 
 def check_load(

@@ -51,7 +51,13 @@ import httpx
 from benchmarks import harness, libretranslate
 from benchmarks.harness import running_server, thread_env
 from benchmarks.proc_memory import MIB
-from benchmarks.serve import add_load_options, check_load, load_sentences, serve_command
+from benchmarks.serve import (
+    check_load,
+    load_parser,
+    load_sentences,
+    save_and_check,
+    serve_command,
+)
 from benchmarks.serve_load import run_level, tree_rss
 from benchmarks.serve_report import build_comparison, print_comparison
 from seq2seq.inference.ctranslate2_engine import SETTINGS_FILE
@@ -89,16 +95,11 @@ def main(argv: list[str] | None = None) -> None:
                 rows += measure(args, name, url, pid, sentences)
     report = build_comparison(args, rows, servers, len(sentences), versions(python))
     print_comparison(report)
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2, ensure_ascii=False), "utf-8")
-    errors = sum(row["errors"] for row in rows)
-    if errors:
-        raise SystemExit(f"bench.py serve-libretranslate: {errors} request(s) failed")
+    save_and_check("serve-libretranslate", report, args.json)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = harness.described_parser(__doc__)
-    add_load_options(parser, "the model every server serves")
+    parser = load_parser(__doc__, "the model every server serves")
     add = parser.add_argument
     add(
         "--servers",
@@ -152,12 +153,9 @@ def start_ours(
     args: argparse.Namespace, python: Path, installed: Path, logs: Path
 ) -> Iterator[tuple[str, int, str]]:
     command, env = serve_command(args, args.beam), thread_env(args.threads)
+    description = f"seq2seq serve, torch, beam {args.beam}, the checkpoint's search"
     with running_server(command, logs / "ours.log", env) as server:
-        yield (
-            server.url,
-            server.process.pid,
-            f"seq2seq serve, torch, beam {args.beam}, the checkpoint's search",
-        )
+        yield server.url, server.process.pid, description
 
 
 @contextmanager
@@ -167,12 +165,9 @@ def start_ctranslate2(
     model = argos_search_model(installed / "model", logs / "ctranslate2-model")
     options = ["--engine", "ctranslate2"]
     command = serve_command(args, args.beam, model, options)
+    description = f"seq2seq serve --engine ctranslate2, beam {args.beam}, Argos' search"
     with running_server(command, logs / "ctranslate2.log", thread_env(args.threads)) as server:
-        yield (
-            server.url,
-            server.process.pid,
-            f"seq2seq serve --engine ctranslate2, beam {args.beam}, Argos' search",
-        )
+        yield server.url, server.process.pid, description
 
 
 @contextmanager
@@ -187,15 +182,13 @@ def start_libretranslate(
         "OMP_NUM_THREADS": threads,
         "MKL_NUM_THREADS": threads,
     }
-    home = logs / "libretranslate-home"
-    with libretranslate.libretranslate(python, home, env=env, threads=args.request_threads) as (
-        url,
-        process,
-    ):
-        description = (
-            f"LibreTranslate, beam {args.beam}, {args.request_threads} request threads, "
-            f"CTranslate2 {threads} threads"
-        )
+    home, request_threads = logs / "libretranslate-home", args.request_threads
+    description = (
+        f"LibreTranslate, beam {args.beam}, {request_threads} request threads, "
+        f"CTranslate2 {threads} threads"
+    )
+    with libretranslate.libretranslate(python, home, env=env, threads=request_threads) as started:
+        url, process = started
         yield url, process.pid, description
 
 

@@ -55,13 +55,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.harness import progress, timed
+from benchmarks.harness import progress, timed, write_json
 from benchmarks.terminology_report import print_report
 from benchmarks.terminology_terms import (
     OUTCOMES,
@@ -336,6 +335,5 @@ def main(argv: list[str] | None = None) -> dict:
     out = report(args, sources, references, glossary, usual, runs, setup_s, translator.tokenizer)
     out["bans"] = args.constrained and bans_available()  # without CC-CEDICT there are none
     print_report(out, args.examples)
-    if args.json:
-        args.json.write_text(json.dumps(out, ensure_ascii=False, indent=2), encoding="utf-8")
+    write_json(args.json, out)
     return out

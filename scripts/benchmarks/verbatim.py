@@ -36,14 +36,13 @@ definitions, independent of the translator's), and seconds.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-from benchmarks.harness import DATA, DOCUMENTS, alternate
+from benchmarks.harness import DATA, DOCUMENTS, alternate, write_json
 from benchmarks.verbatim_counts import KINDS, kept, lost_spans, occurrences, running_text
 from seq2seq.decoding.repetition import text_loops
 from seq2seq.formats import format_of, parse
@@ -272,6 +271,5 @@ def main(argv: list[str] | None = None) -> int:
             translator, args.documents, document_modes, args.beam_size
         )
     print(report(result))
-    if args.json:
-        args.json.write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
+    write_json(args.json, result, indent=1)
     return 0
