@@ -138,23 +138,10 @@ def test_language_model_datamodule_packs_blocks_and_caches_them(tmp_path, chines
 def test_decoder_only_translation_data_has_a_separator_piece(tmp_path):
     corpus = tmp_path / "pairs.tsv"
     corpus.write_text("".join(f"{en}\t{zh}\n" for en, zh in synthetic_pairs()), "utf-8")
-    dm = TranslationDataModule(
-        corpus="tsv",
-        path=str(corpus),
-        decoder_only=True,
-        vocab_size=456,
-        max_tokens=600,
-        max_len=40,
-        cache_dir=str(tmp_path),
-    )
-    plain = TranslationDataModule(
-        corpus="tsv",
-        path=str(corpus),
-        vocab_size=456,
-        max_tokens=600,
-        max_len=40,
-        cache_dir=str(tmp_path),
-    )
+    settings = {"corpus": "tsv", "path": str(corpus), "cache_dir": str(tmp_path)}
+    sizes = {"vocab_size": 456, "max_tokens": 600, "max_len": 40}
+    dm = TranslationDataModule(decoder_only=True, **settings, **sizes)
+    plain = TranslationDataModule(**settings, **sizes)
     assert dm.cache_path != plain.cache_path
     dm.setup("fit")
     sep = dm.tokenizer.sep_id
