@@ -11,7 +11,8 @@ segments to translate (``inline.Document``). Pure text: no model.
     zipped.py    zip containers (office documents) read within limits, written back exactly
     office.py    Word and PowerPoint (.docx, .pptx): paragraphs translated, runs as markup
     spreadsheet.py  Excel (.xlsx): cell strings translated, formulas and numbers never
-    packages.py  the zip and XML parts of a package (an .xlsx) read, refused in one line
+    opendocument.py  OpenDocument (.odt, .odp, .ods): paragraphs, spans as markup
+    packages.py  the zip and XML parts of those two read, refused in one line
     verbatim.py  spans kept as written (URLs, numbers, identifiers...), marked literal
     verbatim_placement.py  where each span goes in a translation (never over a glossary term)
     encoding.py  a document's bytes: its encoding found, read exactly, written back
@@ -30,10 +31,10 @@ from seq2seq.formats.inline import Document, Segment, rebuild, render, segments
 
 FORMATS = (
     *("text", "html", "markdown", "srt", "po", "xliff"),
-    *("docx", "pptx", "xlsx"),
+    *("docx", "pptx", "xlsx", "odt", "odp", "ods"),
 )
 # Read from bytes (read_zipped), never decoded as text.
-ZIPPED = frozenset({"docx", "pptx", "xlsx"})
+ZIPPED = frozenset({"docx", "pptx", "xlsx", "odt", "odp", "ods"})
 EXTENSIONS = {
     ".txt": "text",
     ".text": "text",
@@ -50,6 +51,9 @@ EXTENSIONS = {
     ".docx": "docx",
     ".pptx": "pptx",
     ".xlsx": "xlsx",
+    ".odt": "odt",
+    ".odp": "odp",
+    ".ods": "ods",
 }
 
 
@@ -107,6 +111,10 @@ def read_zipped(
         from seq2seq.formats.spreadsheet import read_xlsx
 
         return read_xlsx(data, source)
+    if format in ("odt", "odp", "ods"):
+        from seq2seq.formats.opendocument import read_opendocument
+
+        return read_opendocument(data, source, format)
     if format in ZIPPED:
         from seq2seq.formats.office import read_office
 

@@ -31,7 +31,7 @@ from seq2seq.serve.protocol import ApiError, translate_args
 
 SUPPORTED = (
     *(".txt", ".html", ".htm", ".md", ".markdown", ".srt", ".po", ".pot", ".xlf", ".xliff"),
-    *(".docx", ".pptx", ".xlsx"),
+    *(".docx", ".pptx", ".xlsx", ".odt", ".odp", ".ods"),
 )
 KEPT_FILES = 100
 MEDIA_TYPES = {
@@ -44,6 +44,9 @@ MEDIA_TYPES = {
     "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
     "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "odt": "application/vnd.oasis.opendocument.text",
+    "odp": "application/vnd.oasis.opendocument.presentation",
+    "ods": "application/vnd.oasis.opendocument.spreadsheet",
 }
 
 # (request, texts, format, split, beam size, n-best) -> results with a .text each
