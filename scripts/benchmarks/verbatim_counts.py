@@ -78,6 +78,8 @@ def spans(text: str) -> list[tuple[str, str]]:
     return found
 
 
+# The test of seq2seq.formats.verbatim_placement._whole_copies, written again on purpose: the
+# counts import nothing of the translator they measure.
 def occurrences(span: str, text: str) -> int:
     """How often ``text`` holds ``span`` whole: not inside a longer run of ASCII letters and
     digits."""
