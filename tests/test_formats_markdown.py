@@ -104,15 +104,11 @@ def test_underscore_emphasis_is_written_with_stars_that_render_beside_chinese():
     assert COMMONMARK.renderInline(out) == "这是<em>很</em>重要。"
 
 
-def test_emphasis_that_would_not_render_is_written_as_html_tags():
-    # two bold spans side by side: **绿色****和** would be one bold span with stars inside
-    alignment = [(4, 9), (4, 9), (10, 13), (14, 18), (14, 18), (18, 19)]
-    out = render_one("The **green** **and** blue.", "绿色和蓝色。", alignment)
-    assert out == "<strong>绿色</strong><strong>和</strong>蓝色。"
-    # punctuation just inside a marker, a letter just outside: *“新”* is not emphasis
-    alignment = [(12, 17), (12, 17), (0, 2), (3, 5), (6, 7), (7, 10), (10, 11), None, (17, 18)]
-    out = render_one('It is *"new"* today.', "今天它是“新”的。", alignment)
-    assert out == "今天它是<em>“新”</em>的。"
+def test_emphasis_that_cannot_be_settled_is_written_as_html_tags():
+    # spaces inside two spans opened together: no placement of stars renders them all
+    alignment = [(1, 2), (2, 3), (3, 4), (3, 4), (1, 2), (2, 3), (4, 5), (5, 6)]
+    out = render_one("**a *b* c** *d **e***", "  甲甲”AAA", alignment)
+    assert out == "<strong> <em> 甲甲”A</em>A</strong><em><strong>A</strong></em>"
     assert COMMONMARK.renderInline(out) == out  # inline HTML: rendered as it stands
 
 

@@ -24,12 +24,8 @@ Translated text is escaped where it would read as markup (``*``, ``_``, ``~``, b
 and ``|`` in a table cell).
 
 Emphasis is written with ``*``, ``**`` and ``~~`` (``_`` neither opens nor closes beside a
-Chinese letter: ``这个_很_重要`` shows its underscores). Even ``*`` fails where the
-translation puts punctuation just inside a marker and a letter just outside
-(``是*“很”*的``) or two spans side by side (``**绿色****和**``), so each rendered segment is
-parsed again: if its emphasis is not the source's (the same em/strong/strikethrough, in the
-same order), the whole segment is written with HTML tags instead (``<em>``, ``<strong>``,
-``<del>``), which CommonMark renders wherever they stand.
+Chinese letter: ``这个_很_重要`` shows its underscores), settled where it would not render,
+else as HTML tags (:mod:`seq2seq.formats.markdown_emphasis`).
 
 Front matter and task-list markers are read here rather than with mdit-py-plugins' plugins:
 ``front_matter_plugin`` reads only YAML, and ``tasklists_plugin`` replaces the marker with a
@@ -38,7 +34,7 @@ checkbox tag, where all that is needed is to leave the marker out of the segment
 A paragraph written over several lines is translated as one text and written on its first
 line (Chinese has no spaces to wrap at); its markers stay in place.
 
-This module writes the blocks and the emphasis; the parser and the reading of inline tokens
+This module writes the blocks; the parser and the reading of inline tokens
 into text and markup are :mod:`seq2seq.formats.markdown_inline`'s.
 """
 
@@ -46,24 +42,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from seq2seq.errors import DataError
 from seq2seq.formats.html import parse_html
-from seq2seq.formats.inline import (
-    Alignment,
-    Document,
-    Markup,
-    Segment,
-    has_text,
-    render,
-    segments,
-)
+from seq2seq.formats.inline import Document, Markup, has_text, segments
+from seq2seq.formats.markdown_emphasis import MarkdownSegment
 from seq2seq.formats.markdown_inline import parser, read_inline
 
 _SPECIAL = re.compile(r"([\\`*_~\[\]<])")
-_HTML = {"*": ("<em>", "</em>"), "**": ("<strong>", "</strong>"), "~~": ("<del>", "</del>")}
-_EMPHASIS = {"*": "em", "**": "strong", "~~": "s"}  # marker: markdown-it's token name
 _LEADING_MARKERS = {
     "list_item_open": re.compile(r"\[[ xX]\](?:[ \t]+|(?=\n)|\Z)"),  # a task: [ ], [x]
     "blockquote_open": re.compile(
@@ -79,48 +66,6 @@ _ATTRIBUTE = r"""(?:[#.][^\s{}"'=]+|[\w:-]+=(?:"[^"]*"|'[^']*'|[^\s{}"']+))"""
 _HEADING_ATTRIBUTES = re.compile(
     rf"[ \t]*\{{:?[ \t]*{_ATTRIBUTE}(?:[ \t]+{_ATTRIBUTE})*[ \t]*\}}\Z"
 )
-
-
-@dataclass
-class MarkdownSegment(Segment):
-    """A segment of Markdown, whose emphasis is written as HTML tags where markers would not
-    render."""
-
-    def render(self, translation: str, alignment: Alignment) -> str:
-        written = render(self, translation, alignment)
-        expected = list(_source_emphasis(self.markup))
-        if not expected or _rendered_emphasis(written) == expected:
-            return written
-        return render(replace(self, markup=_as_html(self.markup)), translation, alignment)
-
-
-def _rendered_emphasis(text: str) -> list[str]:
-    """The emphasis tokens markdown-it reads in ``text``, in order."""
-    [inline] = parser().parseInline(text)
-    names = {f"{name}_{end}" for name in _EMPHASIS.values() for end in ("open", "close")}
-    return [token.type for token in inline.children or [] if token.type in names]
-
-
-def _source_emphasis(markups: list[Markup]) -> Iterator[str]:
-    """The emphasis tokens the markup stands for, in order."""
-    for markup in markups:
-        name = _EMPHASIS.get(markup.open) if markup.literal is None else None
-        if name:
-            yield f"{name}_open"
-        yield from _source_emphasis(markup.children)
-        if name:
-            yield f"{name}_close"
-
-
-def _as_html(markups: list[Markup]) -> list[Markup]:
-    """A copy of the markup with emphasis markers replaced by HTML tags."""
-    copied = []
-    for markup in markups:
-        tags = _HTML.get(markup.open) if markup.literal is None else None
-        opening, closing = tags or (markup.open, markup.close)
-        children = _as_html(markup.children)
-        copied.append(replace(markup, open=opening, close=closing, children=children))
-    return copied
 
 
 def parse_markdown(document: str) -> Document:
