@@ -87,3 +87,17 @@ def test_a_subtitle_cue_of_tagged_lines_keeps_every_tag_with_text():
         inner = re.search(f"<{tag}>(.*?)</{tag}>", out)
         assert inner and inner.group(1).strip(), out
     assert out.startswith(timing)
+
+
+def test_the_cli_sets_the_pages_language_to_the_target(translation_checkpoint, tmp_path):
+    # issue 57's list of losses: through the CLI a translated page still said lang="en"
+    from seq2seq.cli import main
+
+    page = tmp_path / "page.html"
+    page.write_text(
+        "<!DOCTYPE html>\n<html lang=\"en\" xml:lang='en'><body><p>Hello.</p></body></html>\n"
+    )
+    out = tmp_path / "out.html"
+    args = ["translate", "--checkpoint", str(translation_checkpoint), "--input", str(page)]
+    assert main([*args, "--output", str(out), "--target", "zh-TW"]) == 0
+    assert out.read_text().startswith("<!DOCTYPE html>\n<html lang=\"zh-TW\" xml:lang='zh-TW'>")

@@ -107,7 +107,9 @@ def run_translate(args: argparse.Namespace) -> int:
     if text_format == "text":
         return _translate_lines(translator, args, glossary)
     if text_format in ZIPPED:
-        return translate_zipped(translator, args, _options(args, glossary), text_format)
+        return translate_zipped(
+            translator, args, _options(args, glossary, text_format), text_format
+        )
     source = args.input or "<stdin>"
     decoded = decode_document(read_bytes(args.input), text_format, source, args.encoding)
     for warning in decoded.warnings:
@@ -116,7 +118,8 @@ def run_translate(args: argparse.Namespace) -> int:
     document = parse(decoded.text, text_format, source)
     show = args.input is not None
     try:
-        [output] = translate_whole(translator, [document], _options(args, glossary), show)
+        options = _options(args, glossary, text_format)
+        [output] = translate_whole(translator, [document], options, show)
     except KeyboardInterrupt as interrupt:
         return nothing_written(text_format, interrupt)
     destination = args.output or "<stdout>"
@@ -188,11 +191,13 @@ def _translate_chunk(
     ]
 
 
-def _options(args: argparse.Namespace, glossary=None):  # noqa: ANN202
-    """The ``TranslateOptions`` of ``translate``'s and ``evaluate``'s options."""
+def _options(args: argparse.Namespace, glossary=None, text_format: str = "text"):  # noqa: ANN202
+    """The ``TranslateOptions`` of ``translate``'s and ``evaluate``'s options (``text_format``:
+    the document's, so that an HTML page or a Word file says the target's language)."""
     from seq2seq.inference.options import TranslateOptions
 
     return TranslateOptions(
+        format=text_format,
         beam_size=args.beam_size,
         max_tokens=args.max_tokens,
         split=args.split_sentences,

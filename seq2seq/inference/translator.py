@@ -31,7 +31,8 @@ from seq2seq.decoding.search import Hypothesis, SearchConfig
 from seq2seq.decoding.shortlist import Shortlist
 from seq2seq.errors import CheckpointError
 from seq2seq.formats import Document, parse, parse_text
-from seq2seq.formats.html import with_lang
+from seq2seq.formats.html import with_lang as page_with_lang
+from seq2seq.formats.office_language import with_lang as runs_with_lang
 from seq2seq.formats.verbatim import Verbatim
 from seq2seq.inference.batch_decoding import BatchDecoding
 from seq2seq.inference.checkpoint import load_model
@@ -55,6 +56,8 @@ from seq2seq.inference.source_encoding import SourceEncoding
 from seq2seq.textio import one_line, warn_lines
 
 DEFAULT_WINDOW = 1000  # lines decoded together when streaming (translate_stream)
+# Formats whose documents say their language: (document, target) -> the document saying it.
+LANGUAGE_TAGGED = {"html": page_with_lang, "docx": runs_with_lang, "pptx": runs_with_lang}
 
 
 # Said by `translate` and `serve` when --glossary-annotation-only cannot apply.
@@ -364,11 +367,13 @@ class Translator(SourceEncoding, GlossaryTerms, BatchDecoding):
     def text_batch(self, documents: list[Document], options: TranslateOptions) -> TextBatch:
         """The documents' distinct sentences, their verbatim spans marked literal
         (``options.verbatim_rules``; acronyms in SHOUTED lines as this truecaser reads them),
-        rebuilt in ``options.target``'s script (an HTML page's ``lang`` set to it)."""
+        rebuilt in ``options.target``'s script (an HTML page's ``lang``, a Word or PowerPoint
+        file's translated runs' language set to it: ``LANGUAGE_TAGGED``)."""
         truecaser = self.with_truecase(options.truecase).truecaser
         rules = options.verbatim_rules(self.verbatim)
-        if options.format == "html":  # the page says the language it is now in
-            documents = [with_lang(document, options.target) for document in documents]
+        tagged = LANGUAGE_TAGGED.get(options.format)
+        if tagged is not None:  # the document says the language it is now in
+            documents = [tagged(document, options.target) for document in documents]
         written = options.searched_terms[1]
         return TextBatch(documents, options.split, rules, truecaser, options.target, written)
 
