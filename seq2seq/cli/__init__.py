@@ -8,6 +8,7 @@ through LightningCLI, and the inference commands through ``main`` here.
 - ``option_checks``: every option checked before a model loads or input is read;
 - ``commands``: the ``run_*`` functions, what each command does;
 - ``calibrate``: ``seq2seq calibrate``, a checkpoint's confidence fitted to chrF;
+- ``distill``: ``seq2seq distill``, a teacher's translations of its training sources;
 - ``shortlist``: ``seq2seq shortlist``, a lexical shortlist learnt, and ``--shortlist``;
 - ``confident_lines``: ``translate --with-confidence`` and ``--min-confidence``;
 - ``document_checks``: ``translate``'s encoding options checked for the format, and a zipped

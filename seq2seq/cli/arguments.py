@@ -12,6 +12,7 @@ from seq2seq import checks
 from seq2seq.cli import commands, shortlist
 from seq2seq.cli.calibrate import add_calibrate
 from seq2seq.cli.confident_lines import add_confidence_options
+from seq2seq.cli.distill import add_distill
 from seq2seq.cli.shared_options import (
     ENGINES,
     add_device,
@@ -43,6 +44,7 @@ COMMANDS = {
     "plot": "draw a run's training curves: loss, validation BLEU, learning rate (PNG)",
     "serve": "serve a model over HTTP: LibreTranslate and OpenAI APIs, a web page",
     "calibrate": "fit a checkpoint's confidence to chrF on its dev split (stored in it)",
+    "distill": "translate a teacher's training sources: the corpus a fast student learns from",
     "shortlist": "learn a lexical shortlist (candidate pieces per source piece) for fast decoding",
 }
 LIGHTNING_COMMANDS = ("fit", "validate")
@@ -443,5 +445,6 @@ OPTIONS = {
     "plot": _add_plot,
     "serve": _add_serve,
     "calibrate": add_calibrate,
+    "distill": add_distill,
     "shortlist": shortlist.add_shortlist,
 }

@@ -4,6 +4,7 @@
     clean.py             normalisation and pair filtering
     modifiers.py         training-time modifiers: upper/title case, no end stop, dictionary
     dictionary.py        short segments: CC-CEDICT glosses of common words, as training pairs
+    distilled.py         a distilled corpus in the training pairs' place (knowledge distillation)
     catalogs.py          short segments: UI strings from gettext catalogs (.po), Django's too
     copying.py           made-up spans (URLs, versions, identifiers...) on both sides: copying
     terms.py             inline term annotation (<term> src <trans> zh </term>), by tag ids

@@ -14,6 +14,11 @@ YAML as ``data.modifiers`` (:class:`Modifiers`, each a share of the training pai
 - ``ui_strings``: up to this many UI strings with their Chinese from gettext catalogs
   (:mod:`seq2seq.data.catalogs`) added likewise: ``catalogs`` (a user's ``.po`` files or folders
   of them) first, then Django's simplified-Chinese ones;
+- ``distilled``: a corpus ``seq2seq distill`` wrote (``source<TAB>translation`` lines, a
+  teacher's translations of the training sources): each of its pairs takes the place of the
+  training pair with its source (sequence-level knowledge distillation, docs/distillation.md);
+  a source it does not hold keeps its reference, dev and test keep the corpus's references,
+  and the other modifiers apply to the distilled pairs as to the others;
 - ``copy_spans``: a span a translation keeps as written (a URL, a version, a number, an
   identifier, a placeholder, an acronym, a name the model cannot know) made up and put on both
   sides, in place of one they share or of a word and its dictionary translation
@@ -58,7 +63,13 @@ from seq2seq.errors import ConfigError
 
 # Settings added after caches were written: at their defaults they stay out of the cache's key.
 _HOW_TERMS_ARE_DRAWN = {"terms_per_pair": 1, "unrelated_terms": 0.0}
-_ADDED_LATER = {**_HOW_TERMS_ARE_DRAWN, "ui_strings": 0, "catalogs": (), "copy_spans": 0.0}
+_ADDED_LATER = {
+    **_HOW_TERMS_ARE_DRAWN,
+    "ui_strings": 0,
+    "catalogs": (),
+    "copy_spans": 0.0,
+    "distilled": None,
+}
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _EN_END = re.compile(r"[.!?。！？]+$")
 _ZH_END = re.compile(r"[。！？.!?]+$")
@@ -84,6 +95,7 @@ class Modifiers:
     terms_per_pair: int = 1
     unrelated_terms: float = 0.0
     copy_spans: float = 0.0
+    distilled: str | None = None
 
     def __post_init__(self) -> None:
         shares = ("uppercase", "titlecase", "no_end_punctuation", "terms", "unrelated_terms")
@@ -161,8 +173,9 @@ class Modifiers:
             key["copy_format"] = COPY_FORMAT
         if self.terms:  # how the annotation is written and drawn (terms.TERM_FORMAT)
             key["term_format"] = TERM_FORMAT
-        if self.termbase is not None:
-            key["termbase"] = fingerprint(self.termbase)
+        for name in ("termbase", "distilled"):  # an edited file prepares again
+            if getattr(self, name) is not None:
+                key[name] = fingerprint(getattr(self, name))
         if self.ui_strings:  # an edited catalog or another Django version prepares again
             from seq2seq.data.catalogs import catalog_fingerprints
 

@@ -20,6 +20,7 @@ from seq2seq.data.cache_dir import LANGS, write_report
 from seq2seq.data.catalogs import ui_string_pairs
 from seq2seq.data.clean import FILTER_REASONS, CleanReport, clean_batch
 from seq2seq.data.dictionary import dictionary_pairs
+from seq2seq.data.distilled import distilled_pairs, without_distilled
 from seq2seq.data.modifiers import Modifiers
 from seq2seq.data.prepare import (
     TOKENIZER_SENTENCES,
@@ -101,6 +102,8 @@ def prepare_pairs(
             cleaned, rows["train"], settings, out
         )
     encoded = _encode(cleaned, tokenizer, settings, work, row_split == SPLITS.index("train"))
+    if settings.modifiers.distilled:  # the teacher's translations train in their place
+        row_split = without_distilled(cleaned, rows["train"], row_split, settings.modifiers)
     for name, pairs in _added_pairs(settings.modifiers, settings.seed):
         before = len(row_split)
         encoded, row_split = _add_pairs(
@@ -192,8 +195,11 @@ def _encode(
 def _added_pairs(
     modifiers: Modifiers, seed: int
 ) -> Iterator[tuple[str, Callable[[], list[tuple[str, str]]]]]:
-    """The short segments the modifiers add, by name: CC-CEDICT's words, then the catalogs' UI
-    strings (each a function giving its pairs, read only when asked for)."""
+    """The pairs the modifiers add, by name: a distilled corpus (in the training split's
+    place), CC-CEDICT's words, then the catalogs' UI strings (each a function giving its
+    pairs, read only when asked for)."""
+    if modifiers.distilled:
+        yield "distilled", lambda: distilled_pairs(modifiers.distilled)
     if modifiers.dictionary:
         yield "dictionary", lambda: dictionary_pairs(modifiers.dictionary, seed)
     if modifiers.ui_strings:

@@ -19,6 +19,7 @@
     glossary_bans.py       a glossary term's other words, banned beside it by the search
     generation.py          ``Generator``: prompts in, continuations out (LM mode)
     evaluation.py          the one BLEU / chrF scorer and the evaluation sets
+    distillation.py        a teacher's translations of training sources, for a student
     attention_maps.py      attention probabilities of a forward pass, for pictures
     cpu.py                 ``prepare_for_inference``: a loaded model made fast, once
     frozen.py              what packed and int8 layers share: frozen, swapped in place

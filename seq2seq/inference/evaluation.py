@@ -166,6 +166,15 @@ def held_out_split(
     The data is found from any directory (see ``TranslationDataModule.trained_with``);
     ``progress`` gets the lines of a preparation.
     """
+    sources, targets = split_of_checkpoint(checkpoint_path, split, progress)
+    return group_references(zip(sources, targets, strict=True))
+
+
+def split_of_checkpoint(
+    checkpoint_path: str | Path, split: str, progress: Callable[[str], None] = print_progress
+) -> tuple[list[str], list[str]]:
+    """One split of the data a checkpoint was trained on, pair by pair: its English sources
+    and their Chinese targets, in the cache's order (``train``, ``dev`` or ``test``)."""
     from seq2seq.data.datamodule import TranslationDataModule
 
     checkpoint = read_checkpoint(checkpoint_path)
@@ -180,5 +189,4 @@ def held_out_split(
     except DataError as error:
         raise DataError(f"{error}; evaluate with --src and --ref files instead") from None
     datamodule.prepare_data(progress)
-    sources, targets = datamodule.split_texts(split)
-    return group_references(zip(sources, targets, strict=True))
+    return datamodule.split_texts(split)

@@ -48,6 +48,52 @@ def pretrained_model(
     return config, model, loaded.tokenizer
 
 
+# What a student may change of its teacher's config (seq2seq.training.distill's recipe);
+# everything else (width, heads, vocabulary, norms) must be the teacher's, whose weights it takes.
+STUDENT_FIELDS = ("n_encoder_layers", "n_decoder_layers", "dropout")
+
+
+def student_model(path: str, given: ModelConfig) -> tuple[ModelConfig, Transformer, Any]:
+    """A distillation student started from teacher checkpoint ``path``: the teacher's config
+    with the ``given`` layer counts (and dropout), its embedding (shared by source, target and
+    output projection) and, for each student layer, a teacher layer of the same stack picked
+    evenly over its depth, the last always included (a one-layer decoder starts as the
+    teacher's top layer, the one whose output the projection reads; a deeper student repeats
+    teacher layers). Training then starts where the teacher's representations are, not from the
+    plateau a shallow post-LN decoder does not leave (docs/distillation.md)."""
+    config, teacher, tokenizer = pretrained_model(path, _teacher_shaped(path, given))
+    student_config = ModelConfig.from_dict(
+        {**config.to_dict(), **{f: getattr(given, f) for f in STUDENT_FIELDS}}
+    )
+    student = Transformer(student_config)
+    student.embedding.load_state_dict(teacher.embedding.state_dict())
+    for stack in ("encoder", "decoder"):
+        own, theirs = getattr(student, stack), getattr(teacher, stack)
+        for i, j in enumerate(layer_sources(len(own.layers), len(theirs.layers))):
+            own.layers[i].load_state_dict(theirs.layers[j].state_dict())
+        own_rest = {k: v for k, v in theirs.state_dict().items() if not k.startswith("layers.")}
+        own.load_state_dict(own_rest, strict=False)  # a final norm (pre-LN), if any
+    return student_config, student, tokenizer
+
+
+def layer_sources(student_layers: int, teacher_layers: int) -> list[int]:
+    """The teacher layer each student layer starts from: evenly spaced, the last included
+    (3 -> 1: [2]; 6 -> 2: [2, 5]; 3 -> 6: [0, 0, 1, 1, 2, 2])."""
+    if student_layers >= teacher_layers:
+        return [i * teacher_layers // student_layers for i in range(student_layers)]
+    step = teacher_layers / student_layers
+    return [round((i + 1) * step) - 1 for i in range(student_layers)]
+
+
+def _teacher_shaped(path: str, given: ModelConfig) -> ModelConfig:
+    """``given`` with the fields a student may change put back to their defaults, so that
+    ``pretrained_model`` checks only the others against the teacher."""
+    default = ModelConfig()
+    return ModelConfig.from_dict(
+        {**given.to_dict(), **{f: getattr(default, f) for f in STUDENT_FIELDS}}
+    )
+
+
 def keep_row_zero(weight: Tensor, row: int) -> None:
     """Train ``weight`` but never its ``row``: its gradient is zeroed, so Adam leaves it as
     it is (an imported Marian model's start token: decoding starts from a zero vector)."""

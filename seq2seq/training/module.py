@@ -34,7 +34,7 @@ from seq2seq.inference.checkpoint import (
 from seq2seq.loss import label_smoothed_cross_entropy
 from seq2seq.model import Transformer
 from seq2seq.training.data_checks import InitCheckpoint, check_data_fits_model, ending
-from seq2seq.training.finetune import keep_row_zero, pretrained_model
+from seq2seq.training.finetune import keep_row_zero, pretrained_model, student_model
 from seq2seq.training.schedule import (
     inverse_sqrt_schedule,
     paper_optimizer,
@@ -81,6 +81,9 @@ class TranslationModule(L.LightningModule):
             module cut the data with its tokenizer (``data.tokenizer_from``); the optimizer
             starts fresh. An imported Marian model's start-token row stays zero, as Marian
             (and CTranslate2's Marian converter) assume.
+        init_student: with ``init_from`` (the teacher): train a distillation student of
+            ``config``'s layer counts started from the teacher's embedding and layers
+            (``seq2seq.training.finetune.student_model``; configs/student.yaml).
         finetune_dropout: with ``init_from``, train with this residual/embedding dropout
             instead of the checkpoint's (None: the checkpoint's; switching dropout on for a
             model trained without it costs quality at first).
@@ -106,12 +109,18 @@ class TranslationModule(L.LightningModule):
         init_from: str | None = None,
         finetune_dropout: float | None = None,
         peak_lr: float | None = None,
+        init_student: bool = False,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
         self._init: InitCheckpoint | None = None  # what init_from's data was cut with
         if init_from is not None:
-            config, self.model, tokenizer = pretrained_model(init_from, config, finetune_dropout)
+            if init_student:
+                config, self.model, tokenizer = student_model(init_from, config)
+            else:
+                config, self.model, tokenizer = pretrained_model(
+                    init_from, config, finetune_dropout
+                )
             self._init = InitCheckpoint(
                 init_from, tokenizer.to_bytes(), tokenizer.source_ends_with_eos
             )
