@@ -211,6 +211,20 @@ def write_config(root: Path, corpus: Path, max_steps: int) -> str:
     return str(config)
 
 
+def quiet_trainer(**settings):
+    """A CPU Lightning Trainer that writes nothing (no logger, checkpoints, bar or summary)."""
+    import lightning as L
+
+    return L.Trainer(
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        **settings,
+    )
+
+
 def checkpoint_command(command: str, checkpoint: str | Path, *options: object) -> list[str]:
     """``seq2seq COMMAND --checkpoint CHECKPOINT OPTIONS...``'s arguments, as strings."""
     return [command, "--checkpoint", str(checkpoint), *map(str, options)]

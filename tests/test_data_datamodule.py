@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from lightning.pytorch import Callback, LightningModule, Trainer
+from lightning.pytorch import Callback, LightningModule
 
 from seq2seq.data import UNK_ID, Batch, DataError, Tokenizer, TranslationDataModule, prepare
 from seq2seq.data.data_location import DATA_LOCATION
 from seq2seq.data.split import split_name
-from tests.helpers import synthetic_pairs
+from tests.helpers import quiet_trainer, synthetic_pairs
 
 
 @pytest.fixture(scope="module")
@@ -191,15 +191,10 @@ class SaveAtStep(Callback):
 
 def fit(dm, max_steps=-1, ckpt_path=None, callbacks=()):
     model = Recorder()
-    trainer = Trainer(
+    trainer = quiet_trainer(
         max_epochs=2,
         max_steps=max_steps,
-        accelerator="cpu",
         devices=1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
         limit_val_batches=0,
         num_sanity_val_steps=0,
         callbacks=list(callbacks),

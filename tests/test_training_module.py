@@ -7,7 +7,7 @@ import torch
 from seq2seq.data.batching import Batch
 from seq2seq.training.module import TranslationModule
 from seq2seq.training.schedule import cooldown_factor, inverse_sqrt_schedule
-from tests.helpers import tiny_config
+from tests.helpers import quiet_trainer, tiny_config
 
 
 class FakeTimer:
@@ -84,20 +84,6 @@ def train_batches(count: int) -> list:
     generator = torch.Generator().manual_seed(0)
     rows = lambda n: torch.randint(4, 40, (3, n), generator=generator).tolist()  # noqa: E731
     return [make_batch(rows(5), rows(4)) for _ in range(count)]
-
-
-def quiet_trainer(**settings):
-    """A CPU Lightning Trainer that writes nothing (no logger, checkpoints, bar or summary)."""
-    import lightning as L
-
-    return L.Trainer(
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        **settings,
-    )
 
 
 def fit_on(module, batches, callbacks=()) -> None:
