@@ -11,6 +11,7 @@ from seq2seq.data.datamodule import TranslationDataModule
 from seq2seq.data.sources import _load_hsk
 from seq2seq.decoding.search import Hypothesis
 from seq2seq.errors import ConfigError, DataError
+from seq2seq.inference import distillation
 from seq2seq.inference.checkpoint import load_model
 from seq2seq.inference.distillation import (
     DistillSettings,
@@ -52,7 +53,7 @@ def test_the_candidate_closest_to_the_reference_is_kept_and_the_best_wins_ties()
 def test_every_source_gets_its_line_in_order_with_the_choice_the_reference_asks(tmp_path):
     out = tmp_path / "distilled.tsv"
     calls: list[str] = []
-    assert distill(fake_teacher(calls), SOURCES, REFERENCES, out, SMALL) == 0
+    assert distill(fake_teacher(calls), SOURCES, REFERENCES, out, SMALL) == (0, 11)
     lines = out.read_text(encoding="utf-8").splitlines()
     assert lines == [f"{s}\t{r}" for s, r in zip(SOURCES, REFERENCES, strict=True)]
     assert sorted(calls) == sorted(SOURCES)  # each source translated once
@@ -70,9 +71,20 @@ def test_an_interrupted_run_resumes_into_the_same_file_translating_only_the_rest
     with resumed.open("a", encoding="utf-8") as file:
         file.write("half a li")  # a line cut by the interruption
     calls: list[str] = []
-    assert distill(fake_teacher(calls), SOURCES, REFERENCES, resumed, SMALL) == 8
+    assert distill(fake_teacher(calls), SOURCES, REFERENCES, resumed, SMALL) == (8, 11)
     assert sorted(calls) == sorted(SOURCES[8:])
     assert resumed.read_bytes() == whole.read_bytes()
+
+
+def test_a_time_budget_stops_between_chunks_and_the_next_run_goes_on(tmp_path, monkeypatch):
+    out = tmp_path / "distilled.tsv"
+    assert distill(fake_teacher([]), SOURCES, REFERENCES, out, SMALL, deadline=0.0) == (0, 0)
+    clock = iter([-1.0, 1.0])  # within the budget before the first chunk, past it after
+    monkeypatch.setattr(distillation.time, "monotonic", lambda: next(clock))
+    assert distill(fake_teacher([]), SOURCES, REFERENCES, out, SMALL, deadline=0.0) == (0, 4)
+    monkeypatch.undo()
+    assert distill(fake_teacher([]), SOURCES, REFERENCES, out, SMALL) == (4, 11)
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 11
 
 
 def test_a_file_from_other_sources_is_refused_in_one_line(tmp_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from functools import partial
 from pathlib import Path
 
@@ -50,6 +51,13 @@ def add_distill(p: argparse.ArgumentParser) -> None:
         default="int8",
         help="the teacher's weights while it translates (%(default)s)",
     )
+    p.add_argument(
+        "--max-time",
+        type=float,
+        metavar="MINUTES",
+        help="start no new chunk after this long: what is done is kept, running again goes "
+        "on, and a student trains on the distilled pairs with the rest's references",
+    )
     p.add_argument("--no-progress", dest="progress", action="store_false")
     p.set_defaults(run=run_distill)
 
@@ -60,15 +68,27 @@ def run_distill(args: argparse.Namespace) -> int:
     from seq2seq.inference.distillation import DistillSettings, distill
 
     checks.writable_file(args.output, "distilled corpus")
+    if args.max_time is not None:
+        checks.at_least(args.max_time, 0.0, "--max-time")
     sources, references = _sources(args)
     settings = DistillSettings(beam_size=args.beam_size, n_best=args.n_best)
     translate, engine = _teacher(args, settings)
     print(f"distilling {len(sources):,} sources with {engine}", file=sys.stderr)
+    deadline = None if args.max_time is None else time.monotonic() + 60 * args.max_time
     with progress_bar(len(sources), "sentences", args.progress, "seq2seq distill") as bar:
-        before = distill(translate, sources, references, args.output, settings, bar.advance)
+        before, now = distill(
+            translate, sources, references, args.output, settings, bar.advance, deadline
+        )
     if before:
         print(f"resumed after {before:,} lines already in {args.output}", file=sys.stderr)
-    print(f"wrote {len(sources):,} distilled pairs to {args.output}", file=sys.stderr)
+    if now < len(sources):
+        print(
+            f"stopped at --max-time: {now:,} of {len(sources):,} sources distilled into "
+            f"{args.output}; run the command again to go on",
+            file=sys.stderr,
+        )
+    else:
+        print(f"wrote {len(sources):,} distilled pairs to {args.output}", file=sys.stderr)
     return 0
 
 

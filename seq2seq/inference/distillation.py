@@ -14,6 +14,7 @@ sources, and goes on after them.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -107,23 +108,29 @@ def distill(
     output: str | Path,
     settings: DistillSettings = DistillSettings(),  # noqa: B008 (frozen)
     advance: Callable[[int], None] = lambda n: None,
-) -> int:
+    deadline: float | None = None,
+) -> tuple[int, int]:
     """Translate ``sources`` into ``output`` (``source<TAB>translation`` lines, in order),
-    resuming after the lines a previous run completed; returns how many were done before.
+    resuming after the lines a previous run completed; returns how many lines were there
+    before, and how many are there now.
 
     Args:
         translate: a batch of sources -> each one's n-best hypotheses (``text`` set), best
             first (``teacher_translate``).
         references: one per source, to choose among the n-best by chrF; None: the best.
         advance: called with the number of sources of each chunk written (progress).
+        deadline: a ``time.monotonic()`` after which no new chunk starts (a time budget: the
+            rest can be distilled by running again, and a student trains on what is there).
     """
     output = Path(output)
     if references is not None and len(references) != len(sources):
         raise DataError(f"{len(sources):,} sources but {len(references):,} references")
-    done = completed_lines(output, sources)
+    done = now = completed_lines(output, sources)
     advance(done)
     with output.open("a", encoding="utf-8", newline="\n") as file:
         for start in range(done, len(sources), settings.chunk_lines):
+            if deadline is not None and time.monotonic() > deadline:
+                break
             chunk = list(sources[start : start + settings.chunk_lines])
             refs = references[start : start + len(chunk)] if references is not None else None
             chosen = _chunk_translations(translate, chunk, refs, settings.batch_sentences)
@@ -133,7 +140,8 @@ def distill(
             file.flush()
             os.fsync(file.fileno())  # a chunk is on disk before the next one starts
             advance(len(chunk))
-    return done
+            now = start + len(chunk)
+    return done, now
 
 
 def _chunk_translations(
