@@ -56,8 +56,8 @@ def test_word_runs_say_the_target_set_or_added_where_the_schema_puts_it():
     xml = part(
         '<w:p><w:r><w:rPr><w:b/><w:lang w:val="en-US" w:bidi="ar-SA"/></w:rPr>'
         "<w:t>Hello </w:t></w:r>"
-        '<w:r><w:rPr><w:i/><w:eastAsianLayout w:vert="1"/>'
-        '<w:rPrChange w:id="1" w:author="x"><w:rPr><w:b/></w:rPr></w:rPrChange></w:rPr>'
+        '<w:r><w:rPr><w:i/><w:eastAsianLayout w:vert="1"/><w:rPrChange w:id="1" w:author="x">'
+        '<w:rPr><w:lang w:val="fr-FR"></w:lang></w:rPr></w:rPrChange></w:rPr>'
         "<w:t>big</w:t></w:r>"
         '<w:r><w:t xml:space="preserve"> world.</w:t></w:r></w:p>'
         "<w:p><w:r><w:t>Plain.</w:t></w:r></w:p>"
@@ -68,9 +68,11 @@ def test_word_runs_say_the_target_set_or_added_where_the_schema_puts_it():
     assert [text for text, _ in found] == ["HELLO ", "BIG", " WORLD.", "PLAIN."]
     assert found[0][1] == {**zh, f"{W}bidi": "ar-SA"}  # its right-to-left language kept
     assert all(attrs == zh for _, attrs in found[1:])
-    for props in root.iter(f"{W}rPr"):  # every <w:rPr> in the schema's order
+    for props in root.iter(f"{W}rPr"):  # every <w:rPr> in the schema's order, one <w:lang>
         names = [child.tag.removeprefix(W) for child in props]
-        assert names == sorted(names, key=RPR_ORDER.index)
+        assert names == sorted(names, key=RPR_ORDER.index) and names.count("lang") <= 1
+    old = root.find(f".//{W}rPrChange/{W}rPr/{W}lang")  # a tracked change's old language
+    assert old.attrib == {f"{W}val": "fr-FR"}
 
 
 def test_runs_kept_as_written_keep_their_language():

@@ -23,8 +23,8 @@ _TEXT_RUN = re.compile(
     re.S,
 )
 # What follows <w:lang> in a <w:rPr> by the schema (CT_RPr): a new one goes before these.
-_AFTER_LANG = re.compile(r"<w:(?:eastAsianLayout|specVanish|oMath|rPrChange)\b|</w:rPr>")
-_WORD_LANG = re.compile(r"<w:lang\b[^>]*/>")
+_AFTER_LANG = r"<{p}:(?:eastAsianLayout|specVanish|oMath|rPrChange)\b|</{p}:rPr>"
+_WORD_LANG = r"<{p}:lang\b([^>]*?)\s*(?:/>|>\s*</{p}:lang>)"  # its attributes
 
 
 def with_lang(document: Document, target: str) -> Document:
@@ -50,23 +50,26 @@ def with_lang(document: Document, target: str) -> Document:
 def _run_with_lang(found: re.Match, tag: str) -> str:
     """A generated run's opening, its properties in language ``tag``."""
     prefix, properties = found.group(1), found.group(2) or ""
-    if prefix == "w":
-        return "<w:r>" + _word_properties(properties, tag)
-    return f"<{prefix}:r>" + _drawing_properties(properties or f"<{prefix}:rPr/>", tag)
+    if prefix == "a":  # DrawingML (PowerPoint)
+        return "<a:r>" + _drawing_properties(properties or "<a:rPr/>", tag)
+    return f"<{prefix}:r>" + _word_properties(properties, tag, prefix)
 
 
-def _word_properties(properties: str, tag: str) -> str:
-    """A ``<w:rPr>`` whose ``<w:lang>`` says ``tag`` for Latin and East Asian text alike (its
-    ``w:bidi`` kept), added where the schema puts it when there was none."""
-    element = f'<w:lang w:val="{tag}" w:eastAsia="{tag}"/>'
-    if not properties or re.fullmatch(r"<w:rPr\s*/>", properties):
-        return f"<w:rPr>{element}</w:rPr>"
-    lang = _WORD_LANG.search(properties)
+def _word_properties(properties: str, tag: str, p: str) -> str:
+    """A ``<w:rPr>`` (namespace prefix ``p``) whose ``<w:lang>`` says ``tag`` for Latin and
+    East Asian text alike (its ``w:bidi`` kept), added where the schema puts it when there
+    was none."""
+    values = f'{p}:val="{tag}" {p}:eastAsia="{tag}"'
+    if not properties or re.fullmatch(rf"<{p}:rPr\s*/>", properties):
+        return f"<{p}:rPr><{p}:lang {values}/></{p}:rPr>"
+    own = properties.split(f"<{p}:rPrChange", 1)[0]  # not the tracked change's old properties
+    lang = re.search(_WORD_LANG.format(p=p), own)
     if lang is not None:
-        others = re.sub(r'\sw:(?:val|eastAsia)="[^"]*"', "", lang.group()[len("<w:lang") : -2])
-        return properties.replace(lang.group(), f"<w:lang{others}{element[len('<w:lang') :]}")
-    where = _AFTER_LANG.search(properties).start()
-    return properties[:where] + element + properties[where:]
+        others = re.sub(rf'\s{p}:(?:val|eastAsia)="[^"]*"', "", lang.group(1))
+        retagged = f"<{p}:lang{others} {values}/>"
+        return properties[: lang.start()] + retagged + properties[lang.end() :]
+    where = re.search(_AFTER_LANG.format(p=p), properties).start()
+    return f"{properties[:where]}<{p}:lang {values}/>{properties[where:]}"
 
 
 def _drawing_properties(properties: str, tag: str) -> str:
