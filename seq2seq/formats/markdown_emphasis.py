@@ -37,7 +37,8 @@ _EMPHASIS = {"*": "em", "**": "strong", "~~": "s"}  # marker: markdown-it's toke
 # settled once the translation is written around them.
 _OPEN, _CLOSE, _END = "\ufdd0", "\ufdd1", "\ufdd2"
 _PLACED = re.compile(f"([{_OPEN}{_CLOSE}])([*~]+){_END}")
-_WHITE = frozenset(" \t\n\r\f\v") | {chr(c) for c in range(0x2000, 0x200B)} | {"\u3000"}
+# White space as markdown-it reads it beside a marker (its isWhiteSpace)
+_WHITE = " \t\n\r\f\v\u00a0\u1680\u202f\u205f\u3000" + "".join(map(chr, range(0x2000, 0x200B)))
 
 
 @dataclass
@@ -52,8 +53,7 @@ class MarkdownSegment(Segment):
     else written as HTML tags."""
 
     def render(self, translation: str, alignment: Alignment) -> str:
-        expected = list(_source_emphasis(self.markup))
-        if not expected:
+        if next(_source_emphasis(self.markup), None) is None:
             return render(self, translation, alignment)
         if not any(c in self.text + translation for c in (_OPEN, _CLOSE, _END)):
             placeholders = replace(self, markup=_placeholders(self.markup))
@@ -207,7 +207,7 @@ def _apart(pieces: list, inside: int, outside: int, after: bool, mixed: bool) ->
     marker of another character: ``mixed``) meets a letter outside. ``after``: the run
     closes (inside is before it)."""
     text = pieces[inside]
-    kept = text.rstrip("".join(_WHITE)) if after else text.lstrip("".join(_WHITE))
+    kept = text.rstrip(_WHITE) if after else text.lstrip(_WHITE)
     moved = text[len(kept) :] if after else text[: len(text) - len(kept)]
     inner = kept[-1:] if after else kept[:1]
     beyond = pieces[outside]  # "" at the segment's edge, beside its line's start or end
@@ -219,8 +219,8 @@ def _apart(pieces: list, inside: int, outside: int, after: bool, mixed: bool) ->
 
 
 def _punctuation(char: str) -> bool:
-    return bool(char) and unicodedata.category(char)[0] in "PS"
+    return len(char) == 1 and unicodedata.category(char)[0] in "PS"
 
 
 def _letter(char: str) -> bool:
-    return bool(char) and char not in _WHITE and not _punctuation(char)
+    return len(char) == 1 and char not in _WHITE and not _punctuation(char)
