@@ -91,6 +91,13 @@ def add_shortlist(p: argparse.ArgumentParser) -> None:
         "(default %(default)s)",
     )
     p.add_argument(
+        "--min-probability",
+        type=float,
+        default=DEFAULTS.min_probability,
+        metavar="P",
+        help="leave out a candidate whose p(target | source) is below P (default %(default)s)",
+    )
+    p.add_argument(
         "--iterations",
         type=int,
         default=DEFAULTS.iterations,
@@ -111,7 +118,9 @@ def run_shortlist(args: argparse.Namespace) -> int:
     from seq2seq.data.shortlist import learn_shortlist
     from seq2seq.data.tokenizer import checkpoint_tokenizer
 
-    settings = ShortlistSettings(args.per_source, args.frequent, args.iterations)
+    settings = ShortlistSettings(
+        args.per_source, args.frequent, args.iterations, args.min_probability
+    )
     if (args.src is None) != (args.tgt is None):
         raise ValueError("--src and --tgt go together")
     if args.max_pairs < 1:

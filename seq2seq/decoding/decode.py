@@ -21,6 +21,7 @@ from seq2seq.decoding.constrained import Constraints
 from seq2seq.decoding.greedy import greedy_search
 from seq2seq.decoding.sampling import SamplingConfig, sample_search
 from seq2seq.decoding.search import (
+    NEG_INF,
     Hypothesis,
     Scorer,
     SearchConfig,
@@ -28,7 +29,7 @@ from seq2seq.decoding.search import (
     TokenRules,
     written_lengths,
 )
-from seq2seq.decoding.shortlist import Shortlist, shortlisted_logits
+from seq2seq.decoding.shortlist import Narrowed, Shortlist
 from seq2seq.model import Transformer
 
 
@@ -74,8 +75,11 @@ class TransformerScorer:
 
     Rows are ordered sentence-major: row ``b * beam_size + j`` is beam j of sentence b, and
     ``reorder`` expects rows to move only among one sentence's beams (what ``beam_search``
-    does), so the cross-attention keys/values never need to follow.
+    does), so the cross-attention keys/values never need to follow. With a shortlist
+    (``Narrowed``) tokens are positions in its columns, and each row scores its own alone.
     """
+
+    allowed: Tensor | None = None  # (N, U) each row's own candidates among the columns
 
     def __init__(
         self,
@@ -83,7 +87,7 @@ class TransformerScorer:
         src_ids: Tensor,
         beam_size: int,
         max_len: int,
-        allowed: Tensor | None = None,
+        narrowed: Narrowed | None = None,
     ) -> None:
         self.model = model
         # Encode each source and project its cross-attention keys/values once; each of its k
@@ -92,19 +96,17 @@ class TransformerScorer:
         source_mask = padding_mask(src_ids, model.config.pad_id)  # (B, S)
         n_rows = src_ids.shape[0] * beam_size
         self.cache = model.init_cache(n_rows, max_len, memory, source_mask, copies=beam_size)
-        self.allowed: Tensor | None = None
-        if allowed is not None:  # (B, V) each sentence's shortlist
-            # The batch's union, its weight rows gathered once; each row's own among them.
-            self.columns = allowed.any(dim=0).nonzero()[:, 0]  # (U,)
-            self.project = model.projection_onto(self.columns)
-            self.allowed = allowed[:, self.columns].repeat_interleave(beam_size, dim=0)
+        if narrowed is not None:  # a shortlist: tokens are positions in its union's columns
+            self.columns = narrowed.columns.to(src_ids.device)  # (U,)
+            self.project = model.projection_onto(self.columns)  # the rows gathered once
+            self.allowed = narrowed.allowed.to(src_ids.device).repeat_interleave(beam_size, 0)
 
     def __call__(self, last_tokens: Tensor) -> Tensor:
         if self.allowed is None:
             return self.model.decode(last_tokens[:, None], cache=self.cache)[:, -1].float()
-        states = self.model.decoder_states(last_tokens[:, None], cache=self.cache)  # (N, 1, d)
-        logits = self.project(states)[:, -1].float()  # (N, U)
-        return shortlisted_logits(logits, self.allowed, self.columns, self.model.config.vocab_size)
+        ids = self.columns[last_tokens][:, None]  # (N, 1) vocabulary ids
+        logits = self.project(self.model.decoder_states(ids, cache=self.cache))[:, -1].float()
+        return logits.masked_fill_(~self.allowed, NEG_INF)  # (N, U): each row's own alone
 
     def reorder(self, index: Tensor) -> None:
         # Searches move rows only among the k beams of one sentence, which share the source:
@@ -169,34 +171,63 @@ def translate_ids(
     batch runs ``constrained_beam_search`` (whose unconstrained sentences come out as from
     beam search). ``rules``: the tokenizer's pieces that write nothing visible (which cannot
     end an output on their own) and that are never generated (``TokenRules``).
-    ``shortlist``: each sentence writes only its source's candidates (encoder-decoder models;
-    a sentence with constraints keeps the whole vocabulary).
+    ``shortlist``: each sentence writes only its source's candidates, the search running over
+    the batch's union (``Narrowed``; encoder-decoder models; a sentence with constraints keeps
+    the whole vocabulary).
     """
     config = config or SearchConfig()
     specials = special_tokens(model.config, rules)
-    src_lengths = padding_mask(src_ids, specials.pad).sum(dim=1)
     if model.config.decoder_only:
         if shortlist is not None:
             raise ValueError("a shortlist is for encoder-decoder models, not decoder-only ones")
-        rows = zip(src_ids.tolist(), src_lengths.tolist(), strict=True)
-        prompts = [translation_prompt(row[:n], model.config) for row, n in rows]
-        # Each row's own room, so a long neighbour never shortens a sentence's limit.
-        room = model.config.max_positions - torch.tensor([len(p) for p in prompts])
-        if int(room.min()) < 1:
-            raise ValueError("a prompt fills the model's positions: no room for a translation")
-        limits = config.max_lengths(written_lengths(src_ids, specials.pad, specials.term_tags))
-        max_lens = torch.minimum(limits, room.to(src_lengths.device))
-        scorer: Scorer = PromptScorer(model, prompts, beam_size, int(max_lens.max()))
-    else:
-        written = written_lengths(src_ids, specials.pad, specials.term_tags)
-        max_lens = config.max_lengths(written, cap=model.config.max_positions)
-        allowed = None
-        if shortlist is not None:
-            allowed = shortlist.allowed(src_ids, specials.pad)
-            for row, wanted in enumerate(constraints or ()):
-                if wanted is not None and wanted.count:  # its terms may need any piece
-                    allowed[row] = True
-        scorer = TransformerScorer(model, src_ids, beam_size, int(max_lens.max()), allowed)
+        scorer, max_lens = _prompt_scorer(model, src_ids, beam_size, config, specials)
+        return _search(scorer, max_lens, beam_size, specials, config, n_best, constraints)
+    written = written_lengths(src_ids, specials.pad, specials.term_tags)
+    max_lens = config.max_lengths(written, cap=model.config.max_positions)
+    narrowed = None
+    if shortlist is not None:
+        allowed = shortlist.allowed(src_ids, specials.pad)
+        for row, wanted in enumerate(constraints or ()):
+            if wanted is not None and wanted.count:  # its terms may need any piece
+                allowed[row] = True
+        narrowed = Narrowed.of(allowed, specials)
+        specials = narrowed.specials(specials)
+    scorer = TransformerScorer(model, src_ids, beam_size, int(max_lens.max()), narrowed)
+    found = _search(scorer, max_lens, beam_size, specials, config, n_best, constraints)
+    return found if narrowed is None else narrowed.restore(found)
+
+
+def _prompt_scorer(
+    model: Transformer,
+    src_ids: Tensor,
+    beam_size: int,
+    config: SearchConfig,
+    specials: SpecialTokens,
+) -> tuple[Scorer, Tensor]:
+    """A decoder-only translator's scorer over ``[bos] source [sep]`` prompts, and each
+    sentence's length limit."""
+    src_lengths = padding_mask(src_ids, specials.pad).sum(dim=1)
+    rows = zip(src_ids.tolist(), src_lengths.tolist(), strict=True)
+    prompts = [translation_prompt(row[:n], model.config) for row, n in rows]
+    # Each row's own room, so a long neighbour never shortens a sentence's limit.
+    room = model.config.max_positions - torch.tensor([len(p) for p in prompts])
+    if int(room.min()) < 1:
+        raise ValueError("a prompt fills the model's positions: no room for a translation")
+    limits = config.max_lengths(written_lengths(src_ids, specials.pad, specials.term_tags))
+    max_lens = torch.minimum(limits, room.to(src_lengths.device))
+    return PromptScorer(model, prompts, beam_size, int(max_lens.max())), max_lens
+
+
+def _search(
+    scorer: Scorer,
+    max_lens: Tensor,
+    beam_size: int,
+    specials: SpecialTokens,
+    config: SearchConfig,
+    n_best: int,
+    constraints: Sequence[Constraints | None] | None,
+) -> list[list[Hypothesis]]:
+    """Constrained beam search if any sentence has constraints, else greedy or beam search."""
     if constraints is not None and any(c is not None and c.count for c in constraints):
         return constrained_beam_search(
             scorer, max_lens, beam_size, specials, constraints, config, n_best

@@ -2,10 +2,10 @@
 its source pieces (Marian's lexical shortlist, CTranslate2's vocabulary map).
 
 A decoder step's output projection scores every vocabulary entry, though a sentence's
-translation uses few of them. With a shortlist the searches score only the batch's union of its
-sentences' candidate sets (``seq2seq.decoding.decode``), and each sentence's log-softmax runs
-over its OWN candidates (the others at -inf, ``shortlisted_logits``), so that no sentence's
-output depends on its batch-mates.
+translation uses few of them. With a shortlist the searches run over the batch's union of its
+sentences' candidate sets (``Narrowed``: the projection, the log-softmax and the top-k over
+those columns alone), and each sentence's log-softmax over its OWN candidates (the others at
+-inf), so that no sentence's output depends on its batch-mates.
 
 The file is CTranslate2's vocabulary mapping (``vmap.txt``), so one file serves both engines::
 
@@ -20,14 +20,14 @@ candidate, as in CTranslate2. ``seq2seq shortlist`` learns one (``seq2seq.data.s
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import Tensor
 
+from seq2seq.decoding.search import Hypothesis, SpecialTokens
 from seq2seq.errors import DataError
-
-NEG_INF = float("-inf")
 
 
 class Shortlist:
@@ -126,13 +126,59 @@ class Shortlist:
         Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def shortlisted_logits(logits: Tensor, allowed: Tensor, columns: Tensor, vocab: int) -> Tensor:
-    """(N, U) logits over the batch's union ``columns`` (U,), and (N, U) each row's own
-    candidates among them -> (N, V) logits: -inf outside the row's own candidates, so that a
-    row's log-softmax runs over its own candidates alone."""
-    full = logits.new_full((logits.shape[0], vocab), NEG_INF)
-    full[:, columns] = logits.masked_fill(~allowed, NEG_INF)
-    return full
+@dataclass(frozen=True)
+class Narrowed:
+    """A batch's shortlist as a vocabulary of its own, which the searches run over: the union
+    of its sentences' candidates (``columns``, ascending vocabulary ids) and, per sentence,
+    which of them are its own (``allowed``). A token is a position in ``columns``.
+
+    Every per-step cost of a search that grows with the vocabulary (the output projection,
+    the log-softmax, the top-k, the masks) then grows with the union instead; the scorer
+    sets a row's scores outside its sentence's own candidates to -inf, so that its
+    log-softmax and its choices are those over its own candidates whatever the batch holds.
+    """
+
+    columns: Tensor  # (U,) vocabulary ids
+    allowed: Tensor  # (B, U) bool
+
+    @classmethod
+    def of(cls, allowed: Tensor, specials: SpecialTokens) -> Narrowed:
+        """(B, V) each sentence's candidates -> their union, with the special and byte ids
+        always in it (the search's rules name them; they stay -inf where not allowed)."""
+        keep = allowed.any(dim=0)
+        keep[[*specials.never_generated, specials.eos, *specials.bytes]] = True
+        columns = keep.nonzero()[:, 0]
+        return cls(columns, allowed[:, columns])
+
+    def specials(self, specials: SpecialTokens) -> SpecialTokens:
+        """``specials`` as positions in ``columns``; ids not in the union dropped (no row can
+        write them). The term tags go: only a source holds them."""
+        position = torch.full((int(self.columns.max()) + 1,), -1, dtype=torch.long)
+        position[self.columns.cpu()] = torch.arange(len(self.columns))
+
+        def among(ids: Iterable[int]) -> tuple[int, ...]:
+            found = (int(position[i]) if i < len(position) else -1 for i in ids)
+            return tuple(p for p in found if p >= 0)
+
+        pad, unk, bos, eos = among((specials.pad, specials.unk, specials.bos, specials.eos))
+        return SpecialTokens(
+            pad=pad,
+            unk=unk,
+            bos=bos,
+            eos=eos,
+            blank=among(specials.blank),
+            banned=among(specials.banned),
+            bytes=among(specials.bytes),
+            symbols=among(specials.symbols),
+        )
+
+    def restore(self, found: list[list[Hypothesis]]) -> list[list[Hypothesis]]:
+        """The hypotheses' tokens as vocabulary ids again, in place."""
+        columns = self.columns.tolist()
+        for hypotheses in found:
+            for hypothesis in hypotheses:
+                hypothesis.tokens = [columns[t] for t in hypothesis.tokens]
+        return found
 
 
 def _cumulative(counts: Iterable[int]) -> list[int]:
