@@ -88,3 +88,14 @@ def test_every_span_renders_as_markers_whatever_the_alignment():
             out = segment.render(translation, alignment)
             assert not re.search(r"<(?:em|strong|del)>", out), (source, translation, alignment)
             assert all(emphasis(out).count(kind) == spans(kind) for kind in OPENED), (source, out)
+
+
+def test_bold_inside_italic_is_read_as_written():
+    # between two letters a run of stars may open or close: ***文**文**文**文*** pairs the
+    # wrong ones, so the markers that open there get a space before them
+    source = '"_**Netflix** is glad to show **crisis** work: **Dispatch**! [with **FastAPI**]_"'
+    [segment] = segments(parse(source, "markdown"))
+    words = list(re.finditer(r"[^\s.,]+", segment.text))
+    out = segment.render("文" * len(words), [word.span() for word in words])
+    assert out == "***文**文文文文 **文**文 **文**文 **文***"
+    assert emphasis(out) == emphasis(source)

@@ -58,8 +58,8 @@ class MarkdownSegment(Segment):
         if not any(c in self.text + translation for c in (_OPEN, _CLOSE, _END)):
             placeholders = replace(self, markup=_placeholders(self.markup))
             placed = _pieces(render(placeholders, translation, alignment))
-            for apart in (False, True):
-                pieces = _settled(placed, apart)
+            for care in range(3):
+                pieces = _settled(placed, care)
                 written = "".join(p if isinstance(p, str) else p.marker for p in pieces)
                 if _rendered_emphasis(written) == _written_emphasis(pieces):
                     return written
@@ -148,21 +148,23 @@ def _pieces(placed: str) -> list[str | _Marker]:
     return [pieces[0], *middle, pieces[-1]] if len(pieces) > 1 else pieces
 
 
-def _settled(pieces: list[str | _Marker], apart: bool) -> list[str | _Marker]:
+def _settled(pieces: list[str | _Marker], care: int) -> list[str | _Marker]:
     """The markers settled where they landed (the module's rules): a space between two spans
     of the same marker side by side, white space moved out, a space outside a marker between
-    punctuation and a letter; ``apart``: also between a span and a different one right after
-    it (``*甲*`` and ``**（**`` written together, ``*甲***（**``, are one run of three stars)."""
+    punctuation and a letter. With more ``care`` (tried where less did not render), 1: also
+    a space between a span and a different one right after it (``*甲*`` and ``**（**``
+    written together, ``*甲***（**``, are one run of three stars); 2: also before a marker that
+    opens between two letters, which could close a span before it (``***甲**乙**丙**丁***``)."""
     spaced: list[str | _Marker] = []
     for piece in _unblanked(pieces):
         last = spaced[-1] if spaced else None
         closes = isinstance(last, _Marker) and not last.opens and isinstance(piece, _Marker)
-        if closes and piece.opens and (apart or piece.marker == last.marker):
+        if closes and piece.opens and (care or piece.marker == last.marker):
             spaced.append(" ")  # **a****b** is one span of a**b: **a** **b** is two
         spaced.append(piece)
     for index, piece in enumerate(spaced):
         if isinstance(piece, _Marker):
-            _flank(spaced, index)
+            _flank(spaced, index, opening_apart=care > 1)
     return spaced
 
 
@@ -183,10 +185,10 @@ def _unblanked(pieces: list[str | _Marker]) -> list[str | _Marker]:
     return kept
 
 
-def _flank(pieces: list[str | _Marker], index: int) -> None:
+def _flank(pieces: list[str | _Marker], index: int, opening_apart: bool) -> None:
     """Makes the marker at ``index`` flank, where it is the first of a run of markers that
     all open (or the last of a run that all close) between a letter outside and white space
-    or punctuation inside."""
+    or punctuation inside (``opening_apart``: or anything inside, for a run that opens)."""
     first, last = index, index
     while last + 1 < len(pieces) and isinstance(pieces[last + 1], _Marker):
         last += 1
@@ -196,16 +198,18 @@ def _flank(pieces: list[str | _Marker], index: int) -> None:
     # *~~甲~~*: the star's neighbour inside is a tilde, punctuation
     mixed = len({m.marker[0] for m in run}) > 1
     if all(m.opens for m in run):
-        _apart(pieces, inside=last + 1, outside=first - 1, after=False, mixed=mixed)
+        _apart(
+            pieces, inside=last + 1, outside=first - 1, after=False, mixed=mixed or opening_apart
+        )
     elif all(not m.opens for m in run):
         _apart(pieces, inside=first - 1, outside=last + 1, after=True, mixed=mixed)
 
 
 def _apart(pieces: list, inside: int, outside: int, after: bool, mixed: bool) -> None:
     """The text ``inside`` a run of markers loses the white space that touches them to the
-    text ``outside`` (written there); a space goes outside where punctuation inside (or a
-    marker of another character: ``mixed``) meets a letter outside. ``after``: the run
-    closes (inside is before it)."""
+    text ``outside`` (written there); a space goes outside where punctuation inside (or, with
+    ``mixed``, anything: a marker of another character) meets a letter outside. ``after``:
+    the run closes (inside is before it)."""
     text = pieces[inside]
     kept = text.rstrip(_WHITE) if after else text.lstrip(_WHITE)
     moved = text[len(kept) :] if after else text[: len(text) - len(kept)]
