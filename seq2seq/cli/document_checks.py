@@ -13,14 +13,14 @@ from seq2seq.cli.progress import progress_bar
 # Documents of formats this toolkit does not read (yet), refused by name rather than read as
 # plain text; any other extension (corpus.en, notes.log) is lines of text.
 NOT_TEXT = frozenset(
-    ".epub .doc .xls .ppt .rtf .pdf .zip .gz .bz2 .xz .7z .tar "
+    ".doc .xls .ppt .rtf .pdf .zip .gz .bz2 .xz .7z .tar "
     ".png .jpg .jpeg .gif .webp .mp3 .mp4 .exe .bin".split()
 )
 
 
 def format_from_name(args: argparse.Namespace) -> str:
     """The format: ``--format``, else the input's extension; a document of a format it does
-    not read (``.epub``, ``.pdf``) or bytes that are not text (a zip, a PDF, an image, NULs) are
+    not read (``.doc``, ``.pdf``) or bytes that are not text (a zip, a PDF, an image, NULs) are
     refused in one line rather than read as plain text (a 20 KB ``.docx`` once came back as
     garbage with exit 0). Another extension, none, or stdin: plain text."""
     from pathlib import Path

@@ -12,7 +12,8 @@ segments to translate (``inline.Document``). Pure text: no model.
     office.py    Word and PowerPoint (.docx, .pptx): paragraphs translated, runs as markup
     spreadsheet.py  Excel (.xlsx): cell strings translated, formulas and numbers never
     opendocument.py  OpenDocument (.odt, .odp, .ods): paragraphs, spans as markup
-    packages.py  the zip and XML parts of those two read, refused in one line
+    epub.py      EPUB books: pages read as HTML, tables of contents, the title
+    packages.py  the zip and XML parts of those three read, refused in one line
     verbatim.py  spans kept as written (URLs, numbers, identifiers...), marked literal
     verbatim_placement.py  where each span goes in a translation (never over a glossary term)
     encoding.py  a document's bytes: its encoding found, read exactly, written back
@@ -31,10 +32,10 @@ from seq2seq.formats.inline import Document, Segment, rebuild, render, segments
 
 FORMATS = (
     *("text", "html", "markdown", "srt", "po", "xliff"),
-    *("docx", "pptx", "xlsx", "odt", "odp", "ods"),
+    *("docx", "pptx", "xlsx", "odt", "odp", "ods", "epub"),
 )
 # Read from bytes (read_zipped), never decoded as text.
-ZIPPED = frozenset({"docx", "pptx", "xlsx", "odt", "odp", "ods"})
+ZIPPED = frozenset({"docx", "pptx", "xlsx", "odt", "odp", "ods", "epub"})
 EXTENSIONS = {
     ".txt": "text",
     ".text": "text",
@@ -54,6 +55,7 @@ EXTENSIONS = {
     ".odt": "odt",
     ".odp": "odp",
     ".ods": "ods",
+    ".epub": "epub",
 }
 
 
@@ -115,6 +117,10 @@ def read_zipped(
         from seq2seq.formats.opendocument import read_opendocument
 
         return read_opendocument(data, source, format)
+    if format == "epub":
+        from seq2seq.formats.epub import read_epub
+
+        return read_epub(data, source)
     if format in ZIPPED:
         from seq2seq.formats.office import read_office
 

@@ -37,9 +37,18 @@ def xml_text(part: Member, source: str) -> str:
         DataError: ``source:member:line: problem``: XML that does not parse or declares
             entities, or that is not UTF-8.
     """
-    where = f"{source}:{part.info.filename}"
-    check(part.data, where)
+    check(part.data, f"{source}:{part.info.filename}")
+    return decoded(part, source)
+
+
+def decoded(part: Member, source: str) -> str:
+    """A part's bytes as UTF-8 text (a byte-order mark kept as its first character).
+
+    Raises:
+        DataError: ``source:member: not UTF-8 (...)``.
+    """
     try:
         return part.data.decode("utf-8")
     except UnicodeDecodeError:
+        where = f"{source}:{part.info.filename}"
         raise DataError(f"{where}: not UTF-8 (the only encoding read in a package)") from None

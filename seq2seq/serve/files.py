@@ -31,7 +31,7 @@ from seq2seq.serve.protocol import ApiError, translate_args
 
 SUPPORTED = (
     *(".txt", ".html", ".htm", ".md", ".markdown", ".srt", ".po", ".pot", ".xlf", ".xliff"),
-    *(".docx", ".pptx", ".xlsx", ".odt", ".odp", ".ods"),
+    *(".docx", ".pptx", ".xlsx", ".odt", ".odp", ".ods", ".epub"),
 )
 KEPT_FILES = 100
 MEDIA_TYPES = {
@@ -47,6 +47,7 @@ MEDIA_TYPES = {
     "odt": "application/vnd.oasis.opendocument.text",
     "odp": "application/vnd.oasis.opendocument.presentation",
     "ods": "application/vnd.oasis.opendocument.spreadsheet",
+    "epub": "application/epub+zip",
 }
 
 # (request, texts, format, split, beam size, n-best) -> results with a .text each
