@@ -4,12 +4,14 @@ segments to translate (``inline.Document``). Pure text: no model.
     inline.py    the Document every format parses into; inline markup put back by alignment
     html.py      HTML
     markdown.py  Markdown (its inline tokens read into text and markup: markdown_inline.py)
+    markdown_emphasis.py  Markdown emphasis settled so that it renders beside Chinese
     srt.py       SubRip subtitles
     po.py        gettext catalogs (.po, .pot): msgstr filled, marked fuzzy
     xliff.py     XLIFF 1.2 and 2.0: targets filled, inline codes placed
     xml_scan.py  XML checked (no entity expansion) and cut into tokens at exact offsets
     zipped.py    zip containers (office documents) read within limits, written back exactly
     office.py    Word and PowerPoint (.docx, .pptx): paragraphs translated, runs as markup
+    office_language.py  the target's language on translated Word and PowerPoint runs
     spreadsheet.py  Excel (.xlsx): cell strings translated, formulas and numbers never
     opendocument.py  OpenDocument (.odt, .odp, .ods): paragraphs, spans as markup
     epub.py      EPUB books: pages read as HTML, tables of contents, the title
