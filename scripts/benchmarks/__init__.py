@@ -42,6 +42,8 @@ BENCHES = {
     "serve-libretranslate": "seq2seq serve against LibreTranslate on the same model, same load",
     "libretranslate-answers": "LibreTranslate's answers against ours at Argos' settings, why",
     "finetune": "fine-tuning a pretrained model on one domain: the gain and the cost elsewhere",
+    "shortlist": "a lexical shortlist: speed and BLEU with and without, ours and CTranslate2",
+    "distill": "a distilled student against its teacher: BLEU, speed, latency, per engine",
     "data": "data preparation at scale: memory, time, disk; reloading; DDP ranks' memory",
 }
 
