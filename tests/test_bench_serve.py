@@ -34,33 +34,26 @@ def write_sentences(path: Path) -> Path:
     return path
 
 
+def run_bench(
+    name: str, checkpoint: Path, out: Path, *options: object, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """``scripts/bench.py NAME --checkpoint CHECKPOINT OPTIONS... --json OUT``; its stdout and
+    stderr, once it has succeeded."""
+    arguments = [name, "--checkpoint", str(checkpoint), *map(str, options), "--json", str(out)]
+    command = [sys.executable, "scripts/bench.py", *arguments]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 def test_bench_serve_measures_every_level_and_the_ceiling(translation_checkpoint, tmp_path):
     pytest.importorskip("fastapi")
     pytest.importorskip("httpx")
     sentences = write_sentences(tmp_path / "sentences.en")
     out = tmp_path / "bench.json"
-    command = [
-        sys.executable,
-        "scripts/bench.py",
-        "serve",
-        "--checkpoint",
-        str(translation_checkpoint),
-        "--sentences",
-        str(sentences),
-        "--clients",
-        "1,2",
-        "--beams",
-        "1",
-        "--duration",
-        "1",
-        "--warmup",
-        "0.5",
-        "--json",
-        str(out),
-    ]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-
+    load = ("--clients", "1,2", "--beams", 1, "--duration", 1, "--warmup", 0.5)
+    options = ("--sentences", sentences, *load)
+    done = run_bench("serve", translation_checkpoint, out, *options, timeout=300)
     report = json.loads(out.read_text())
     levels = report["levels"]
     assert [(row["beam"], row["clients"]) for row in levels] == [(1, 1), (1, 2)]
@@ -86,30 +79,10 @@ def test_bench_serve_libretranslate_measures_each_server_at_each_client_count(
     and the ratios of ours and of our CTranslate2 engine to LibreTranslate."""
     pytest.importorskip("fastapi")
     out = tmp_path / "bench.json"
-    command = [
-        sys.executable,
-        "scripts/bench.py",
-        "serve-libretranslate",
-        "--checkpoint",
-        str(translation_checkpoint),
-        "--sentences",
-        str(write_sentences(tmp_path / "sentences.en")),
-        "--python",
-        str(libretranslate_python),
-        "--clients",
-        "1,2",
-        "--duration",
-        "0.5",
-        "--warmup",
-        "0.2",
-        "--retries",
-        "0",
-        "--json",
-        str(out),
-    ]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-
+    sentences = write_sentences(tmp_path / "sentences.en")
+    load = ("--clients", "1,2", "--duration", 0.5, "--warmup", 0.2, "--retries", 0)
+    options = ("--sentences", sentences, "--python", libretranslate_python, *load)
+    done = run_bench("serve-libretranslate", translation_checkpoint, out, *options, timeout=600)
     report = json.loads(out.read_text())
     expected = [(server, clients) for server in SERVERS for clients in (1, 2)]
     assert [(row["server"], row["clients"]) for row in report["levels"]] == expected
