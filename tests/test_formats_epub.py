@@ -181,6 +181,15 @@ CONTAINER = (
 )
 
 
+# META-INF/encryption.xml naming a page, as a DRM scheme writes it (Adobe's, for one).
+ENCRYPTED = (
+    '<encryption xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><EncryptedData '
+    'xmlns="http://www.w3.org/2001/04/xmlenc#"><EncryptionMethod Algorithm="http://www.w3.org/'
+    '2001/04/xmlenc#aes128-cbc"/><CipherData><CipherReference URI="OEBPS/a.xhtml"/>'
+    "</CipherData></EncryptedData></encryption>"
+)
+
+
 def _package(pages: list[str]) -> str:
     items = "".join(
         f'<item id="p{i}" href="{name}" media-type="application/xhtml+xml"/>'
@@ -251,6 +260,10 @@ def test_what_is_not_an_epub_book_is_refused_in_one_line():
         (
             _book({"a.xhtml": "<p>Caf\xe9.</p>".encode("latin-1")}),
             r"^x\.epub:OEBPS/a\.xhtml: not UTF-8",
+        ),
+        (
+            _book(page, {"META-INF/encryption.xml": ENCRYPTED}),
+            r"^x\.epub: OEBPS/a\.xhtml is encrypted \(DRM",
         ),
         (
             _book(page, {"OEBPS/big.css": b" " * 3_000_000}),

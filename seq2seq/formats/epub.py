@@ -44,6 +44,7 @@ from seq2seq.formats.zipped import Member, write_zip
 KIND = "an EPUB book"
 MIMETYPE = "application/epub+zip"
 CONTAINER = "META-INF/container.xml"
+ENCRYPTION = "META-INF/encryption.xml"
 PACKAGE_TYPE = "application/oebps-package+xml"
 PAGE_TYPES = frozenset({"application/xhtml+xml", "text/html"})
 NCX_TYPE = "application/x-dtbncx+xml"
@@ -61,13 +62,15 @@ def read_epub(data: bytes, source: str) -> tuple[list[Document], Write]:
     Raises:
         DataError: ``source: problem``: not a zip (or a corrupt, encrypted, oversized one),
             not an EPUB book (no ``mimetype`` saying so, no container, a package document
-            missing), XML that does not parse or declares entities, a part not in UTF-8.
+            missing), XML that does not parse or declares entities, a part not in UTF-8, a page
+            encrypted (DRM).
     """
     members = open_package(data, source, KIND)
     _check_mimetype(members, source)
     kinds: dict[str, str] = {}
     for package in _packages(members, source):
         kinds |= _translated_parts(package, source)
+    _check_not_encrypted(members, kinds, source)
     parts = [m for m in members if m.info.filename in kinds]
     documents = [_read(part, kinds[part.info.filename], source) for part in parts]
     documents = [with_lang(document, SIMPLIFIED) for document in documents]
@@ -102,8 +105,8 @@ def _packages(members: list[Member], source: str) -> list[Member]:
     paths = [
         token.attrs["full-path"]
         for token in _elements(tokens(xml_text(container, source)), "rootfile")
-        if token.attrs.get("full-path") and token.attrs.get("media-type", PACKAGE_TYPE)
-        == PACKAGE_TYPE
+        if token.attrs.get("full-path")
+        and token.attrs.get("media-type", PACKAGE_TYPE) == PACKAGE_TYPE
     ]
     if not paths:
         raise DataError(f"{source}:{CONTAINER}: names no package document (<rootfile>)")
@@ -138,6 +141,18 @@ def _translated_parts(package: Member, source: str) -> dict[str, str]:
         elif media == NCX_TYPE:
             kinds[name] = "ncx"
     return kinds
+
+
+def _check_not_encrypted(members: list[Member], kinds: dict[str, str], source: str) -> None:
+    """Refuses a book whose translated parts are encrypted (DRM), whose bytes would otherwise
+    be taken for text; fonts obfuscated as the format allows are kept like any member."""
+    found = member(members, ENCRYPTION)
+    if found is None:
+        return
+    for reference in _elements(tokens(xml_text(found, source)), "CipherReference"):
+        name = posixpath.normpath(unquote(reference.attrs.get("URI", "")))
+        if name in kinds:
+            raise DataError(f"{source}: {name} is encrypted (DRM: the book cannot be read)")
 
 
 def _read(part: Member, kind: str, source: str) -> Document:
