@@ -150,6 +150,19 @@ def _upper(entry):
     return entry.upper()
 
 
+def test_with_lang_says_another_target_everywhere_the_book_says_one():
+    from seq2seq.formats.epub import with_lang
+
+    data = (OFFICE / "epubcheck--lorem.epub").read_bytes()
+    documents, write = read_zipped(data, "epub", "lorem.epub")
+    retagged = [with_lang(document, "zh-TW") for document in documents]
+    written = dict((n, b) for n, _, b in members(write(translate(retagged, identity))))
+    assert language(written["EPUB/lorem.opf"]) == "zh-TW"
+    xml_lang = LANG[1]
+    assert ElementTree.fromstring(written["EPUB/lorem.ncx"]).get(xml_lang) == "zh-TW"
+    assert ElementTree.fromstring(written["EPUB/lorem.xhtml"]).get(xml_lang) == "zh-TW"
+
+
 def test_pages_hold_only_what_xml_can():
     page = (
         '<?xml version="1.0" encoding="utf-8"?>\n<html xmlns="http://www.w3.org/1999/xhtml" '
