@@ -12,6 +12,7 @@ import pytest
 
 from seq2seq.errors import DataError
 from seq2seq.formats import format_of, parse, segments
+from seq2seq.formats.po import unescape
 from tests.fake_translation import identity, translate, upper
 
 OFFICE = Path(__file__).parent / "data" / "office"
@@ -159,6 +160,27 @@ def test_a_catalog_in_another_language_is_translated_whole():
 def test_not_po_is_one_line_error():
     with pytest.raises(DataError, match=r"^x.po:2: not a PO line: 'garbage here'$"):
         parse('msgid "a"\ngarbage here\n', "po", "x.po")
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x0c", "\x0b", "\x85", "\x1e"])
+def test_lines_end_at_newlines_only(separator, tmp_path):
+    # str.splitlines cut a msgid at these, and its halves read as "not a PO line".
+    text = (
+        f'msgid ""\nmsgstr ""\n"Language: fr\\n"\n\nmsgid "one{separator}two"\nmsgstr ""\n\n'
+        f'msgid "three{separator}"\nmsgstr ""\n'
+    )
+    found = segments(parse(text, "po", "x.po"))
+    # (white space at a msgid's edges is kept around its segment, not translated)
+    assert [(s.text, s.line) for s in found] == [(f"one{separator}two", 5), ("three", 8)]
+    out = translate([parse(text, "po")], identity)[0]
+    written = "" if separator == "\x1e" else separator  # no PO escape: a model's is dropped
+    msgstrs = [unescape(m) for m in re.findall(r'^msgstr "(.*)"$', out, re.M)[1:]]
+    assert msgstrs == [f"one{written}two", f"three{written}"]
+    if shutil.which("msgfmt"):
+        assert msgfmt_errors(out, tmp_path) == ""
+    # An error's line number still counts newlines.
+    with pytest.raises(DataError, match=r"^x.po:12: not a PO line: 'garbage'$"):
+        parse(text + f'\nmsgid "a{separator}b"\ngarbage\n', "po", "x.po")
 
 
 def test_segments_are_msgids_with_lines():

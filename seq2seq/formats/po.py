@@ -39,6 +39,7 @@ _ESCAPES = {
     "f": "\f",
     "v": "\v",
 }
+_LETTERS = {char: letter for letter, char in _ESCAPES.items() if letter not in '"\\'}
 
 
 @dataclass
@@ -64,7 +65,9 @@ def parse_po(
     Raises:
         DataError: a line that is not PO, naming ``source`` and the line.
     """
-    lines = document.splitlines(keepends=True)
+    # Lines end at "\n" only: str.splitlines also cuts at U+2028, form feeds, U+0085 and
+    # other characters a msgid can hold, and the two halves of such a string read as not PO.
+    lines = [line for line in re.split("(?<=\n)", document) if line]
     newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
     parts: Document = []
     position = 0
@@ -167,11 +170,12 @@ def unescape(text: str) -> str:
 
 
 def escape(text: str) -> str:
-    """Text as the inside of a PO string (one line: a newline written ``\\n``; other control
-    characters, which a model can write and a catalog should not hold, dropped)."""
-    text = re.sub("[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f]", "", text)
+    """Text as the inside of a PO string: one line, the characters PO has an escape for
+    written as it (a newline ``\\n``, a form feed ``\\f``, as msgcat writes them), other
+    control characters, which a model can write and a catalog should not hold, dropped."""
+    text = re.sub("[\x00-\x06\x0e-\x1f\x7f]", "", text)
     text = text.replace("\\", "\\\\").replace('"', '\\"')
-    return text.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+    return re.sub("[\a\b\t\n\v\f\r]", lambda m: "\\" + _LETTERS[m.group()], text)
 
 
 def _filled(block: list[str], entry: _Entry, nplurals: int, fuzzy: bool, newline: str) -> Document:
