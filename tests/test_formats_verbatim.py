@@ -122,12 +122,17 @@ def test_a_do_not_translate_file_is_read_and_a_bad_line_named(tmp_path):
         (r"re:\b", "matches the empty string"),
         ("re:", "matches the empty string"),
         ("bad\x01term", "control character"),
+        ("bad\x0cterm", "control character"),  # a line, not two terms
     ]:
         bad = tmp_path / "bad.txt"
         bad.write_text(f"Acme\n# note\n{line}\n")
         with pytest.raises(DataError, match=rf"bad\.txt:3: .*{problem}") as caught:
             Verbatim.read(bad)
         assert "\n" not in str(caught.value)
+    # Lines end at newlines only: a term holding U+2028 is one term, and lines count "\n"s.
+    assert Verbatim.parse("Acme\u2028Cloud\n").terms == ["Acme\u2028Cloud"]
+    with pytest.raises(DataError, match=r"^x:2: a control character"):
+        Verbatim.parse("Acme\u2028Cloud\x85\nbad\x1fterm\n", "x")
     with pytest.raises(DataError, match="no such do-not-translate file"):
         Verbatim.read(tmp_path / "missing.txt")
     with pytest.raises(ValueError, match="'a\\?' matches the empty string"):

@@ -43,6 +43,7 @@ from pathlib import Path
 from seq2seq.data.truecase import ACRONYM_LETTERS, Truecaser, is_shouted
 from seq2seq.errors import DataError
 from seq2seq.formats.inline import Document, Markup, Segment
+from seq2seq.textio import split_lines
 
 _TLD = "com|org|net|io|dev|edu|gov|info|app|ai|co|us|uk|de|fr|cn|jp|me|sh|rs|ly|so|tv|py"
 _UNIT = r"(?!(?:st|nd|rd|th|s)\b)[A-Za-z]{1,4}\b"  # 200km, 5GB; not 21st, not 1990s
@@ -184,7 +185,9 @@ class Verbatim:
     def parse(cls, text: str, source: str = "<verbatim>", builtin: bool = True) -> Verbatim:
         """The terms and patterns of a do-not-translate file's text (``read``)."""
         terms, patterns = [], []
-        for number, line in enumerate(text.removeprefix("\ufeff").splitlines(), start=1):
+        # split_lines cuts at "\n" only: str.splitlines also cut at form feeds and U+2028,
+        # so a term holding one came back as two and later lines' numbers were off.
+        for number, line in enumerate(split_lines(text), start=1):
             stripped = line.strip()
             if not stripped or stripped.startswith("#"):
                 continue
