@@ -302,6 +302,11 @@ def test_the_cli_writes_an_epub(translation_checkpoint, tmp_path, capsys):
     for (name, _, old), (_, _, new) in zip(before, after, strict=True):
         if name.endswith(TEXT_PARTS):
             assert structure(new) == structure(old), name
+    opf = next(new for name, _, new in after if name.endswith(".opf"))
+    assert language(opf) == "zh-Hans"
+    assert main([*args, "--output", str(out), "--target", "zh-TW"]) == 0
+    opf = next(new for name, _, new in members(out.read_bytes()) if name.endswith(".opf"))
+    assert language(opf) == "zh-TW"  # the book says the Chinese it is written in
     capsys.readouterr()
     bad = tmp_path / "bad.epub"
     bad.write_text("Hello.", encoding="utf-8")

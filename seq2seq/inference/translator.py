@@ -31,6 +31,7 @@ from seq2seq.decoding.search import Hypothesis, SearchConfig
 from seq2seq.decoding.shortlist import Shortlist
 from seq2seq.errors import CheckpointError
 from seq2seq.formats import Document, parse, parse_text
+from seq2seq.formats.epub import with_lang as book_with_lang
 from seq2seq.formats.html import with_lang as page_with_lang
 from seq2seq.formats.office_language import with_lang as runs_with_lang
 from seq2seq.formats.verbatim import Verbatim
@@ -57,7 +58,12 @@ from seq2seq.textio import one_line, warn_lines
 
 DEFAULT_WINDOW = 1000  # lines decoded together when streaming (translate_stream)
 # Formats whose documents say their language: (document, target) -> the document saying it.
-LANGUAGE_TAGGED = {"html": page_with_lang, "docx": runs_with_lang, "pptx": runs_with_lang}
+LANGUAGE_TAGGED = {
+    "html": page_with_lang,
+    "docx": runs_with_lang,
+    "pptx": runs_with_lang,
+    "epub": book_with_lang,
+}
 
 
 # Said by `translate` and `serve` when --glossary-annotation-only cannot apply.
