@@ -14,6 +14,7 @@ from seq2seq.formats import parse, parse_text
 from seq2seq.formats.inline import Markup, Segment, render, segments
 from seq2seq.formats.verbatim import Span, Verbatim, protect
 from seq2seq.formats.verbatim_placement import copied, settle
+from tests.fake_translation import identity, translate, upper
 
 FOUND = {
     "url": [
@@ -278,3 +279,29 @@ def test_a_span_across_an_elements_edge_is_kept_in_parts():
     assert (
         "<span>blinker.base.</span><span>ANY</span>" in html_out and "<b>max_</b>tokens" in html_out
     )
+
+
+ODF_DOCS = (  # odfpy's documentation, as a previous helper found it
+    "<p><b><i>Additionally, the OpenDocumentText class provides the </i></b><b><i>text</i></b>"
+    "<b><i> property, which is where you add your text elements. A quick example probably is "
+    "the best approach to give you an idea.</i></b></p>"
+)
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        ODF_DOCS,
+        "<p>Finally, <b>doc</b>.spreadsheet.addElement(table). Then save.</p>",
+        "<p><b>Add it with doc.spreadsheet.addElement(table).</b> Then <i>save 3.2.7</i>.</p>",
+        "<ul><li><a href='#x'>OpenDocumentText</a>, <b>Install 3.2.7 now.</b></li></ul>",
+    ],
+)
+@pytest.mark.parametrize("change", [identity, upper])
+def test_punctuation_stays_where_it_was_beside_spans_and_elements(html, change):
+    # Punctuation was aligned to nothing in a segment holding a verbatim span: a bold
+    # sentence's stop fell outside its </b>, and a span starting with a dot was written
+    # after the translation's own dot (<b>doc</b>..spreadsheet). Sentences are joined with
+    # no space between them (Chinese): every other character is where it was.
+    [out] = translate([parse(html, "html")], change)
+    assert out.replace(" ", "").lower() == html.replace(" ", "").lower()

@@ -12,11 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from seq2seq.formats.inline import Alignment, Markup, Segment
+from seq2seq.formats.inline import Alignment, Markup, Segment, Span
 from seq2seq.formats.verbatim import verbatim_markups
 
-# Punctuation of a translation: never taken into a span's literal, and read as aligned to
-# nothing, so a span placed at the end of a sentence goes before its stop, not after it.
+# Punctuation of a translation: read as aligned to nothing unless attention put it on the
+# source's punctuation (``_punctuation``), so a span placed at the end of a sentence goes
+# before its stop, not after it, and never takes the stop into its literal.
 _PUNCTUATION = frozenset("。！？；，、：…,.!?;:")
 
 
@@ -32,7 +33,7 @@ def settle(
     if not spans:
         return alignment
     settled = [
-        None if c in _PUNCTUATION else a for c, a in zip(translation, alignment, strict=True)
+        _punctuation(c, a, segment.text, spans) for c, a in zip(translation, alignment, strict=True)
     ]
     for term in filter(None, terms):
         for match in re.finditer(re.escape(term), translation):
@@ -49,6 +50,21 @@ def settle(
         for j in range(copy_at, copy_at + len(raw)):
             settled[j], claimed[j] = (markup.start, markup.end), True
     return settled
+
+
+def _punctuation(char: str, span: Span | None, text: str, spans: list[Markup]) -> Span | None:
+    """A translation character's alignment, settled: a punctuation mark keeps it only where
+    it came from the source's punctuation (the sentence's stop, a comma), and from inside a
+    span only from that very character (the dots of ``.spreadsheet.addElement``). Aligned to
+    nothing, the stop of a bold sentence fell outside its ``</b>`` and a span starting with a
+    dot was written after the translation's own (``<b>doc</b>..spreadsheet``)."""
+    if span is None or char not in _PUNCTUATION:
+        return span
+    source = text[span[0] : span[1]]
+    if source == char:
+        return span
+    from_punctuation = source != "" and all(c in _PUNCTUATION for c in source)
+    return span if from_punctuation and not any(_inside(span, m) for m in spans) else None
 
 
 def _keep_whole(settled: Alignment, term: range, spans: list[Markup]) -> None:
