@@ -263,3 +263,33 @@ def translate_file(http, name: str, data: bytes):  # noqa: ANN001, ANN201 (httpx
     if answer.status_code != 200:
         return answer, None
     return answer, httpx.get(answer.json()["translatedFileUrl"], timeout=60)
+
+
+def write_hsk_tsv(path: Path, limit: int | None = None) -> Path:
+    """The HSK sentence pairs (a bundled corpus's real pairs) as a TSV corpus at ``path``."""
+    from seq2seq.data.sources import _load_hsk
+
+    pairs = _load_hsk()[:limit]
+    path.write_text("".join(f"{en}\t{zh}\n" for en, zh in pairs), encoding="utf-8")
+    return path
+
+
+def prepared_pairs(
+    tsv, cache_dir, modifiers=None, num_proc: int = 1, seed: int = 1, vocab_size: int = 3000
+):  # noqa: ANN001, ANN201 (a TranslationDataModule)
+    """A small translation data module of a TSV corpus, prepared into ``cache_dir`` and set up."""
+    from seq2seq.data.datamodule import TranslationDataModule
+
+    dm = TranslationDataModule(
+        corpus="tsv",
+        path=str(tsv),
+        cache_dir=str(cache_dir),
+        vocab_size=vocab_size,
+        max_len=64,
+        max_tokens=512,
+        num_proc=num_proc,
+        seed=seed,
+        modifiers=modifiers,
+    )
+    dm.setup()
+    return dm

@@ -5,10 +5,9 @@ only, a held-out sentence never among them."""
 import pytest
 
 from seq2seq.data.catalogs import read_po, ui_string_pairs, usable
-from seq2seq.data.datamodule import TranslationDataModule
 from seq2seq.data.modifiers import Modifiers
-from seq2seq.data.sources import _load_hsk
 from seq2seq.errors import ConfigError, DataError
+from tests.helpers import prepared_pairs, write_hsk_tsv
 
 CATALOG = r"""# A translator's comment.
 msgid ""
@@ -122,22 +121,10 @@ def test_catalogs_need_a_count_and_name_the_cache(catalog):
 
 
 def test_ui_strings_join_the_training_split_only(tmp_path, catalog):
-    tsv = tmp_path / "pairs.tsv"
-    tsv.write_text("".join(f"{en}\t{zh}\n" for en, zh in _load_hsk()[:600]), encoding="utf-8")
+    tsv = write_hsk_tsv(tmp_path / "pairs.tsv", limit=600)
 
     def prepare(modifiers):
-        dm = TranslationDataModule(
-            corpus="tsv",
-            path=str(tsv),
-            cache_dir=str(tmp_path / "cache"),
-            vocab_size=1000,
-            max_len=64,
-            max_tokens=512,
-            num_proc=1,
-            modifiers=modifiers,
-        )
-        dm.setup()
-        return dm
+        return prepared_pairs(tsv, tmp_path / "cache", modifiers, vocab_size=1000)
 
     plain = prepare(None)
     test_english = plain.split_texts("test")[0][0]

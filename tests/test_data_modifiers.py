@@ -5,38 +5,23 @@ cache of a run without modifiers unchanged."""
 import numpy as np
 import pytest
 
-from seq2seq.data.datamodule import TranslationDataModule
 from seq2seq.data.dictionary import dictionary_pairs, plain_gloss
 from seq2seq.data.modifiers import Modifiers, remove_end_punctuation, title_case
 from seq2seq.data.permutation import uniforms
 from seq2seq.data.sources import _load_hsk
 from seq2seq.data.split import SPLITS
 from seq2seq.errors import ConfigError
+from tests.helpers import prepared_pairs, write_hsk_tsv
 
 ON = {"uppercase": 0.1, "titlecase": 0.1, "no_end_punctuation": 0.2, "dictionary": 300}
 
 
 @pytest.fixture(scope="module")
 def tsv(tmp_path_factory):
-    path = tmp_path_factory.mktemp("corpus") / "pairs.tsv"
-    path.write_text("".join(f"{en}\t{zh}\n" for en, zh in _load_hsk()), encoding="utf-8")
-    return path
+    return write_hsk_tsv(tmp_path_factory.mktemp("corpus") / "pairs.tsv")
 
 
-def prepare(tsv, cache_dir, modifiers=None, num_proc=1, seed=1):
-    dm = TranslationDataModule(
-        corpus="tsv",
-        path=str(tsv),
-        cache_dir=str(cache_dir),
-        vocab_size=3000,
-        max_len=64,
-        max_tokens=512,
-        num_proc=num_proc,
-        seed=seed,
-        modifiers=modifiers,
-    )
-    dm.setup()
-    return dm
+prepare = prepared_pairs
 
 
 @pytest.fixture(scope="module")

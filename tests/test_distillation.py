@@ -7,8 +7,6 @@ import pytest
 import torch
 
 from seq2seq.cli import main
-from seq2seq.data.datamodule import TranslationDataModule
-from seq2seq.data.sources import _load_hsk
 from seq2seq.decoding.search import Hypothesis
 from seq2seq.errors import ConfigError, DataError
 from seq2seq.inference import distillation
@@ -20,7 +18,13 @@ from seq2seq.inference.distillation import (
     distill,
 )
 from seq2seq.training.finetune import layer_sources, student_model
-from tests.helpers import synthetic_pairs, tiny_checkpoint, tiny_config
+from tests.helpers import (
+    prepared_pairs,
+    synthetic_pairs,
+    tiny_checkpoint,
+    tiny_config,
+    write_hsk_tsv,
+)
 
 SMALL = DistillSettings(beam_size=2, n_best=2, batch_sentences=3, chunk_lines=4)
 
@@ -98,33 +102,16 @@ def test_a_file_from_other_sources_is_refused_in_one_line(tmp_path):
 
 @pytest.fixture(scope="module")
 def hsk_tsv(tmp_path_factory):
-    path = tmp_path_factory.mktemp("corpus") / "pairs.tsv"
-    path.write_text("".join(f"{en}\t{zh}\n" for en, zh in _load_hsk()), encoding="utf-8")
-    return path
-
-
-def prepared(tsv, cache_dir, modifiers=None):
-    dm = TranslationDataModule(
-        corpus="tsv",
-        path=str(tsv),
-        cache_dir=str(cache_dir),
-        vocab_size=3000,
-        max_len=64,
-        max_tokens=512,
-        num_proc=1,
-        modifiers=modifiers,
-    )
-    dm.setup()
-    return dm
+    return write_hsk_tsv(tmp_path_factory.mktemp("corpus") / "pairs.tsv")
 
 
 def test_distilled_pairs_replace_the_training_pairs_of_their_sources_only(hsk_tsv, tmp_path):
-    plain = prepared(hsk_tsv, tmp_path / "plain")
+    plain = prepared_pairs(hsk_tsv, tmp_path / "plain")
     sources, _ = plain.split_texts("train")
     half = sources[::2]  # a distillation stopped halfway keeps the rest's references
     corpus = tmp_path / "distilled.tsv"
     corpus.write_text("".join(f"{en}\t蒸馏{i}\n" for i, en in enumerate(half)), encoding="utf-8")
-    student = prepared(hsk_tsv, tmp_path / "student", {"distilled": str(corpus)})
+    student = prepared_pairs(hsk_tsv, tmp_path / "student", {"distilled": str(corpus)})
     assert student.cache_path != plain.cache_path
     for split in ("dev", "test"):
         assert student.split_texts(split) == plain.split_texts(split)
