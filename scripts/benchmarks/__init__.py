@@ -15,6 +15,7 @@ and this package on the path.
   drive;
 - ``terminology_report``, ``verbatim_counts``, ``documents_compare``: the report of
   ``terminology``, what ``verbatim`` counts, what ``documents-wild`` compares;
+  ``documents_office_readers``: how ``documents-office`` reads files, with readers not ours;
 - ``gpu_check``, ``gpu_env``, ``gpu_train``, ``gpu_decode``, ``gpu_report``:
   ``scripts/gpu_check.sh``'s stages (the driver, the machine and its installs, bf16 training
   against Marian, decoding against CTranslate2, the table).
@@ -34,6 +35,7 @@ BENCHES = {
     "streaming": "streamed translation against one pass over the whole input",
     "documents": "paragraphs, long lines and HTML tags against one sentence per line",
     "documents-wild": "real documents through the CLI: what a reader loses",
+    "documents-office": "real office, EPUB, PO and XLIFF files through the CLI: what is kept",
     "terminology": "glossary terms: their rate, BLEU with and without, the time they cost",
     "verbatim": "verbatim spans (URLs, numbers, identifiers, acronyms) kept",
     "repetition": "loops: how often translations repeat themselves under each guard setting",

@@ -204,10 +204,16 @@ def total_cells(rows: list[Row]) -> list[str]:
 
 def table(rows: list[Row]) -> str:
     """The Markdown table: a row per file, then the totals, then each failure's message."""
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for row in rows:
-        lines.append("| " + " | ".join(_escape(cell) for cell in _cells(row)) + " |")
-    lines.append("| " + " | ".join(total_cells(rows)) + " |")
+    return markdown_table(COLUMNS, [_cells(row) for row in rows], total_cells(rows), rows)
+
+
+def markdown_table(columns: list[str], cells: list[list[str]], totals: list[str], rows) -> str:
+    """A Markdown table of ``cells`` (escaped) under ``columns``, the ``totals`` line, then
+    the message of each of ``rows`` (with ``name``, ``returncode``, ``error``) that failed."""
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in cells:
+        lines.append("| " + " | ".join(_escape(cell) for cell in row) + " |")
+    lines.append("| " + " | ".join(totals) + " |")
     failures = [row for row in rows if row.returncode]
     if failures:
         lines += ["", "Failed files:"]
@@ -361,9 +367,13 @@ def main(argv: list[str] | None = None) -> int:
     encodings = manifest_encodings(args.manifest)
     header, runs = run_all(files, out, args, shlex.split(args.translate_args))
     rows = [compare_one(path, out, runs[path.name], encodings) for path in files]
-    text = table(rows)
+    report(header, rows, table(rows), out, args)
+    return 0
+
+
+def report(header: list[str], rows: list, text: str, out: Path, args) -> None:
+    """Prints the table ``text``; writes it to ``--table`` and ``rows`` to ``--json``."""
     print(f"outputs in {out}\n\n{text}")
     if args.table:
         args.table.write_text("\n".join(header) + f"\n\n{text}", encoding="utf-8")
     write_json(args.json, {"header": header, "rows": [asdict(r) for r in rows]}, 1)
-    return 0
