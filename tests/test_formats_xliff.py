@@ -160,3 +160,19 @@ def test_bad_xml_and_not_xliff_are_one_line_errors():
 def test_segment_text_reads_as_one_sentence():
     [first, *_] = segments(parse(V12, "xliff"))
     assert first.text == "Click Save to keep your %s changes."
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85"])
+def test_a_line_ends_at_a_newline_only(separator):
+    # The trap PO and SRT fell into (str.splitlines): a source holding U+2028 is one text,
+    # kept whole in its target, and a unit's line counts newlines only.
+    page = (
+        '<?xml version="1.0"?>\n<xliff version="1.2"><file source-language="en" '
+        'target-language="fr" datatype="plaintext" original="x">\n<body>\n'
+        f'<trans-unit id="1"><source>one{separator}two</source></trans-unit>\n'
+        '<trans-unit id="2"><source>three</source></trans-unit>\n</body></file></xliff>\n'
+    )
+    found = segments(parse(page, "xliff"))
+    assert [(s.text, s.line) for s in found] == [(f"one{separator}two", 4), ("three", 5)]
+    [out] = translate([parse(page, "xliff")], identity)
+    assert re.findall(r"<target[^>]*>(.*?)</target>", out) == [f"one{separator}two", "three"]
