@@ -282,7 +282,7 @@ def _words_meet(before: _Placed, item: _Placed, text: str, segment: Segment) -> 
         return False
     last, last_verbatim = _edge(before, text, segment, first=False)
     first, first_verbatim = _edge(item, text, segment, first=True)
-    latin = all(c.isascii() and c.isalnum() for c in (last, first))
+    latin = all(is_latin(c) for c in (last, first))
     return latin and (last_verbatim or first_verbatim)
 
 
@@ -309,16 +309,21 @@ def _edge(item: _Placed, text: str, segment: Segment, first: bool) -> tuple[str,
 def _apart(item: _Placed, text: str, segment: Segment, before: str, after: str) -> tuple[str, str]:
     """The spaces that set a verbatim span (or an element of them) off from letters or digits
     written against it, ``before`` and ``after`` it (``请2231/12/2024225日``): a span glued
-    to them would read as another number or word."""
+    to them would read as another number or word. None where the source has the very same
+    character against it, in either case (``100th`` left in English stays ``100th``)."""
     first, _ = _edge(item, text, segment, first=True)
     last, _ = _edge(item, text, segment, first=False)
+    start, end = item.markup.start, item.markup.end
+    glued_before = start > 0 and segment.text[start - 1].lower() == before.lower()
+    glued_after = segment.text[end : end + 1].lower() == after.lower()
     return (
-        " " if _latin(first) and _latin(before) else "",
-        " " if _latin(last) and _latin(after) else "",
+        " " if is_latin(first) and is_latin(before) and not glued_before else "",
+        " " if is_latin(last) and is_latin(after) and not glued_after else "",
     )
 
 
-def _latin(char: str) -> bool:
+def is_latin(char: str) -> bool:
+    """Whether ``char`` is an ASCII letter or digit (what a span must not be glued to)."""
     return char.isascii() and char.isalnum()
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from seq2seq.formats.inline import Alignment, Markup, Segment, Span
+from seq2seq.formats.inline import Alignment, Markup, Segment, Span, is_latin
 from seq2seq.formats.verbatim import verbatim_markups
 
 # Punctuation of a translation: read as aligned to nothing unless attention put it on the
@@ -41,7 +41,7 @@ def settle(
     claimed = [False] * len(translation)
     for markup in spans:
         raw = segment.text[markup.start : markup.end]
-        copy_at = _copy_of(raw, translation, claimed, settled, markup)
+        copy_at = _copy_of(segment.text, translation, claimed, settled, markup)
         if copy_at is None:
             continue
         for j, span in enumerate(settled):
@@ -84,29 +84,35 @@ def _inside(span: tuple[int, int], markup: Markup) -> bool:
 
 
 def _copy_of(
-    raw: str, translation: str, claimed: list[bool], alignment: Alignment, markup: Markup
+    source: str, translation: str, claimed: list[bool], alignment: Alignment, markup: Markup
 ) -> int | None:
-    """Where ``translation`` holds ``raw`` whole and unclaimed (``_whole_copies``): the
-    occurrence nearest to the characters attention aligned into the span (the first, when
-    none is)."""
+    """Where ``translation`` holds the span's text whole and unclaimed (``_whole_copies``):
+    the occurrence nearest to the characters attention aligned into the span (the first,
+    when none is)."""
+    raw = source[markup.start : markup.end]
     aligned = [j for j, a in enumerate(alignment) if a and _inside(a, markup)]
-    found = _whole_copies(raw, translation, claimed)
+    beside = (source[markup.start - 1 : markup.start], source[markup.end : markup.end + 1])
+    found = _whole_copies(raw, translation, claimed, beside)
     if not found:
         return None
     centre = aligned[0] if aligned else 0
     return min(found, key=lambda start: abs(start - centre))
 
 
-def _whole_copies(raw: str, translation: str, claimed: list[bool]) -> list[int]:
+def _whole_copies(
+    raw: str, translation: str, claimed: list[bool], beside: tuple[str, str] = ("", "")
+) -> list[int]:
     """Where ``translation`` holds ``raw`` as written, whole (not inside a longer number or
-    word) and not inside another span's copy (``claimed``)."""
+    word, unless the source has it there too: ``beside``, its characters either side in the
+    source, in either case; ``100th`` left in English holds the span ``100``) and not inside
+    another span's copy (``claimed``)."""
     found = []
     for match in re.finditer(re.escape(raw), translation):
         start, end = match.span()
         before = translation[start - 1] if start else " "
         after = translation[end] if end < len(translation) else " "
-        glued = (raw[0].isalnum() and before.isascii() and before.isalnum()) or (
-            raw[-1].isalnum() and after.isascii() and after.isalnum()
+        glued = (raw[0].isalnum() and is_latin(before) and before.lower() != beside[0].lower()) or (
+            raw[-1].isalnum() and is_latin(after) and after.lower() != beside[1].lower()
         )
         if not glued and not any(claimed[start:end]):
             found.append(start)
