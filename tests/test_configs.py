@@ -23,7 +23,8 @@ def test_config_prints_complete_yaml(config, capsys):
     assert printed["model"]["config"]["d_model"] > 0
 
 
-TRAINING_CONFIGS = [c for c in CONFIGS if c.name != "finetune.yaml"]  # needs a checkpoint
+NEED_A_CHECKPOINT = ("finetune.yaml", "student.yaml", "student_base.yaml")
+TRAINING_CONFIGS = [c for c in CONFIGS if c.name not in NEED_A_CHECKPOINT]
 
 
 @pytest.mark.parametrize("config", TRAINING_CONFIGS, ids=lambda p: p.name)
@@ -56,6 +57,29 @@ def test_the_finetune_config_takes_the_checkpoints_model_and_tokenizer(tmp_path,
     model, warmup = cli.model, cli.config.model.warmup_steps
     peak = model.lr_scale() * (model.config.d_model * warmup) ** -0.5  # the schedule's peak
     assert peak == pytest.approx(model.hparams.peak_lr) and model.hparams.peak_lr < 1e-4
+
+
+@pytest.mark.parametrize(
+    ("name", "layers"), [("student.yaml", (3, 1)), ("student_base.yaml", (6, 2))]
+)
+def test_a_student_config_takes_its_teachers_width_and_layers(tmp_path, corpus, name, layers):
+    from seq2seq.inference.checkpoint import load_model
+    from tests.helpers import tiny_checkpoint
+
+    teacher = tiny_checkpoint(tmp_path / "teacher.ckpt")
+    distilled = tmp_path / "distilled.tsv"
+    distilled.write_text("Hello.\t你好。\n", encoding="utf-8")
+    config = str(Path(__file__).parent.parent / "configs" / name)
+    options = [f"--model.init_from={teacher}", f"--data.modifiers.distilled={distilled}"]
+    cli = run_lightning_cli(["--config", config, *options], run=False)
+    base, student = load_model(teacher).model, cli.model.model
+    assert student.config.d_model == base.config.d_model  # the teacher's width, not base.yaml's
+    assert (student.config.n_encoder_layers, student.config.n_decoder_layers) == layers
+    assert torch.equal(student.embedding.weight, base.embedding.weight)
+    top = base.decoder.layers[-1].state_dict()
+    assert all(torch.equal(student.decoder.layers[-1].state_dict()[k], v) for k, v in top.items())
+    assert cli.datamodule.tokenizer_from == str(teacher)
+    assert cli.datamodule.modifiers.distilled == str(distilled)
 
 
 def test_shipped_configs_exist():
