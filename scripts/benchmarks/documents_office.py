@@ -4,11 +4,12 @@
     python scripts/bench.py documents-office --checkpoint C --dir tests/data/office --table T
 
 Every ``.docx``, ``.pptx``, ``.xlsx``, ``.odt``, ``.odp``, ``.ods``, ``.epub``, ``.po``/``.pot``
-and ``.xlf``/``.xliff`` under ``--dir`` (recursively; the sources of tests/data/office are in its
-SOURCES file) goes through its own ``python -m seq2seq translate --checkpoint C --input F
---output O`` (``documents-wild``'s runner), then input and output are read by readers that
-are not ours (``documents_office_readers``: python-docx, python-pptx, openpyxl, EbookLib,
-polib, lxml, zipfile) and compared. Per file and in total (``n / m``: n of m):
+and ``.xlf``/``.xliff`` under ``--dir`` (recursively; where each file of tests/data/office
+comes from: tests/data/documents/README.md) goes through its own ``python -m seq2seq translate
+--checkpoint C --input F --output O`` (``documents-wild``'s runner), then input and output
+are read by readers that are not ours (``documents_office_readers``: python-docx,
+python-pptx, openpyxl, EbookLib, polib, lxml, zipfile) and compared. Per file and in total
+(``n / m``: n of m):
 
 - rc, s: the CLI's exit status and wall seconds (interpreter start and model load included).
 - units: text units in → out: paragraphs (docx: body, tables, headers, footers; ODF: every
@@ -23,9 +24,12 @@ polib, lxml, zipfile) and compared. Per file and in total (``n / m``: n of m):
   xlsx cell links, ODF ``xlink:href``, EPUB a/img/link) lost or added.
 - members: zip members missing, added, or, other than the XML/XHTML parts the format
   rewrites, not byte-identical (images, fonts, media).
-- styles/runs: units whose signature changed: docx style name and runs with text; pptx level
-  and runs; xlsx cell style ids and rich-text runs; ODF style name and spans; EPUB tag, class
-  and descendants; PO context, msgid, comments and references; XLIFF inline codes of source.
+- styles changed, runs changed: units (paired in order) whose style, or whose number of
+  formatting runs, differs. Style: docx paragraph style name; pptx paragraph level; xlsx cell
+  style ids; ODF element and style name; EPUB tag and class; PO comments and references;
+  XLIFF the source's inline codes. Runs: docx runs with text; pptx runs; xlsx rich-text runs;
+  ODF spans; EPUB descendant elements (PO, XLIFF: none). A run count changes where the
+  translation puts a run's words into another run, or has none for it.
 - placeholders: printf and brace placeholders of the msgid/source missing from the
   msgstr/target, and (XLIFF) inline codes of the source missing from the target.
 - check: PO ``msgfmt -c`` of the output; XLIFF well-formed (lxml; no XSD is at hand here, so
@@ -73,7 +77,8 @@ COLUMNS = [
     "counts",
     "links lost / added",
     "members changed",
-    "styles/runs changed",
+    "styles changed",
+    "runs changed",
     "placeholders lost",
     "check",
 ]
@@ -98,8 +103,8 @@ class Row:
     links_lost: int = 0
     links_added: int = 0
     members_changed: list[str] = field(default_factory=list)
-    signatures: int = 0
-    signatures_changed: int = 0
+    styles_changed: int = 0
+    runs_changed: int = 0
     placeholders: int = 0
     placeholders_lost: int = 0
     check: str = "-"
@@ -110,7 +115,7 @@ def untranslated(before: Reading, after: Reading, kind: str) -> tuple[int, int]:
     if kind in ("po", "xliff"):
         pairs = [(s, t) for s, t in after.pairs if LETTER.search(s)]
         return len(pairs), sum(1 for s, t in pairs if not t.strip() or t == s)
-    pairs = [(a, b) for (a, _), (b, _) in zip(before.units, after.units, strict=False)]
+    pairs = [(a[0], b[0]) for a, b in zip(before.units, after.units, strict=False)]
     pairs = [(a, b) for a, b in pairs if LETTER.search(a)]
     return len(pairs), sum(1 for a, b in pairs if a == b)
 
@@ -185,9 +190,8 @@ def compare_one(path: Path, output: Path, run: dict) -> Row:
     row.links_added = sum((Counter(after.links) - Counter(before.links)).values())
     row.members_changed = members_changed(before, after)
     pairs = list(zip(before.units, after.units, strict=False))
-    row.signatures = len(before.units)
-    changed = sum(1 for (_, a), (_, b) in pairs if a != b)
-    row.signatures_changed = changed + abs(len(before.units) - len(after.units))
+    row.styles_changed = sum(1 for a, b in pairs if a[1] != b[1])
+    row.runs_changed = sum(1 for a, b in pairs if a[2] != b[2])
     row.placeholders, row.placeholders_lost = placeholders_lost(after, kind)
     row.check = checked(output, kind, before, after)
     return row
@@ -207,7 +211,8 @@ def _cells(row: Row) -> list[str]:
         f"{row.links_lost} / {row.links_added} of {row.links}",
         f"{len(row.members_changed)}"
         + (f" ({', '.join(row.members_changed[:3])})" * bool(row.members_changed)),
-        f"{row.signatures_changed} / {row.signatures}",
+        f"{row.styles_changed} / {row.units_in}",
+        f"{row.runs_changed} / {row.units_in}",
         f"{row.placeholders_lost} / {row.placeholders}",
         row.check,
     ]
@@ -234,7 +239,8 @@ def total_cells(rows: list[Row]) -> list[str]:
         f"{sum(r.links_lost for r in ran)} / {sum(r.links_added for r in ran)} of "
         f"{sum(r.links for r in ran)}",
         str(sum(len(r.members_changed) for r in ran)),
-        f"{sum(r.signatures_changed for r in ran)} / {sum(r.signatures for r in ran)}",
+        f"{sum(r.styles_changed for r in ran)} / {sum(r.units_in for r in ran)}",
+        f"{sum(r.runs_changed for r in ran)} / {sum(r.units_in for r in ran)}",
         f"{sum(r.placeholders_lost for r in ran)} / {sum(r.placeholders for r in ran)}",
         f"{passed} / {len(checks)} PO/XLIFF pass; {cells} xlsx with other cells changed",
     ]

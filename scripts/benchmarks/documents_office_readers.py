@@ -1,8 +1,8 @@
 """What ``documents-office`` reads of a document, with readers independent of ``seq2seq``:
 python-docx, python-pptx, openpyxl, EbookLib, polib, lxml, zipfile and ElementTree.
 
-``read(path)`` gives a ``Reading``: the text units in document order (a unit's text and its
-signature: the style and formatting runs a reader sees), the structure's counts, the link
+``read(path)`` gives a ``Reading``: the text units in document order (a unit's text, its
+style and its number of formatting runs, as a reader sees them), the structure's counts, the link
 targets, the PO/XLIFF sources beside their translations, and the zip members' bytes.
 """
 
@@ -33,7 +33,7 @@ XLIFF_CODES = {"g", "x", "bx", "ex", "ph", "pc", "sc", "ec", "it", "bpt", "ept"}
 class Reading:
     """One document as the independent readers see it."""
 
-    units: list[tuple[str, str]] = field(default_factory=list)  # (text, signature)
+    units: list[tuple[str, str, int]] = field(default_factory=list)  # (text, style, runs)
     counts: Counter = field(default_factory=Counter)
     links: list[str] = field(default_factory=list)
     pairs: list[tuple[str, str]] = field(default_factory=list)  # PO/XLIFF (source, target)
@@ -53,7 +53,7 @@ def _docx_paragraphs(part, reading: Reading) -> None:
         paragraph = Paragraph(element, part)
         runs = sum(1 for r in element.iter(qn("w:r")) if r.find(qn("w:t")) is not None)
         style = paragraph.style.name if paragraph.style is not None else ""
-        reading.units.append((paragraph.text, f"{style}/{runs}"))
+        reading.units.append((paragraph.text, style, runs))
         reading.counts["hyperlinks"] += len(element.findall(qn("w:hyperlink")))
     reading.counts["tables"] += sum(1 for _ in part.element.iter(qn("w:tbl")))
     reading.counts["cells"] += sum(1 for _ in part.element.iter(qn("w:tc")))
@@ -76,7 +76,7 @@ def read_docx(path: Path, reading: Reading) -> None:
 
 def _pptx_frame(frame, reading: Reading) -> None:
     for paragraph in frame.paragraphs:
-        reading.units.append((paragraph.text, f"{paragraph.level}/{len(paragraph.runs)}"))
+        reading.units.append((paragraph.text, str(paragraph.level), len(paragraph.runs)))
         reading.links += [r.hyperlink.address for r in paragraph.runs if r.hyperlink.address]
 
 
@@ -112,7 +112,7 @@ def read_xlsx(path: Path, reading: Reading) -> None:
     import openpyxl
 
     book = openpyxl.load_workbook(str(path), rich_text=True)
-    for sheet in book.worksheets:
+    for index, sheet in enumerate(book.worksheets):
         reading.counts["sheets"] += 1
         reading.counts["merged"] += len(sheet.merged_cells.ranges)
         for cell in (c for row in sheet.iter_rows() for c in row):
@@ -123,9 +123,9 @@ def read_xlsx(path: Path, reading: Reading) -> None:
                 reading.links.append(cell.hyperlink.target)
             if cell.data_type in ("s", "inlineStr"):
                 runs = len(cell.value) if isinstance(cell.value, list) else 1
-                reading.units.append((str(cell.value), f"{tuple(cell._style)}/{runs}"))
+                reading.units.append((str(cell.value), str(tuple(cell._style)), runs))
                 continue
-            reading.other_cells.append((cell.coordinate, repr(cell.value)))
+            reading.other_cells.append((f"{index}!{cell.coordinate}", repr(cell.value)))
 
 
 def _odf_part(data: bytes, reading: Reading) -> None:
@@ -137,7 +137,7 @@ def _odf_part(data: bytes, reading: Reading) -> None:
         if element.tag in (f"{{{ODF_TEXT}}}p", f"{{{ODF_TEXT}}}h"):
             spans = sum(1 for e in element.iter() if e.tag == f"{{{ODF_TEXT}}}span")
             style = element.get(f"{{{ODF_TEXT}}}style-name", "")
-            reading.units.append(("".join(element.itertext()), f"{name}:{style}/{spans}"))
+            reading.units.append(("".join(element.itertext()), f"{name}:{style}", spans))
         elif element.tag == f"{{{ODF_TABLE}}}table":
             reading.counts["tables"] += 1
         elif element.tag == f"{{{ODF_TABLE}}}table-cell":
@@ -166,7 +166,7 @@ def _xhtml_blocks(data: bytes, reading: Reading) -> None:
         if name in XHTML_BLOCKS:
             inline = sum(1 for _ in element.iterdescendants())
             text = " ".join("".join(element.itertext()).split())
-            reading.units.append((text, f"{name}.{element.get('class', '')}/{inline}"))
+            reading.units.append((text, f"{name}.{element.get('class', '')}", inline))
         for attribute in ("href", "src"):
             if element.get(attribute) and name in ("a", "img", "link", "image"):
                 reading.links.append(element.get(attribute))
@@ -193,7 +193,7 @@ def read_po(path: Path, reading: Reading) -> None:
         reading.counts["entries"] += 1
         reading.counts["fuzzy"] += "fuzzy" in entry.flags
         key = f"{entry.msgctxt}\x04{entry.msgid}\x00{entry.msgid_plural}"
-        reading.units.append((key, f"{entry.comment}|{entry.tcomment}|{entry.occurrences}"))
+        reading.units.append((key, f"{entry.comment}|{entry.tcomment}|{entry.occurrences}", 0))
         if entry.msgid_plural:
             forms = sorted(entry.msgstr_plural.items()) or [(0, "")]
             sources = [entry.msgid] + [entry.msgid_plural] * (len(forms) - 1)
@@ -218,7 +218,7 @@ def read_xliff(path: Path, reading: Reading) -> None:
         reading.counts["source codes"] += sum(codes.values())
         reading.counts["codes lost"] += sum((codes - _codes(target)).values())
         text = "".join(source.itertext()) if source is not None else ""
-        reading.units.append((text, str(sorted(codes.items()))))
+        reading.units.append((text, str(sorted(codes.items())), 0))
         reading.pairs.append((text, "".join(target.itertext()) if target is not None else ""))
 
 
