@@ -97,9 +97,9 @@ def test_the_length_limit_counts_the_source_without_its_annotation(term_model, m
     sizes = []
     real_init = TransformerScorer.__init__
 
-    def init(self, model, src_ids, beam_size, max_len):  # noqa: ANN001, ANN202
+    def init(self, model, src_ids, beam_size, max_len, *rest):  # noqa: ANN001, ANN002, ANN202
         sizes.append(max_len)
-        real_init(self, model, src_ids, beam_size, max_len)
+        real_init(self, model, src_ids, beam_size, max_len, *rest)
 
     monkeypatch.setattr(TransformerScorer, "__init__", init)
     glossary = Glossary.parse("teacher\t导师\nfriend\t友人\n")

@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 from seq2seq import TranslateOptions
-from seq2seq.formats import parse_text
+from seq2seq.formats import FORMATS, parse_text
 from seq2seq.inference.glossary import Glossary, Term
 from seq2seq.inference.options import CallbackProgress
 
@@ -30,7 +30,7 @@ def deprecated(call):
         ({"n_best": True}, "n_best must be an integer >= 1, got True"),
         (
             {"format": "pdf"},
-            "format must be one of text, html, markdown, srt, po, xliff, docx, pptx, got 'pdf'",
+            f"format must be one of {', '.join(FORMATS)}, got 'pdf'",
         ),
     ],
 )
