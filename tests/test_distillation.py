@@ -17,6 +17,7 @@ from seq2seq.inference.distillation import (
     completed_lines,
     distill,
 )
+from seq2seq.inference.evaluation import sentence_chrf
 from seq2seq.training.finetune import layer_sources, student_model
 from tests.helpers import (
     prepared_pairs,
@@ -49,9 +50,10 @@ REFERENCES = [source[::-1] for source in SOURCES]
 
 
 def test_the_candidate_closest_to_the_reference_is_kept_and_the_best_wins_ties():
-    assert closest_by_chrf(["我喜欢茶", "我喜欢喝茶。"], "我喜欢喝茶。") == 1
-    assert closest_by_chrf(["我喜欢喝茶。", "我喜欢喝茶。"], "我喜欢喝茶。") == 0
-    assert closest_by_chrf(["甲", "乙"], "") == 0  # no reference: the beam's best
+    chrf = sentence_chrf()
+    assert closest_by_chrf(["我喜欢茶", "我喜欢喝茶。"], "我喜欢喝茶。", chrf) == 1
+    assert closest_by_chrf(["我喜欢喝茶。", "我喜欢喝茶。"], "我喜欢喝茶。", chrf) == 0
+    assert closest_by_chrf(["甲", "乙"], "", chrf) == 0  # no reference: the beam's best
 
 
 def test_every_source_gets_its_line_in_order_with_the_choice_the_reference_asks(tmp_path):

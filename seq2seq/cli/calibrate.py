@@ -67,9 +67,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 def _scored(translator, args, split, src=None, refs=None):  # noqa: ANN001, ANN202
     """(name, signals (N, 3), sentence chrF (N,), each hypothesis's length-normalised score
     (N,), decoding seconds) of the split's sentences, each translated as one sentence."""
-    from sacrebleu.metrics import CHRF
-
-    from seq2seq.inference.evaluation import load_eval_set
+    from seq2seq.inference.evaluation import load_eval_set, sentence_chrf
     from seq2seq.inference.options import TranslateOptions
 
     sources, references, name = load_eval_set(args.checkpoint, split, src, refs)
@@ -77,12 +75,12 @@ def _scored(translator, args, split, src=None, refs=None):  # noqa: ANN001, ANN2
     start = time.process_time()
     found = translator.translate_sentences(sources, options)
     seconds = time.process_time() - start
-    chrf, kept, values, scores = CHRF(), [], [], []
+    chrf, kept, values, scores = sentence_chrf(), [], [], []
     for i, translation in enumerate(found):
         refs_i = [stream[i] for stream in references if stream[i] is not None]
         if translation.signals and refs_i:
             text = translation.texts[0]
-            kept.append(chrf.sentence_score(text, refs_i).score)
+            kept.append(chrf(text, refs_i))
             values.append(translation.signals)
             scores.append(translation.hypotheses[0].score)
     if len(kept) < 2:

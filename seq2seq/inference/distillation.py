@@ -22,6 +22,7 @@ from typing import Any
 
 from seq2seq.decoding.search import Hypothesis
 from seq2seq.errors import DataError
+from seq2seq.inference.evaluation import sentence_chrf
 
 CHUNK_LINES = 512  # lines translated and written together: what an interruption can lose
 BATCH_SENTENCES = 64  # sources per engine call, after sorting a chunk by length
@@ -58,15 +59,15 @@ def teacher_hypotheses(
     return [[replace(h, text=tokenizer.decode(h.tokens)) for h in hs] for hs in found]
 
 
-def closest_by_chrf(candidates: Sequence[str], reference: str) -> int:
-    """The index of the candidate with the highest sentence chrF against ``reference`` (the
-    first of equals: the beam's order breaks ties, so the best-scored wins them)."""
+def closest_by_chrf(
+    candidates: Sequence[str], reference: str, chrf: Callable[[str, list[str]], float]
+) -> int:
+    """The index of the candidate with the highest sentence chrF (``evaluation.sentence_chrf``)
+    against ``reference`` (the first of equals: the beam's order breaks ties, so the
+    best-scored wins them)."""
     if len(candidates) == 1 or not reference:
         return 0
-    from sacrebleu.metrics import CHRF
-
-    chrf = CHRF()
-    scores = [chrf.sentence_score(candidate, [reference]).score for candidate in candidates]
+    scores = [chrf(candidate, [reference]) for candidate in candidates]
     return max(range(len(scores)), key=lambda i: (scores[i], -i))
 
 
@@ -153,11 +154,11 @@ def _chunk_translations(
     """Each source's chosen translation, the chunk searched in batches of similar length
     (less padding) and put back in its order."""
     order = sorted(range(len(chunk)), key=lambda i: len(chunk[i]))
-    chosen = [""] * len(chunk)
+    chosen, chrf = [""] * len(chunk), sentence_chrf()
     for start in range(0, len(order), batch_sentences):
         batch = order[start : start + batch_sentences]
         for i, hypotheses in zip(batch, translate([chunk[i] for i in batch]), strict=True):
             texts = [h.text for h in hypotheses]
-            pick = closest_by_chrf(texts, references[i]) if references is not None else 0
+            pick = closest_by_chrf(texts, references[i], chrf) if references is not None else 0
             chosen[i] = texts[pick]
     return chosen

@@ -15,6 +15,15 @@ from seq2seq.inference.checkpoint import read_checkpoint
 from seq2seq.textio import read_lines
 
 
+def sentence_chrf() -> Callable[[str, list[str]], float]:
+    """sacreBLEU's sentence chrF as a function of (hypothesis, references): one scorer,
+    built once, for scoring many sentences (calibration's targets, distillation's n-best)."""
+    from sacrebleu.metrics import CHRF
+
+    chrf = CHRF()
+    return lambda hypothesis, references: chrf.sentence_score(hypothesis, references).score
+
+
 def score_translations(hypotheses: list[str], references: list[list[str | None]]) -> dict[str, Any]:
     """Corpus BLEU (``zh`` tokenizer) and chrF, with their sacreBLEU signatures and the
     number of sentences and references scored.
