@@ -4,7 +4,11 @@ weights, they give the layers' outputs."""
 import torch
 
 from seq2seq.attention import merge_heads, split_heads
-from seq2seq.inference.attention_maps import cross_attention_maps, self_attention_maps
+from seq2seq.inference.attention_maps import (
+    cross_attention_maps,
+    mean_cross_attention,
+    self_attention_maps,
+)
 from tests.helpers import random_ids, tiny_model
 
 
@@ -37,3 +41,25 @@ def test_self_attention_maps_are_causal_and_match_the_module():
     probabilities = attention.weights(x, causal=True, rotary=rotary)
     by_hand = attention.out_proj(merge_heads(probabilities @ split_heads(v, 4)))
     assert torch.allclose(by_hand, attention(x, causal=True, rotary=rotary), atol=1e-10)
+
+
+def test_attention_of_many_pairs_in_padded_batches_is_each_pairs_alone():
+    """``mean_cross_attention`` pads pairs of unlike lengths into shared passes; each pair's
+    (T + 1, S) map is the one it gets alone, whatever the batches (several, or one)."""
+    model = tiny_model()
+    pairs = [
+        (random_ids(1, s, seed=s)[0].tolist(), random_ids(1, t, seed=10 + t)[0].tolist())
+        for s, t in ((6, 4), (2, 7), (9, 1), (3, 3), (6, 5))
+    ]
+    alone = [mean_cross_attention(model, [pair], 10_000)[0] for pair in pairs]
+    for budget in (20, 10_000):  # a pass of two or three pairs; all in one pass
+        together = mean_cross_attention(model, pairs, budget)
+        for (source, output), mine, its in zip(pairs, together, alone, strict=True):
+            assert mine.shape == (len(output) + 1, len(source))
+            assert torch.allclose(mine, its, atol=1e-6)  # float64 maps, returned as float32
+    # Alone, it is the mean over layers and heads of cross_attention_maps.
+    source, output = pairs[0]
+    tgt_in = torch.tensor([[model.config.bos_id, *output]])
+    maps = cross_attention_maps(model, torch.tensor([source]), tgt_in)
+    mean = torch.stack([m[0].mean(0) for m in maps]).mean(0)
+    assert torch.allclose(mean.float(), alone[0], atol=1e-6)

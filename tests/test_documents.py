@@ -135,6 +135,37 @@ def test_markdown_and_srt_through_the_translator(copying):
     assert out == "1\n00:00:01,000 --> 00:00:02,000\nWe should <i>eat.</i>\n"
 
 
+class Together(Counting):
+    """``Counting`` with the real engine's ``attentions``, recording each call's pairs."""
+
+    def __init__(self, engine) -> None:
+        super().__init__(engine)
+        self.together, self.alone = [], 0
+
+    def attentions(self, pairs):
+        self.together.append(len(pairs))
+        return self.engine.attentions(pairs)
+
+    def attention(self, source, target):
+        self.alone += 1
+        return self.engine.attention(source, target)
+
+
+def test_markup_is_placed_by_attention_computed_together_as_one_by_one(translator):
+    """The alignments of a document's sentences are computed in one call of padded passes,
+    not a forward pass per sentence, and place the markup exactly where one by one does."""
+    pages = [
+        "<p>I will <b>buy apples</b> today. She can see the book.</p>",
+        "<p>We <i>should</i> eat. Mr. Lee can see <a href='/m'>the U.S. map</a>.</p>",
+    ]
+    options = TranslateOptions(format="html", beam_size=2)
+    together = Together(translator.engine)
+    batched = Translator(together, translator.tokenizer).translate(pages, options)
+    alone = Translator(Counting(translator.engine), translator.tokenizer).translate(pages, options)
+    assert batched == alone and "</b>" in batched[0] and "href='/m'" in batched[1]
+    assert together.together == [4] and together.alone == 0  # four sentences, one call
+
+
 def test_documents_decode_their_distinct_sentences_in_one_pass(translator):
     counting = Translator(Counting(translator.engine), translator.tokenizer)
     pages = [f"<p>{SENTENCES[0]} <b>{SENTENCES[1]}</b></p>", f"<h1>{SENTENCES[1]}</h1>"]

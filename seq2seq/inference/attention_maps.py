@@ -11,7 +11,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from seq2seq.attention import padding_mask
 from seq2seq.model import Transformer
+
+Pair = tuple[list[int], list[int]]  # (source ids, output ids)
 
 
 @torch.no_grad()
@@ -20,9 +23,45 @@ def cross_attention_maps(model: Transformer, src_ids: Tensor, tgt_in: Tensor) ->
     if model.config.decoder_only:
         raise ValueError("a decoder-only model has no cross-attention; use self_attention_maps")
     modules = [layer.cross_attn for layer in model.decoder.layers]
-    return _capture(
-        modules, lambda m, args, kwargs: m.weights(*args, **kwargs), lambda: model(src_ids, tgt_in)
-    )
+    source_mask = padding_mask(src_ids, model.config.pad_id)
+    # The decoder's states are enough: the hooks catch the weights, no logits are needed.
+    run = lambda: model.decoder_states(tgt_in, model.encode(src_ids), source_mask)  # noqa: E731
+    return _capture(modules, lambda m, args, kwargs: m.weights(*args, **kwargs), run)
+
+
+@torch.no_grad()
+def mean_cross_attention(model: Transformer, pairs: list[Pair], max_tokens: int) -> list[Tensor]:
+    """For each (source, output) pair: the cross-attention of the output's tokens (then eos)
+    over the source, mean over layers and heads, (T + 1, S), on the CPU. Pairs of like lengths
+    share one padded forward pass of about ``max_tokens`` tokens (padding is masked in the
+    source and causal in the output, so a pair's weights are those it has alone)."""
+    config, device = model.config, model.embedding.weight.device
+    order = sorted(range(len(pairs)), key=lambda i: (len(pairs[i][0]), len(pairs[i][1])))
+    found: list[Tensor | None] = [None] * len(pairs)
+    start = 0
+    while start < len(order):
+        end, longest = start, 0
+        while end < len(order):
+            source, output = pairs[order[end]]
+            longest = max(longest, len(source) + len(output) + 1)
+            if end > start and longest * (end - start + 1) > max_tokens:
+                break
+            end += 1
+        chosen = [pairs[i] for i in order[start:end]]
+        src = _padded([s for s, _ in chosen], config.pad_id, device)
+        tgt_in = _padded([[config.bos_id, *o] for _, o in chosen], config.pad_id, device)
+        maps = cross_attention_maps(model, src, tgt_in)  # [(B, H, T, S)] * layers
+        mean = torch.stack([m.float().mean(dim=1) for m in maps]).mean(dim=0).cpu()  # (B, T, S)
+        for row, (i, (source, output)) in enumerate(zip(order[start:end], chosen, strict=True)):
+            found[i] = mean[row, : len(output) + 1, : len(source)]
+        start = end
+    return found  # type: ignore[return-value]
+
+
+def _padded(rows: list[list[int]], pad: int, device: torch.device) -> Tensor:
+    """Rows right-padded with ``pad`` into one (B, longest) tensor."""
+    width = max(len(row) for row in rows)
+    return torch.tensor([row + [pad] * (width - len(row)) for row in rows], device=device)
 
 
 @torch.no_grad()

@@ -21,7 +21,7 @@ from seq2seq.inference.finishing import finish_sentences
 from seq2seq.inference.glossary import Term, constrained_beam
 from seq2seq.inference.memory_split import split_on_oom
 from seq2seq.inference.pieces import MAX_TOKENS, Piece, token_batches
-from seq2seq.inference.word_alignment import needed_alignments
+from seq2seq.inference.word_alignment import attention_ahead, needed_alignments
 from seq2seq.textio import one_line
 
 
@@ -95,6 +95,9 @@ class BatchDecoding:
         (``finishing.finish_sentences``)."""
         attention = getattr(self.engine, "attention", None)  # CTranslate2 has none
         aligned = needed_alignments(aligned, plans, found, self.tokenizer)
+        attentions = getattr(self.engine, "attentions", None)  # many at once
+        if attentions is not None and aligned is not None and any(aligned):
+            attention = attention_ahead(attentions, plans, found, aligned)
         return finish_sentences(
             sentences, plans, found, self.tokenizer, attention, n_best, aligned, terms
         )

@@ -25,8 +25,11 @@ from seq2seq.decoding.decode import translate_ids, translation_prompt
 from seq2seq.decoding.search import Hypothesis, SearchConfig, TokenRules
 from seq2seq.decoding.shortlist import Shortlist, vocabulary_of
 from seq2seq.decoding.utf8 import drop_broken_bytes
-from seq2seq.inference.attention_maps import cross_attention_maps, self_attention_maps
+from seq2seq.inference.attention_maps import mean_cross_attention, self_attention_maps
 from seq2seq.model import Transformer
+
+# Tokens (rows x longest source + output) of one padded pass of ``TorchEngine.attentions``.
+ATTENTION_TOKENS = 8192
 
 
 def token_rules(tokenizer: TokenizerLike) -> TokenRules:
@@ -166,19 +169,23 @@ class TorchEngine:
         layers and heads: (T + 1, S). A decoder-only translator's is the self-attention of its
         target positions over its source positions."""
         model, config = self.model, self.model.config
-        device = self.model.embedding.weight.device
-        if config.decoder_only:
-            prompt = translation_prompt(source, config)
-            sequence = torch.tensor([prompt + target + [config.eos_id]], device=device)
-            maps = self_attention_maps(model, sequence)
-            # Position len(prompt) - 1 + t predicted target token t; the source is 1..|src|.
-            rows = slice(len(prompt) - 1, len(prompt) + len(target))
-            maps = [m[:, :, rows, 1 : 1 + len(source)] for m in maps]
-        else:
-            src = torch.tensor([source], device=device)
-            tgt_in = torch.tensor([[config.bos_id, *target]], device=device)
-            maps = cross_attention_maps(model, src, tgt_in)
-        return torch.stack([m[0].float().mean(dim=0) for m in maps]).mean(dim=0).cpu()
+        if not config.decoder_only:
+            return mean_cross_attention(model, [(source, target)], ATTENTION_TOKENS)[0]
+        prompt = translation_prompt(source, config)
+        device = model.embedding.weight.device
+        sequence = torch.tensor([prompt + target + [config.eos_id]], device=device)
+        maps = self_attention_maps(model, sequence)
+        # Position len(prompt) - 1 + t predicted target token t; the source is 1..|src|.
+        rows = slice(len(prompt) - 1, len(prompt) + len(target))
+        maps = [m[0, :, rows, 1 : 1 + len(source)] for m in maps]
+        return torch.stack([m.float().mean(dim=0) for m in maps]).mean(dim=0).cpu()
+
+    def attentions(self, pairs: list[tuple[list[int], list[int]]]) -> list[torch.Tensor]:
+        """``attention`` of many (source, target) pairs: an encoder-decoder's in padded
+        batches (one forward pass per batch, not per pair), a decoder-only model's one by one."""
+        if self.model.config.decoder_only:
+            return [self.attention(source, target) for source, target in pairs]
+        return mean_cross_attention(self.model, pairs, ATTENTION_TOKENS)
 
     def _pad(self, rows: list[list[int]]) -> torch.Tensor:
         pad = self.model.config.pad_id

@@ -24,6 +24,28 @@ from seq2seq.textio import one_line
 Span = tuple[int, int]  # characters [start, end) of the sentence
 # (source ids, output ids) -> (T + 1, S) attention of each output token (and eos) over the source
 Attention = Callable[[list[int], list[int]], torch.Tensor]
+# Many (source ids, output ids) pairs -> their attentions, in one go (``TorchEngine.attentions``)
+Attentions = Callable[[list[tuple[list[int], list[int]]]], list[torch.Tensor]]
+
+
+def attention_ahead(
+    attentions: Attentions,
+    plans: list[list[Piece]],
+    found: list[list[Hypothesis]],
+    aligned: Sequence[bool],
+) -> Attention:
+    """The attention every piece of the ``aligned`` sentences will ask ``piece_alignment``
+    for, computed together (a forward pass per batch of pieces, not one per piece: a Word
+    file with a bold word in each paragraph aligns every sentence), answered from a table."""
+    pairs, start = {}, 0
+    for align, plan in zip(aligned, plans, strict=True):
+        for piece, hyps in zip(plan, found[start : start + len(plan)], strict=True):
+            if align and hyps and piece.ids:
+                pairs[tuple(piece.ids), tuple(hyps[0].tokens)] = None
+        start += len(plan)
+    keys = list(pairs)
+    table = dict(zip(keys, attentions([(list(s), list(t)) for s, t in keys]), strict=True))
+    return lambda source, target: table[tuple(source), tuple(target)]
 
 
 def piece_alignment(
