@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import codecs
 import io
+import os
+import shutil
 import sys
-from collections.abc import Iterable, Iterator
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from seq2seq.checks import readable_file
 from seq2seq.errors import DataError
@@ -92,6 +96,42 @@ def write_bytes(data: bytes, path: str | Path | None) -> None:
         sys.stdout.buffer.flush()
     else:
         Path(path).write_bytes(data)
+
+
+def open_binary(path: str | Path | None) -> BinaryIO:
+    """A file open for reading bytes, seekable (stdin's bytes read into memory, as a zip must
+    be seekable), for a caller to close.
+
+    Raises:
+        DataError: the file does not exist or may not be read.
+    """
+    if path is None:
+        return io.BytesIO(sys.stdin.buffer.read())
+    require_file(path)
+    return open(path, "rb")
+
+
+def write_whole(path: str | Path | None, fill: Callable[[BinaryIO], None]) -> None:
+    """A document that ``fill`` writes into a seekable binary file, put at ``path`` only once
+    whole: written beside it under a temporary name, then renamed onto it, so a failure or an
+    interrupt leaves ``path`` as it was. To stdout when ``path`` is None."""
+    if path is None:
+        with tempfile.TemporaryFile() as spool:
+            fill(spool)
+            spool.seek(0)
+            sys.stdout.flush()  # what was written as text goes first
+            shutil.copyfileobj(spool, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+        return
+    target = Path(path)
+    handle, name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            fill(file)
+        os.replace(name, target)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
 
 
 def stream_lines(path: str | Path | None, encoding: str | None = None) -> Iterator[str]:

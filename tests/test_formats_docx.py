@@ -220,6 +220,32 @@ def test_the_cli_writes_a_docx_with_every_paragraph(translation_checkpoint, tmp_
     assert "--encoding takes a text document, not --format docx" in capsys.readouterr().err
 
 
+def test_a_corrupt_image_found_while_writing_leaves_the_output_as_it_was(
+    translation_checkpoint, tmp_path, capsys
+):
+    """An image is streamed from the input as the file is written; a corrupt one is found
+    then, and the output already there is left as it was, with no temporary file beside it."""
+    from seq2seq.cli import main
+
+    path = tmp_path / "in.docx"
+    with zipfile.ZipFile(OFFICE / "python-docx--fnt-color.docx") as source:
+        with zipfile.ZipFile(path, "w") as target:
+            for info in source.infolist():
+                target.writestr(info, source.read(info))
+            target.writestr("word/media/x.bin", b"\1" * 4096, zipfile.ZIP_STORED)
+    data = bytearray(path.read_bytes())
+    start = data.index(b"\1" * 4096)
+    data[start : start + 8] = b"\2" * 8  # its CRC no longer holds
+    path.write_bytes(bytes(data))
+    out = tmp_path / "out.docx"
+    out.write_bytes(b"before")
+    args = ["translate", "--checkpoint", str(translation_checkpoint), "--input", str(path)]
+    assert main([*args, "--output", str(out)]) != 0
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "corrupt zip member word/media/x.bin" in err and str(path) in err
+    assert out.read_bytes() == b"before" and sorted(tmp_path.iterdir()) == [path, out]
+
+
 @pytest.mark.slow
 @pytest.mark.serial
 def test_translate_file_answers_a_docx(http):

@@ -58,11 +58,42 @@ def test_not_a_zip_is_one_line(data, problem):
     assert "\n" not in str(raised.value)
 
 
-def test_corrupt_member_is_one_line():
+def test_corrupt_member_is_one_line_when_read_or_streamed():
     data = bytearray(zipped(("a.xml", b"<a>" + b"x" * 5000 + b"</a>")))
     data[40:60] = b"\xff" * 20  # inside the compressed stream
     with pytest.raises(DataError, match=r"^bad\.docx: corrupt zip member a\.xml"):
-        read_zip(bytes(data), "bad.docx")
+        _ = read_zip(bytes(data), "bad.docx")[0].data  # a part a format reads
+    with pytest.raises(DataError, match=r"^bad\.docx: corrupt zip member a\.xml"):
+        write_zip(read_zip(bytes(data), "bad.docx"), into=io.BytesIO())  # an image streamed
+
+
+def test_members_not_asked_for_are_streamed_through_never_held(tmp_path):
+    """Only the members read (``data``) are held; the others go from the input file to the
+    output file a chunk at a time, and the zip written is the one written from bytes."""
+    image = bytes(range(256)) * 8192  # 2 MiB, stored as an image is
+    path = tmp_path / "a.docx"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("word/document.xml", b"<w:document/>", zipfile.ZIP_DEFLATED)
+        archive.writestr("word/media/image1.png", image, zipfile.ZIP_STORED)
+    with open(path, "rb") as file:
+        members = read_zip(file, "a.docx")
+        assert members[0].data == b"<w:document/>"
+        streamed = io.BytesIO()
+        assert write_zip(members, {"word/document.xml": b"<w:d/>"}, into=streamed) is None
+        assert members[1]._data is None  # never held
+    whole = read_zip(path.read_bytes(), "a.docx")
+    assert streamed.getvalue() == write_zip(whole, {"word/document.xml": b"<w:d/>"})
+    again = read_zip(streamed.getvalue(), "b.docx")
+    assert again[1].data == image and again[1].info.compress_type == zipfile.ZIP_STORED
+
+
+def test_a_bomb_is_refused_by_its_declared_sizes_before_a_byte_is_expanded():
+    """The directory's sizes are checked first: nothing is expanded (a corrupt stream behind
+    them would be named instead)."""
+    data = bytearray(zipped(("big.xml", b"\0" * 3_000_000)))
+    data[40:60] = b"\xff" * 20
+    with pytest.raises(DataError, match=r"^b\.docx: big\.xml expands over 200 times"):
+        read_zip(bytes(data), "b.docx")
 
 
 def test_zip_bombs_are_refused():

@@ -91,15 +91,16 @@ def translate_zipped(translator, args: argparse.Namespace, options, text_format:
     """A zipped document: its parts translated together in one pass, the file written once
     all are (an interrupted or failed run writes nothing: no half-translated document)."""
     from seq2seq.formats import read_zipped
-    from seq2seq.textio import read_bytes, write_bytes
+    from seq2seq.textio import open_binary, write_whole
 
     source = args.input or "<stdin>"
-    documents, write = read_zipped(read_bytes(args.input), text_format, source)
-    try:
-        outputs = translate_whole(translator, documents, options, args.input is not None)
-    except KeyboardInterrupt as interrupt:
-        return nothing_written(text_format, interrupt)
-    write_bytes(write(outputs), args.output)
+    with open_binary(args.input) as file:  # open until written: images are streamed from it
+        documents, write = read_zipped(file, text_format, source)
+        try:
+            outputs = translate_whole(translator, documents, options, args.input is not None)
+            write_whole(args.output, lambda into: write(outputs, into))
+        except KeyboardInterrupt as interrupt:
+            return nothing_written(text_format, interrupt)
     return 0
 
 

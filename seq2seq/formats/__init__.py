@@ -27,10 +27,11 @@ which ``read_zipped(data, format)`` reads; ``format_of(path)`` picks one from a 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from seq2seq.formats.inline import Document, Segment, rebuild, render, segments
+from seq2seq.formats.zipped import Write
 
 FORMATS = (
     *("text", "html", "markdown", "srt", "po", "xliff"),
@@ -103,10 +104,12 @@ def parse(text: str, format: str, source: str = "<input>") -> Document:
 
 
 def read_zipped(
-    data: bytes, format: str, source: str = "<input>"
-) -> tuple[list[Document], Callable[[list[str]], bytes]]:
-    """A zipped document (``ZIPPED``) as the documents of its translated parts, and the
-    function that writes the file back given them rebuilt (``inline.rebuild``).
+    data: bytes | BinaryIO, format: str, source: str = "<input>"
+) -> tuple[list[Document], Write]:
+    """A zipped document (``ZIPPED``; its bytes, or a binary file open for reading, left open
+    until the file is written) as the documents of its translated parts, and the function that
+    writes the file back given them rebuilt (``inline.rebuild``): as bytes, or into a binary
+    file (``zipped.Write``), the members it does not translate streamed from the input.
 
     Raises:
         DataError: a file that is not one, or is corrupt, too large or unsafe, naming ``source``.

@@ -29,7 +29,7 @@ import copy
 import posixpath
 import re
 import zipfile
-from collections.abc import Callable
+from typing import BinaryIO
 from urllib.parse import unquote
 
 from seq2seq.errors import DataError
@@ -39,7 +39,7 @@ from seq2seq.formats.html import with_lang as page_with_lang
 from seq2seq.formats.inline import Document, Segment, segments
 from seq2seq.formats.packages import decoded, member, open_package, xml_text
 from seq2seq.formats.xml_scan import Token, escape, tokens, unescape
-from seq2seq.formats.zipped import Member, write_zip
+from seq2seq.formats.zipped import Member, Write, write_zip
 
 KIND = "an EPUB book"
 MIMETYPE = "application/epub+zip"
@@ -50,8 +50,6 @@ PAGE_TYPES = frozenset({"application/xhtml+xml", "text/html"})
 NCX_TYPE = "application/x-dtbncx+xml"
 # The element whose text is a segment, and the elements it is translated inside, by part.
 LABELS = {"ncx": ("text", frozenset({"navLabel", "docTitle"})), "package": ("title", {"metadata"})}
-
-Write = Callable[[list[str]], bytes]
 
 
 def read_epub(data: bytes, source: str) -> tuple[list[Document], Write]:
@@ -75,14 +73,14 @@ def read_epub(data: bytes, source: str) -> tuple[list[Document], Write]:
     documents = [_read(part, kinds[part.info.filename], source) for part in parts]
     documents = [with_lang(document, SIMPLIFIED) for document in documents]
 
-    def write(outputs: list[str]) -> bytes:
+    def write(outputs: list[str], into: BinaryIO | None = None) -> bytes | None:
         if len(outputs) != len(parts):
             raise ValueError(f"{len(outputs)} outputs for {len(parts)} parts")
         replaced = {
             part.info.filename: output.encode("utf-8")
             for part, output in zip(parts, outputs, strict=True)
         }
-        return write_zip(_mimetype_first(members), replaced)
+        return write_zip(_mimetype_first(members), replaced, into)
 
     return documents, write
 

@@ -32,13 +32,13 @@ runs left empty are dropped. Everything outside the translated paragraphs is byt
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from seq2seq.errors import DataError
 from seq2seq.formats.inline import Document, Markup, Segment, shift
 from seq2seq.formats.xml_scan import Token, check, escape, matching_end, text_of, tokens
-from seq2seq.formats.zipped import Member, read_zip, write_zip
+from seq2seq.formats.zipped import Member, Write, read_zip, write_zip
 
 PARTS = re.compile(r"word/(document|header\d*|footer\d*|footnotes|endnotes|comments)\.xml")
 SLIDES = re.compile(r"ppt/(slides/slide|notesSlides/notesSlide)\d+\.xml")
@@ -52,8 +52,6 @@ _NOT_FORMATTING = re.compile(
     r'|\s(?:lang|altLang|dirty|err|noProof|smtClean|smtId)="[^"]*"'  # DrawingML's
 )
 _NO_PROPERTIES = re.compile(r"<(\w+):rPr\s*/>|<(\w+):rPr></\2:rPr>")
-
-Write = Callable[[list[str]], bytes]
 
 
 @dataclass(frozen=True)
@@ -96,14 +94,14 @@ def read_office(data: bytes, source: str, format: str) -> tuple[list[Document], 
     parts = [m for m in members if kind.parts.fullmatch(m.info.filename)]
     documents = [_part(member, source) for member in parts]
 
-    def write(outputs: list[str]) -> bytes:
+    def write(outputs: list[str], into: BinaryIO | None = None) -> bytes | None:
         if len(outputs) != len(parts):
             raise ValueError(f"{len(outputs)} outputs for {len(parts)} parts")
         replaced = {
             member.info.filename: finish(output, kind.preserve).encode("utf-8")
             for member, output in zip(parts, outputs, strict=True)
         }
-        return write_zip(members, replaced)
+        return write_zip(members, replaced, into)
 
     return documents, write
 

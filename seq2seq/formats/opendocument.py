@@ -27,13 +27,13 @@ frames and text boxes, slides and their speaker notes (``presentation:notes``), 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from typing import BinaryIO
 
 from seq2seq.errors import DataError
 from seq2seq.formats.inline import Document, Markup, Segment, shift
 from seq2seq.formats.packages import member, open_package, xml_text
 from seq2seq.formats.xml_scan import Token, escape, matching_end, text_of, tokens
-from seq2seq.formats.zipped import write_zip
+from seq2seq.formats.zipped import Write, write_zip
 
 KINDS = {
     "odt": ("an OpenDocument text", "application/vnd.oasis.opendocument.text"),
@@ -46,8 +46,6 @@ ELEMENTS = frozenset({"span", "a"})  # placed around their words
 BREAKS = frozenset({"tab", "line-break"})  # the words either side read apart
 _PLACE = re.compile("\x02([0-9]+)\x03")
 _SPACE = re.compile(r"\s+")
-
-Write = Callable[[list[str]], bytes]
 
 
 def read_opendocument(data: bytes, source: str, format: str) -> tuple[list[Document], Write]:
@@ -67,7 +65,7 @@ def read_opendocument(data: bytes, source: str, format: str) -> tuple[list[Docum
     readers = [_Reader(xml_text(part, source)) for part in parts]
     documents = [document for reader in readers for document in reader.documents]
 
-    def write(outputs: list[str]) -> bytes:
+    def write(outputs: list[str], into: BinaryIO | None = None) -> bytes | None:
         if len(outputs) != len(documents):
             raise ValueError(f"{len(outputs)} outputs for {len(documents)} documents")
         replaced, start = {}, 0
@@ -75,7 +73,7 @@ def read_opendocument(data: bytes, source: str, format: str) -> tuple[list[Docum
             mine = outputs[start : start + len(reader.documents)]
             replaced[part.info.filename] = _filled(mine, 0).encode("utf-8")
             start += len(reader.documents)
-        return write_zip(members, replaced)
+        return write_zip(members, replaced, into)
 
     return documents, write
 

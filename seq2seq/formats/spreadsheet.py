@@ -20,13 +20,13 @@ runs left empty dropped, ``xml:space="preserve"`` where a text has a space at an
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from typing import BinaryIO
 
 from seq2seq.errors import DataError
 from seq2seq.formats.inline import Document, Markup, Segment, shift
 from seq2seq.formats.packages import member, open_package, xml_text
 from seq2seq.formats.xml_scan import Token, escape, matching_end, text_of, tokens
-from seq2seq.formats.zipped import write_zip
+from seq2seq.formats.zipped import Write, write_zip
 
 # The element that holds a string, by the kind of part it is in.
 PARTS = {
@@ -35,8 +35,6 @@ PARTS = {
     re.compile(r"xl/comments\d*\.xml"): "text",
 }
 _MARK = "\x01"  # a generated <t>: see office._MARK (a character XML cannot hold)
-
-Write = Callable[[list[str]], bytes]
 
 
 def string_element(name: str) -> str | None:
@@ -60,14 +58,14 @@ def read_xlsx(data: bytes, source: str) -> tuple[list[Document], Write]:
         parse_strings(xml_text(part, source), string_element(part.info.filename)) for part in parts
     ]
 
-    def write(outputs: list[str]) -> bytes:
+    def write(outputs: list[str], into: BinaryIO | None = None) -> bytes | None:
         if len(outputs) != len(parts):
             raise ValueError(f"{len(outputs)} outputs for {len(parts)} parts")
         replaced = {
             part.info.filename: finish(output).encode("utf-8")
             for part, output in zip(parts, outputs, strict=True)
         }
-        return write_zip(members, replaced)
+        return write_zip(members, replaced, into)
 
     return documents, write
 
