@@ -163,7 +163,25 @@ def test_markup_is_placed_by_attention_computed_together_as_one_by_one(translato
     batched = Translator(together, translator.tokenizer).translate(pages, options)
     alone = Translator(Counting(translator.engine), translator.tokenizer).translate(pages, options)
     assert batched == alone and "</b>" in batched[0] and "href='/m'" in batched[1]
-    assert together.together == [4] and together.alone == 0  # four sentences, one call
+    # One call, for the three sentences an element begins or ends in ("She can see the
+    # book." has none: its translation goes where its words were, no attention needed).
+    assert together.together == [3] and together.alone == 0
+
+
+def test_only_sentences_an_element_begins_ends_or_stands_in_are_aligned():
+    from seq2seq.formats import parse
+    from seq2seq.inference.documents import TextBatch
+
+    page = (
+        "<p>I <b>will</b> eat. <i>We should eat.</i> You can see.</p>"
+        "<p>Read <code>x</code> now. Go<br>home.</p>"
+    )
+    batch = TextBatch([parse(page, "html")])
+    flags = dict(zip(batch.sentences, batch.aligned, strict=True))
+    assert flags["I will eat."] is True and flags["Read x now."] is True
+    # Wrapped whole, no markup, or a <br> between sentences: no verbatim span to check either.
+    for sentence in ("We should eat.", "You can see.", "Go", "home."):
+        assert flags[sentence] == ()
 
 
 def test_documents_decode_their_distinct_sentences_in_one_pass(translator):

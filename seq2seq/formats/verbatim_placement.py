@@ -18,7 +18,8 @@ from seq2seq.formats.verbatim import verbatim_markups
 # Punctuation of a translation: read as aligned to nothing unless attention put it on the
 # source's punctuation (``_punctuation``), so a span placed at the end of a sentence goes
 # before its stop, not after it, and never takes the stop into its literal.
-_PUNCTUATION = frozenset("。！？；，、：…,.!?;:")
+STOPS = "。！？；，、：…,.!?;:"  # punctuation, Chinese and English
+_PUNCTUATION = frozenset(STOPS)
 
 
 def settle(

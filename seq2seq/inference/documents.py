@@ -23,13 +23,14 @@ from seq2seq.formats.chinese_script import SIMPLIFIED, convert, convert_aligned
 from seq2seq.formats.inline import (
     Alignment,
     Document,
+    Markup,
     Segment,
     monotonic_alignment,
     rebuild,
     segments,
 )
 from seq2seq.formats.verbatim import Verbatim, verbatim_markups
-from seq2seq.formats.verbatim_placement import settle
+from seq2seq.formats.verbatim_placement import STOPS, settle
 from seq2seq.inference.confidence import line_confidence
 
 
@@ -216,15 +217,35 @@ def _needs_alignment(
     segment: Segment, sentence: Sentence, before: bool | tuple[str, ...]
 ) -> bool | tuple[str, ...]:
     """``TextBatch.aligned`` of one occurrence of a sentence, with what an earlier one asked
-    (``before``): True in a segment with markup of its format; in one whose only markup is
-    verbatim spans, the spans inside the sentence; False without markup."""
+    (``before``): True where an element of its format begins, ends or stands inside the
+    sentence (its words must be found in the translation); else the verbatim spans inside it
+    (aligned only if the translation does not hold them whole); else nothing. A sentence an
+    element wraps whole, or that has no markup, needs no attention: all of its translation
+    goes where all of its words were (``_render``'s monotonic alignment)."""
     if before is True or not segment.markup:
         return before
-    if not all(markup.verbatim for markup in segment.markup):
+    if _cut(segment.markup, sentence):
         return True
-    inside = [m for m in segment.markup if sentence.start <= m.start and m.end <= sentence.end]
-    spans = {segment.text[m.start : m.end] for m in inside} | set(before or ())
-    return tuple(sorted(spans))
+    spans = verbatim_markups(segment.markup)
+    inside = [m for m in spans if sentence.start <= m.start < sentence.end]
+    kept = {segment.text[m.start : m.end] for m in inside} | set(before or ())
+    return tuple(sorted(kept))
+
+
+def _cut(markups: list[Markup], sentence: Sentence) -> bool:
+    """Whether an element that is not a verbatim span begins or ends strictly inside the
+    sentence (a point, a ``<br>`` or an image, inside it)."""
+    for markup in markups:
+        if markup.verbatim:
+            continue
+        if (
+            sentence.start < markup.start < sentence.end
+            or sentence.start < markup.end < sentence.end
+        ):
+            return True
+        if _cut(markup.children, sentence):
+            return True
+    return False
 
 
 def _lines(text: str) -> list[Sentence]:
@@ -255,13 +276,27 @@ def _render(
             gap = segment.text[start : sentence.start]
             alignment += [(start + i, start + i + 1) for i, c in enumerate(gap) if c == "\n"]
         own = translation.alignment
-        if own is None or len(own) != len(texts[index]):  # an alternative: no attention read
-            own = monotonic_alignment(sentence.end - sentence.start, len(texts[index]))
+        if own is None or len(own) != len(texts[index]):  # no attention read (or an alternative)
+            own = _evenly(sentence.text, texts[index])
         alignment += [
             None if span is None else (span[0] + sentence.start, span[1] + sentence.start)
             for span in own
         ]
     return segment.render(joined, settle(segment, joined, alignment, terms))
+
+
+def _evenly(source: str, translation: str) -> Alignment:
+    """A sentence's translation aligned without attention: its characters spread evenly over
+    the sentence (``monotonic_alignment``), but its closing punctuation taken from the
+    sentence's, so that a point after the sentence (a page break) stays after its stop."""
+    spans = monotonic_alignment(len(source), len(translation))
+    closing = len(translation) - len(translation.rstrip(STOPS))
+    source_closing = len(source) - len(source.rstrip(STOPS))
+    if closing and source_closing:
+        spans[len(translation) - closing :] = [
+            (len(source) - source_closing, len(source))
+        ] * closing
+    return spans
 
 
 def windowed_lines(
