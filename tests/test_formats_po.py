@@ -114,6 +114,27 @@ def test_more_plural_forms_take_singular_then_plural():
     assert 'msgstr[0] "%d FILE WAS DELETED"\nmsgstr[1] "%d FILES WERE DELETED"' in out
 
 
+def test_symfony_choices_are_translated_one_by_one_their_pipes_and_intervals_kept():
+    """Symfony's plural messages: each choice between pipes a sentence of its own, the
+    intervals (``{0}``, ``]1,Inf[``) and ``%count%`` as written."""
+    catalog = (
+        'msgid ""\nmsgstr ""\n"Language: en\\n"\n\n'
+        'msgid "{0} no foos|one foo|%count% foos"\nmsgstr ""\n\n'
+        'msgid "[0,1] One apple.| ]1,Inf[ There are %count% apples."\nmsgstr ""\n'
+    )
+    document = parse(catalog, "po")
+    assert [s.text for s in segments(document)] == [
+        "no foos",
+        "one foo",
+        "%count% foos",
+        "One apple.",
+        "There are %count% apples.",
+    ]
+    out = translate([document])[0]
+    assert 'msgstr "{0} NO FOOS|ONE FOO|%count% FOOS"' in out
+    assert 'msgstr "[0,1] ONE APPLE.| ]1,Inf[ THERE ARE %count% APPLES."' in out
+
+
 @pytest.mark.skipif(shutil.which("msgfmt") is None, reason="gettext's msgfmt not installed")
 def test_msgfmt_passes_on_the_template(tmp_path):
     assert msgfmt_errors(translate([parse(TEMPLATE, "po")])[0], tmp_path) == ""

@@ -39,6 +39,10 @@ _ESCAPES = {
     "f": "\f",
     "v": "\v",
 }
+# A Symfony choice's interval: {0}, {1,2,3}, [1,Inf[, ]1,19], -Inf..., with spaces after it.
+_INTERVAL = re.compile(
+    r"\s*(?:\{[-\d, ]+\}|[\[\]]\s*-?(?:\d+|Inf)\s*,\s*\+?(?:\d+|Inf)\s*[\[\]])\s*"
+)
 _LETTERS = {char: letter for letter, char in _ESCAPES.items() if letter not in '"\\'}
 
 
@@ -198,13 +202,24 @@ def _filled(block: list[str], entry: _Entry, nplurals: int, fuzzy: bool, newline
 
 def _translated(text: str) -> Document:
     """A msgstr's inside: the msgid's text as a segment, white space at its edges (a leading
-    or trailing ``\\n``, which ``msgfmt -c`` checks) kept as written around it."""
-    body = text.strip()
-    if not body:
-        return [escape(text)]
-    lead = text[: len(text) - len(text.lstrip())]
-    trail = text[len(text.rstrip()) :]
-    return [escape(lead), Segment(body, escape=escape), escape(trail)]
+    or trailing ``\\n``, which ``msgfmt -c`` checks) kept as written around it. A message of
+    choices split by ``|`` (Symfony's plurals: ``{0} none|one foo|%count% foos``, each choice
+    perhaps led by its interval, ``{0}`` or ``]1,Inf[``) is a segment per choice, the pipes
+    and intervals kept, so each choice is translated as itself."""
+    parts: Document = []
+    for number, choice in enumerate(text.split("|")):
+        if number:
+            parts.append("|")
+        interval = _INTERVAL.match(choice)
+        kept = interval.group(0) if interval else ""
+        body = choice[len(kept) :].strip()
+        if not body:
+            parts.append(escape(choice))
+            continue
+        lead = choice[len(kept) : len(choice) - len(choice[len(kept) :].lstrip())]
+        trail = choice[len(choice.rstrip()) :]
+        parts += [escape(kept + lead), Segment(body, escape=escape), escape(trail)]
+    return parts
 
 
 def _flagged(head: list[str], newline: str) -> list[str]:

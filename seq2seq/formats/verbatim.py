@@ -19,7 +19,8 @@ is one URL; spans never overlap):
     time         10:30, 10:30:15 (am/pm are translated)
     version      3.2.7, v1.0, 1.0.0-beta.1
     number       4,380.25, -5, +3.5, $4.99, 45%, 3/4, 5-10, 200km, 5GB (an ordinal's digits: 21st)
-    placeholder  %s, %5.2f, %(name)s, {0}, {name}, {{ name }}, ${VAR}, $HOME
+    placeholder  %s, %5.2f, %(name)s, {0}, {name}, {{ name }}, ${VAR}, $HOME, %count% (Symfony,
+                 and Windows' %PATH%)
     flag         --max-tokens, --beam-size=5, -v
     identifier   camelCase, PascalCase with inner capitals, snake_case, dotted.names, calls(),
                  names with digits (utf8, x86_64, HTTP2), UTF-8, COVID-19
@@ -79,7 +80,7 @@ _PATTERNS: list[tuple[str, str]] = [
         r"(?<![\w%])%(?:\d+\$)?(?:\([\w.]+\))?[-+#0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[hlLqjzt]*"
         r"[diouxXeEfFgGcrsaAp](?![A-Za-z])|%%"
         r"|\{\{\s*[\w.|: ]+?\s*\}\}|\{[\w.\[\]]*(?:![rsa])?(?::[^{}\s]*)?\}"
-        r"|\$\{[^{}\s]+\}|\$[A-Za-z_]\w*",
+        r"|\$\{[^{}\s]+\}|\$[A-Za-z_]\w*|(?<![\w%])%[A-Za-z_][\w.-]*%(?![\w%])",
     ),
     (
         "flag",
