@@ -28,6 +28,7 @@ from torch import Tensor
 
 from seq2seq.decoding.search import Hypothesis, SpecialTokens
 from seq2seq.errors import DataError
+from seq2seq.textio import split_lines
 
 
 class Shortlist:
@@ -97,7 +98,7 @@ class Shortlist:
         """
         always: set[int] = set()
         candidates: dict[int, list[int]] = {}
-        lines = _read_text(path).splitlines()
+        lines = split_lines(_read_text(path))
         for number, line in enumerate(lines, start=1):
             if not line:
                 continue

@@ -32,7 +32,7 @@ from seq2seq.decoding.constrained import Constraints
 from seq2seq.decoding.term_constraints import TermConstraints
 from seq2seq.errors import DataError
 from seq2seq.inference.glossary_bans import beside_texts
-from seq2seq.textio import warn_lines
+from seq2seq.textio import split_lines, warn_lines
 
 if TYPE_CHECKING:
     from seq2seq.data.tokenizer import TokenizerLike
@@ -187,7 +187,7 @@ def _unique(numbered: list[tuple[int, Term]], source: str) -> list[Term]:
 
 
 def _tsv_rows(text: str) -> Iterator[tuple[int, list[str]]]:
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(split_lines(text), start=1):
         if line.strip():
             yield number, line.split("\t")
 

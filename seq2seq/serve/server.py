@@ -18,6 +18,7 @@ from typing import TypeVar
 from seq2seq.checks import readable_file
 from seq2seq.errors import ConfigError
 from seq2seq.serve.handling import ServerSettings
+from seq2seq.textio import split_lines
 
 log = logging.getLogger("seq2seq.serve")
 T = TypeVar("T")
@@ -28,7 +29,7 @@ def read_api_keys(path: str | Path) -> frozenset[str]:
     """One key per line; blank lines and ``#`` comments are skipped."""
     path = readable_file(path, "--api-keys file")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = split_lines(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as error:
         raise ConfigError(f"--api-keys {path}: not UTF-8 text (byte {error.start})") from None
     keys = frozenset(
