@@ -26,6 +26,7 @@ def test_a_file_against_itself_loses_nothing_and_translates_nothing(path):
     assert row.units_in == row.units_out
     assert row.counts_changed == [] and row.members_changed == []
     assert (row.links_lost, row.links_added, row.styles_changed, row.runs_changed) == (0,) * 4
+    assert row.formats_lost == 0
     if row.kind not in ("po", "xliff"):  # a catalog's sources are compared with its targets
         assert row.untranslated == row.translatable
 
@@ -41,6 +42,26 @@ def _rewritten(source: Path, target: Path, change) -> None:
     with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w") as new:
         for info in old.infolist():
             new.writestr(info, change(info.filename, old.read(info)))
+
+
+def test_a_bold_word_come_back_plain_is_a_format_lost(tmp_path):
+    import docx
+
+    document = docx.Document()
+    paragraph = document.add_paragraph("I like ")
+    paragraph.add_run("green").bold = True
+    paragraph.add_run(" tea.")
+    document.add_paragraph("Plain.")
+    source, output = tmp_path / "in.docx", tmp_path / "out.docx"
+    document.save(source)
+
+    def change(name: str, data: bytes) -> bytes:  # the same runs, the bold one made plain
+        return data.replace(b"<w:b/>", b"") if name == "word/document.xml" else data
+
+    _rewritten(source, output, change)
+    row = bench.compare_one(source, output, RAN)
+    assert (row.formats_lost, row.runs_changed) == (1, 0)
+    assert bench.compare_one(source, source, RAN).formats_lost == 0
 
 
 def test_a_lost_link_and_a_changed_image_are_counted(tmp_path):

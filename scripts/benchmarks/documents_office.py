@@ -30,6 +30,9 @@ python-pptx, openpyxl, EbookLib, polib, lxml, zipfile) and compared. Per file an
   XLIFF the source's inline codes. Runs: docx runs with text; pptx runs; xlsx rich-text runs;
   ODF spans; EPUB descendant elements (PO, XLIFF: none). A run count changes where the
   translation puts a run's words into another run, or has none for it.
+- formats lost: docx, pptx and xlsx units one of whose formattings with words (a run's
+  properties but editing ids and language, and its link; an xlsx rich-text block's font)
+  has no words in the output: a bold word that comes back in plain text.
 - placeholders: printf and brace placeholders of the msgid/source missing from the
   msgstr/target, and (XLIFF) inline codes of the source missing from the target.
 - check: PO ``msgfmt -c`` of the output; XLIFF well-formed (lxml; no XSD is at hand here, so
@@ -79,6 +82,7 @@ COLUMNS = [
     "members changed",
     "styles changed",
     "runs changed",
+    "formats lost",
     "placeholders lost",
     "check",
 ]
@@ -105,6 +109,7 @@ class Row:
     members_changed: list[str] = field(default_factory=list)
     styles_changed: int = 0
     runs_changed: int = 0
+    formats_lost: int = 0
     placeholders: int = 0
     placeholders_lost: int = 0
     check: str = "-"
@@ -192,6 +197,8 @@ def compare_one(path: Path, output: Path, run: dict) -> Row:
     pairs = list(zip(before.units, after.units, strict=False))
     row.styles_changed = sum(1 for a, b in pairs if a[1] != b[1])
     row.runs_changed = sum(1 for a, b in pairs if a[2] != b[2])
+    formats = zip(before.formats, after.formats, strict=False)
+    row.formats_lost = sum(1 for a, b in formats if not a <= b)
     row.placeholders, row.placeholders_lost = placeholders_lost(after, kind)
     row.check = checked(output, kind, before, after)
     return row
@@ -213,6 +220,7 @@ def _cells(row: Row) -> list[str]:
         + (f" ({', '.join(row.members_changed[:3])})" * bool(row.members_changed)),
         f"{row.styles_changed} / {row.units_in}",
         f"{row.runs_changed} / {row.units_in}",
+        f"{row.formats_lost} / {row.units_in}",
         f"{row.placeholders_lost} / {row.placeholders}",
         row.check,
     ]
@@ -241,6 +249,7 @@ def total_cells(rows: list[Row]) -> list[str]:
         str(sum(len(r.members_changed) for r in ran)),
         f"{sum(r.styles_changed for r in ran)} / {sum(r.units_in for r in ran)}",
         f"{sum(r.runs_changed for r in ran)} / {sum(r.units_in for r in ran)}",
+        f"{sum(r.formats_lost for r in ran)} / {sum(r.units_in for r in ran)}",
         f"{sum(r.placeholders_lost for r in ran)} / {sum(r.placeholders for r in ran)}",
         f"{passed} / {len(checks)} PO/XLIFF pass; {cells} xlsx with other cells changed",
     ]

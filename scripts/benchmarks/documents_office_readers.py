@@ -39,10 +39,37 @@ class Reading:
     pairs: list[tuple[str, str]] = field(default_factory=list)  # PO/XLIFF (source, target)
     members: dict[str, bytes] = field(default_factory=dict)
     other_cells: list[tuple[str, str]] = field(default_factory=list)  # xlsx: not strings
+    # docx, pptx, xlsx: per unit, the formattings its runs with text have (``_formatting``)
+    formats: list[frozenset] = field(default_factory=list)
 
 
 def _local(tag: object) -> str:
     return str(tag).rsplit("}", 1)[-1]
+
+
+# Run properties that say nothing of how text looks: editing ids, language, proofing marks.
+NOT_FORMATTING = {"lang", "noProof", "altLang", "dirty", "err", "smtClean", "smtId"}
+
+
+def _formatting(run) -> str:
+    """A docx ``<w:r>``'s or pptx ``<a:r>``'s formatting as a string: its properties' elements
+    and attributes but editing ids and language, and the link it is in (docx) or has (pptx)."""
+    properties = next((c for c in run if _local(c.tag) == "rPr"), None)
+    parts = []
+    for element in [] if properties is None else properties.iter():
+        if _local(element.tag) in NOT_FORMATTING:
+            continue
+        kept = sorted(
+            (_local(k), v)
+            for k, v in element.attrib.items()
+            if _local(k) not in NOT_FORMATTING and not _local(k).startswith("rsid")
+        )
+        if element is not properties or kept:  # an empty <w:rPr/> formats nothing
+            parts.append(f"{_local(element.tag)}{kept}")
+    parent = run.getparent()
+    if parent is not None and _local(parent.tag) == "hyperlink":
+        parts.append(f"link{sorted(parent.attrib.items())}")
+    return " ".join(parts)
 
 
 def _docx_paragraphs(part, reading: Reading) -> None:
@@ -54,6 +81,12 @@ def _docx_paragraphs(part, reading: Reading) -> None:
         runs = sum(1 for r in element.iter(qn("w:r")) if r.find(qn("w:t")) is not None)
         style = paragraph.style.name if paragraph.style is not None else ""
         reading.units.append((paragraph.text, style, runs))
+        worded = [
+            r
+            for r in element.iter(qn("w:r"))
+            if "".join(t.text or "" for t in r.iter(qn("w:t"))).strip()
+        ]
+        reading.formats.append(frozenset(_formatting(r) for r in worded))
         reading.counts["hyperlinks"] += len(element.findall(qn("w:hyperlink")))
     reading.counts["tables"] += sum(1 for _ in part.element.iter(qn("w:tbl")))
     reading.counts["cells"] += sum(1 for _ in part.element.iter(qn("w:tc")))
@@ -77,6 +110,8 @@ def read_docx(path: Path, reading: Reading) -> None:
 def _pptx_frame(frame, reading: Reading) -> None:
     for paragraph in frame.paragraphs:
         reading.units.append((paragraph.text, str(paragraph.level), len(paragraph.runs)))
+        worded = [run._r for run in paragraph.runs if run.text.strip()]
+        reading.formats.append(frozenset(_formatting(r) for r in worded))
         reading.links += [r.hyperlink.address for r in paragraph.runs if r.hyperlink.address]
 
 
@@ -124,6 +159,10 @@ def read_xlsx(path: Path, reading: Reading) -> None:
             if cell.data_type in ("s", "inlineStr"):
                 runs = len(cell.value) if isinstance(cell.value, list) else 1
                 reading.units.append((str(cell.value), str(tuple(cell._style)), runs))
+                blocks = cell.value if isinstance(cell.value, list) else [cell.value]
+                reading.formats.append(
+                    frozenset(repr(getattr(b, "font", "base")) for b in blocks if str(b).strip())
+                )
                 continue
             reading.other_cells.append((f"{index}!{cell.coordinate}", repr(cell.value)))
 
