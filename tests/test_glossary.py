@@ -72,7 +72,7 @@ def test_tsv_and_csv_and_dicts_read_the_same():
         ("a\x07b\tc\n", "g.tsv:1: source term 'a\\x07b' holds a control character"),
         # A line ends at a newline only: a form feed is in the term, and lines count newlines.
         ("a\x0cb\tc\nd\te\n", "g.tsv:1: source term 'a\\x0cb' holds a control character"),
-        ("a\u2028b\tc\nbook\n", "g.tsv:2: expected 2 tab-separated fields"),
+        ("a\u2028b\tc\nbook\n", "g.tsv:1: source term 'a\\u2028b' holds a tab or a line break"),
     ],
 )
 def test_a_bad_entry_is_a_one_line_error_naming_its_line(tmp_path, text, message):
