@@ -73,9 +73,15 @@ def translator(translation_checkpoint):
 
 
 @pytest.fixture(scope="module")
-def http(translation_server):
-    """An httpx client of ``translation_server``."""
+def url(translation_server) -> str:
+    """The server ``http`` talks to: ``translation_server``, unless a module says another."""
+    return translation_server.url
+
+
+@pytest.fixture(scope="module")
+def http(url):
+    """An httpx client of ``url``."""
     import httpx
 
-    with httpx.Client(base_url=translation_server.url, timeout=60) as client:
+    with httpx.Client(base_url=url, timeout=60) as client:
         yield client

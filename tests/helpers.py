@@ -253,6 +253,15 @@ def without_byte_rule(translator):  # noqa: ANN001, ANN201 (a Translator)
     return translator
 
 
+def cli_translate(checkpoint: Path, source: Path, output: Path, *options: str) -> int:
+    """``seq2seq translate --checkpoint C --input S --output O [options]`` run in this
+    process, as a user types it: its exit status."""
+    from seq2seq.cli import main
+
+    command = ["translate", "--checkpoint", str(checkpoint), "--input", str(source)]
+    return main([*command, "--output", str(output), *options])
+
+
 def translate_file(http, name: str, data: bytes):  # noqa: ANN001, ANN201 (httpx client, answer)
     """``data`` uploaded as ``name`` to LibreTranslate's ``/translate_file`` (en to zh): the
     answer, and the translated file fetched from the URL it gives (None when refused)."""

@@ -1,5 +1,5 @@
 """Start ``seq2seq serve`` as a real process on a free loopback port, for the serving tests
-(the benches' server helper: ``scripts/benchmarks/harness.py``)."""
+(the benches' server helper: ``scripts/benchmarks/harness.py``), and what those tests send."""
 
 from __future__ import annotations
 
@@ -24,3 +24,12 @@ def running_server(checkpoint: str | Path, *options: str, startup: float = 120.0
         log = Path(folder) / "server.log"
         with harness.running_server(command, log, env, startup=startup) as server:
             yield server
+
+
+# Sentences the tiny test model reads (tests/helpers.py's corpus).
+SENTENCES = ["I will buy apples today.", "She can see the book tomorrow.", "We should eat."]
+
+
+def libre_translate(http, **fields):
+    """LibreTranslate's ``POST /translate`` of en→zh with ``fields`` (q, format, ...)."""
+    return http.post("/translate", json={"source": "en", "target": "zh", **fields})

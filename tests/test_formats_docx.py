@@ -19,6 +19,7 @@ from seq2seq.errors import DataError
 from seq2seq.formats import format_of, read_zipped, segments
 from seq2seq.formats.office import PARTS, read_docx
 from tests.fake_translation import identity, translate, upper
+from tests.helpers import cli_translate
 
 OFFICE = Path(__file__).parent / "data" / "office"
 DOCX = sorted(OFFICE.glob("*.docx"))
@@ -200,23 +201,22 @@ def test_the_format_comes_from_the_extension_and_is_read_as_bytes():
 
 
 def test_the_cli_writes_a_docx_with_every_paragraph(translation_checkpoint, tmp_path, capsys):
-    from seq2seq.cli import main
-
-    source = OFFICE / "python-docx--tbl-having-applied-style.docx"
-    out = tmp_path / "out.docx"
-    args = ["translate", "--checkpoint", str(translation_checkpoint), "--input", str(source)]
-    assert main([*args, "--output", str(out)]) == 0
+    source, out = OFFICE / "python-docx--tbl-having-applied-style.docx", tmp_path / "out.docx"
+    assert cli_translate(translation_checkpoint, source, out) == 0
     before, after = members(source.read_bytes()), members(out.read_bytes())
     assert count(after["word/document.xml"], "p") == count(before["word/document.xml"], "p")
     assert count(after["word/document.xml"], "tc") == count(before["word/document.xml"], "tc")
     capsys.readouterr()
     bad = tmp_path / "bad.docx"
     bad.write_text("Hello.", encoding="utf-8")
-    assert main([*args[:3], "--input", str(bad), "--output", str(tmp_path / "no.docx")]) != 0
+    assert cli_translate(translation_checkpoint, bad, tmp_path / "no.docx") != 0
     err = capsys.readouterr().err.strip()
     assert "not a Word document" in err and "\n" not in err
     assert not (tmp_path / "no.docx").exists()  # nothing written
-    assert main([*args, "--encoding", "latin-1", "--output", str(tmp_path / "x.docx")]) != 0
+    assert (
+        cli_translate(translation_checkpoint, source, tmp_path / "x.docx", "--encoding", "latin-1")
+        != 0
+    )
     assert "--encoding takes a text document, not --format docx" in capsys.readouterr().err
 
 
@@ -225,8 +225,6 @@ def test_a_corrupt_image_found_while_writing_leaves_the_output_as_it_was(
 ):
     """An image is streamed from the input as the file is written; a corrupt one is found
     then, and the output already there is left as it was, with no temporary file beside it."""
-    from seq2seq.cli import main
-
     path = tmp_path / "in.docx"
     with zipfile.ZipFile(OFFICE / "python-docx--fnt-color.docx") as source:
         with zipfile.ZipFile(path, "w") as target:
@@ -239,8 +237,7 @@ def test_a_corrupt_image_found_while_writing_leaves_the_output_as_it_was(
     path.write_bytes(bytes(data))
     out = tmp_path / "out.docx"
     out.write_bytes(b"before")
-    args = ["translate", "--checkpoint", str(translation_checkpoint), "--input", str(path)]
-    assert main([*args, "--output", str(out)]) != 0
+    assert cli_translate(translation_checkpoint, path, out) != 0
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "corrupt zip member word/media/x.bin" in err and str(path) in err
     assert out.read_bytes() == b"before" and sorted(tmp_path.iterdir()) == [path, out]

@@ -19,7 +19,7 @@ import pytest
 from seq2seq.errors import DataError
 from seq2seq.formats import format_of, read_zipped, segments
 from tests.fake_translation import identity, translate, upper
-from tests.helpers import translate_file
+from tests.helpers import cli_translate, translate_file
 
 OFFICE = Path(__file__).parent / "data" / "office"
 BOOKS = sorted(OFFICE.glob("*.epub"))
@@ -291,12 +291,8 @@ def test_what_is_not_an_epub_book_is_refused_in_one_line():
 
 
 def test_the_cli_writes_an_epub(translation_checkpoint, tmp_path, capsys):
-    from seq2seq.cli import main
-
-    source = OFFICE / "markitdown--test.epub"
-    out = tmp_path / "out.epub"
-    args = ["translate", "--checkpoint", str(translation_checkpoint), "--input", str(source)]
-    assert main([*args, "--output", str(out)]) == 0
+    source, out = OFFICE / "markitdown--test.epub", tmp_path / "out.epub"
+    assert cli_translate(translation_checkpoint, source, out) == 0
     before, after = members(source.read_bytes()), members(out.read_bytes())
     assert after[0][:2] == ("mimetype", zipfile.ZIP_STORED)
     for (name, _, old), (_, _, new) in zip(before, after, strict=True):
@@ -304,13 +300,13 @@ def test_the_cli_writes_an_epub(translation_checkpoint, tmp_path, capsys):
             assert structure(new) == structure(old), name
     opf = next(new for name, _, new in after if name.endswith(".opf"))
     assert language(opf) == "zh-Hans"
-    assert main([*args, "--output", str(out), "--target", "zh-TW"]) == 0
+    assert cli_translate(translation_checkpoint, source, out, "--target", "zh-TW") == 0
     opf = next(new for name, _, new in members(out.read_bytes()) if name.endswith(".opf"))
     assert language(opf) == "zh-TW"  # the book says the Chinese it is written in
     capsys.readouterr()
     bad = tmp_path / "bad.epub"
     bad.write_text("Hello.", encoding="utf-8")
-    assert main([*args[:3], "--input", str(bad), "--output", str(tmp_path / "no.epub")]) != 0
+    assert cli_translate(translation_checkpoint, bad, tmp_path / "no.epub") != 0
     err = capsys.readouterr().err.strip()
     assert "not an EPUB book" in err and "\n" not in err
     assert not (tmp_path / "no.epub").exists()  # nothing written

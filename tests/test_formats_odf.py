@@ -18,6 +18,7 @@ from seq2seq.errors import DataError
 from seq2seq.formats import format_of, read_zipped, segments
 from seq2seq.formats.opendocument import PARTS
 from tests.fake_translation import identity, translate, upper
+from tests.helpers import cli_translate
 
 OFFICE = Path(__file__).parent / "data" / "office"
 ODF = sorted(p for p in OFFICE.glob("*.od?") if "nasty" not in p.name)
@@ -191,12 +192,8 @@ def _zip(parts: dict[str, bytes | str]) -> bytes:
 
 
 def test_the_cli_writes_an_odt(translation_checkpoint, tmp_path):
-    from seq2seq.cli import main
-
-    source = OFFICE / "odfpy--simplestyles.odt"
-    out = tmp_path / "out.odt"
-    args = ["translate", "--checkpoint", str(translation_checkpoint), "--input", str(source)]
-    assert main([*args, "--output", str(out)]) == 0
+    source, out = OFFICE / "odfpy--simplestyles.odt", tmp_path / "out.odt"
+    assert cli_translate(translation_checkpoint, source, out) == 0
     before, after = members(source.read_bytes()), members(out.read_bytes())
     assert after[0][:2] == ("mimetype", zipfile.ZIP_STORED)
     assert [n for n, _, _ in after] == [n for n, _, _ in before]

@@ -17,6 +17,7 @@ from seq2seq.errors import DataError
 from seq2seq.formats import format_of, read_zipped, segments
 from seq2seq.formats.office import SLIDES
 from tests.fake_translation import identity, translate, upper
+from tests.helpers import cli_translate
 
 OFFICE = Path(__file__).parent / "data" / "office"
 PPTX = sorted(OFFICE.glob("*.pptx"))
@@ -105,12 +106,8 @@ def test_what_is_not_a_presentation_is_refused_in_one_line():
 
 
 def test_the_cli_writes_a_pptx(translation_checkpoint, tmp_path):
-    from seq2seq.cli import main
-
-    source = OFFICE / "python-pptx--tbl-cell.pptx"
-    out = tmp_path / "out.pptx"
-    args = ["translate", "--checkpoint", str(translation_checkpoint), "--input", str(source)]
-    assert main([*args, "--output", str(out)]) == 0
+    source, out = OFFICE / "python-pptx--tbl-cell.pptx", tmp_path / "out.pptx"
+    assert cli_translate(translation_checkpoint, source, out) == 0
     before, after = members(source.read_bytes()), members(out.read_bytes())
     assert list(after) == list(before)
     for name in (n for n in before if SLIDES.fullmatch(n)):

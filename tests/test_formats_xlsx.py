@@ -18,6 +18,7 @@ from seq2seq.errors import DataError
 from seq2seq.formats import format_of, read_zipped, segments
 from seq2seq.formats.spreadsheet import string_element
 from tests.fake_translation import identity, translate, upper
+from tests.helpers import cli_translate
 
 OFFICE = Path(__file__).parent / "data" / "office"
 XLSX = sorted(OFFICE.glob("*.xlsx"))
@@ -162,12 +163,8 @@ def _zip(parts: dict[str, bytes]) -> bytes:
 
 
 def test_the_cli_writes_an_xlsx(translation_checkpoint, tmp_path):
-    from seq2seq.cli import main
-
-    source = OFFICE / "markitdown--test.xlsx"
-    out = tmp_path / "out.xlsx"
-    args = ["translate", "--checkpoint", str(translation_checkpoint), "--input", str(source)]
-    assert main([*args, "--output", str(out)]) == 0
+    source, out = OFFICE / "markitdown--test.xlsx", tmp_path / "out.xlsx"
+    assert cli_translate(translation_checkpoint, source, out) == 0
     assert sheets(out.read_bytes()) == sheets(source.read_bytes())
     before, after = cells(source.read_bytes()), cells(out.read_bytes())
     assert list(after) == list(before)

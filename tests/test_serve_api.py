@@ -12,15 +12,11 @@ import pytest
 
 from seq2seq.inference.options import TranslateOptions
 from seq2seq.inference.translator import Translator
+from tests.serving import SENTENCES
+from tests.serving import libre_translate as translate
 
 pytest.importorskip("fastapi")
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
-
-SENTENCES = ["I will buy apples today.", "She can see the book tomorrow.", "We should eat."]
-
-
-def translate(http, **args) -> httpx.Response:
-    return http.post("/translate", json={"source": "en", "target": "zh", **args})
 
 
 def test_the_libretranslatepy_client_translates_and_lists_languages(translation_server, translator):

@@ -4,7 +4,6 @@ client, which ignores the extra field) and our /v1/translate."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from seq2seq.inference.options import TranslateOptions
@@ -29,12 +28,6 @@ def url(served):
 
     with serving(served) as address:
         yield address
-
-
-@pytest.fixture(scope="module")
-def http(url):
-    with httpx.Client(base_url=url, timeout=60) as client:
-        yield client
 
 
 @pytest.fixture(scope="module")

@@ -72,12 +72,6 @@ def url(served, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def http(url):
-    with httpx.Client(base_url=url, timeout=60) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
 def translator(url):
     return deepl.Translator("any-key", server_url=url)
 

@@ -11,15 +11,11 @@ import httpx
 import pytest
 
 from seq2seq.inference.options import TranslateOptions
+from tests.serving import SENTENCES
+from tests.serving import libre_translate as libre
 
 pytest.importorskip("fastapi")
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
-
-SENTENCES = ["I will buy apples today.", "She can see the book tomorrow.", "We should eat."]
-
-
-def libre(http, **args) -> httpx.Response:
-    return http.post("/translate", json={"source": "en", "target": "zh", **args})
 
 
 def test_a_paragraph_is_translated_sentence_by_sentence(http, translator):
