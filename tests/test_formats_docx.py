@@ -128,6 +128,18 @@ BOLD = (
 )
 
 
+@pytest.mark.parametrize("path", DOCX[:3], ids=lambda p: p.name)
+def test_a_file_read_open_and_written_into_a_file_is_the_same_as_from_bytes(path, tmp_path):
+    """The Python API's streamed path (an open file in, ``write(..., into=file)`` out) writes
+    the bytes the in-memory path returns."""
+    documents, write = read_zipped(path.read_bytes(), "docx", path.name)
+    expected = write(translate(documents, upper))
+    with open(path, "rb") as source, open(tmp_path / "out.docx", "wb") as target:
+        documents, write = read_zipped(source, "docx", path.name)
+        assert write(translate(documents, upper), into=target) is None
+    assert (tmp_path / "out.docx").read_bytes() == expected != path.read_bytes()
+
+
 def test_a_bold_word_stays_bold_and_split_runs_read_as_one_sentence():
     documents, write = read_docx(docx(BOLD), "bold.docx")
     [segment] = segments(documents[0])
