@@ -67,7 +67,8 @@ class Batch:
         return self.src.size(0)
 
 
-def _pad(seqs: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
+def pad_rows(seqs: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
+    """Id sequences right-padded with ``pad_id`` into one (B, longest) long tensor."""
     width = max((len(s) for s in seqs), default=0)
     out = torch.full((len(seqs), width), pad_id, dtype=torch.long)
     for i, seq in enumerate(seqs):
@@ -83,9 +84,9 @@ def collate(
     srcs = [list(src) for src, _ in examples]
     tgts = [list(tgt) for _, tgt in examples]
     return Batch(
-        src=_pad(srcs, pad_id),
-        tgt_in=_pad([[bos_id, *t] for t in tgts], pad_id),
-        tgt_out=_pad([[*t, eos_id] for t in tgts], pad_id),
+        src=pad_rows(srcs, pad_id),
+        tgt_in=pad_rows([[bos_id, *t] for t in tgts], pad_id),
+        tgt_out=pad_rows([[*t, eos_id] for t in tgts], pad_id),
         n_src_tokens=sum(map(len, srcs)),
         n_tgt_tokens=sum(len(t) + 1 for t in tgts),
     )
@@ -103,9 +104,9 @@ def collate_joined(examples: Sequence[Example], sep_id: int, pad_id: int = PAD_I
     inputs = [[BOS_ID, *s, sep_id, *t] for s, t in zip(srcs, tgts, strict=True)]
     targets = [[pad_id] * (len(s) + 1) + [*t, EOS_ID] for s, t in zip(srcs, tgts, strict=True)]
     return Batch(
-        src=_pad(srcs, pad_id),
-        tgt_in=_pad(inputs, pad_id),
-        tgt_out=_pad(targets, pad_id),
+        src=pad_rows(srcs, pad_id),
+        tgt_in=pad_rows(inputs, pad_id),
+        tgt_out=pad_rows(targets, pad_id),
         n_src_tokens=sum(map(len, srcs)),
         n_tgt_tokens=sum(len(t) + 1 for t in tgts),
     )

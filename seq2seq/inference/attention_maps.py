@@ -12,6 +12,7 @@ import torch
 from torch import Tensor
 
 from seq2seq.attention import padding_mask
+from seq2seq.data.batching import pad_rows
 from seq2seq.model import Transformer
 
 Pair = tuple[list[int], list[int]]  # (source ids, output ids)
@@ -48,20 +49,14 @@ def mean_cross_attention(model: Transformer, pairs: list[Pair], max_tokens: int)
                 break
             end += 1
         chosen = [pairs[i] for i in order[start:end]]
-        src = _padded([s for s, _ in chosen], config.pad_id, device)
-        tgt_in = _padded([[config.bos_id, *o] for _, o in chosen], config.pad_id, device)
+        src = pad_rows([s for s, _ in chosen], config.pad_id).to(device)
+        tgt_in = pad_rows([[config.bos_id, *o] for _, o in chosen], config.pad_id).to(device)
         maps = cross_attention_maps(model, src, tgt_in)  # [(B, H, T, S)] * layers
         mean = torch.stack([m.float().mean(dim=1) for m in maps]).mean(dim=0).cpu()  # (B, T, S)
         for row, (i, (source, output)) in enumerate(zip(order[start:end], chosen, strict=True)):
             found[i] = mean[row, : len(output) + 1, : len(source)]
         start = end
     return found  # type: ignore[return-value]
-
-
-def _padded(rows: list[list[int]], pad: int, device: torch.device) -> Tensor:
-    """Rows right-padded with ``pad`` into one (B, longest) tensor."""
-    width = max(len(row) for row in rows)
-    return torch.tensor([row + [pad] * (width - len(row)) for row in rows], device=device)
 
 
 @torch.no_grad()

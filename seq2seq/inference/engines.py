@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import torch
 
 from seq2seq.config import ModelConfig
+from seq2seq.data.batching import pad_rows
 from seq2seq.data.terms import term_tag_ids
 from seq2seq.data.tokenizer import TokenizerLike, blank_ids, byte_piece_ids, symbol_ids
 from seq2seq.decoding.constrained import Constraints
@@ -139,7 +140,7 @@ class TorchEngine:
     ) -> list[list[Hypothesis]]:
         found = translate_ids(
             self.model,
-            self._pad(sources),
+            pad_rows(sources, self.model.config.pad_id).to(self.model.embedding.weight.device),
             beam_size,
             self.search,
             n_best,
@@ -186,9 +187,3 @@ class TorchEngine:
         if self.model.config.decoder_only:
             return [self.attention(source, target) for source, target in pairs]
         return mean_cross_attention(self.model, pairs, ATTENTION_TOKENS)
-
-    def _pad(self, rows: list[list[int]]) -> torch.Tensor:
-        pad = self.model.config.pad_id
-        width = max(len(r) for r in rows)
-        device = self.model.embedding.weight.device
-        return torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=device)
