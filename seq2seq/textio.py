@@ -128,10 +128,21 @@ def write_whole(path: str | Path | None, fill: Callable[[BinaryIO], None]) -> No
     try:
         with os.fdopen(handle, "wb") as file:
             fill(file)
+        os.chmod(name, _new_file_mode(target))  # mkstemp's file is private (0600)
         os.replace(name, target)
     except BaseException:
         Path(name).unlink(missing_ok=True)
         raise
+
+
+def _new_file_mode(target: Path) -> int:
+    """The permissions ``open(target, "w")`` would leave: the file's own where it exists, else
+    0666 less the process's umask."""
+    if target.exists():
+        return target.stat().st_mode & 0o7777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def stream_lines(path: str | Path | None, encoding: str | None = None) -> Iterator[str]:

@@ -86,3 +86,28 @@ def test_warn_lines_names_at_most_twenty_lines_in_one_line(capsys):
     warn_lines("truncated", list(range(1, 31)))
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.endswith(", 20 ...\n") and ", 21" not in err
+
+
+def test_a_document_written_whole_has_the_permissions_a_plain_write_gives(tmp_path):
+    """``write_whole`` writes under a private temporary name, then renames: the file still
+    gets what ``open(path, "w")`` gives (a new file: 0666 less the umask; an old one: its own),
+    and a failure leaves the old file and no temporary one."""
+    import os
+
+    from seq2seq.textio import write_whole
+
+    plain, whole = tmp_path / "plain.docx", tmp_path / "whole.docx"
+    plain.write_bytes(b"x")
+    write_whole(whole, lambda into: into.write(b"x"))
+    assert whole.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777
+    os.chmod(whole, 0o640)
+    write_whole(whole, lambda into: into.write(b"y"))
+    assert whole.stat().st_mode & 0o777 == 0o640 and whole.read_bytes() == b"y"
+
+    def failing(into):
+        into.write(b"half")
+        raise DataError("x.docx: corrupt")
+
+    with pytest.raises(DataError):
+        write_whole(whole, failing)
+    assert whole.read_bytes() == b"y" and sorted(tmp_path.iterdir()) == [plain, whole]
