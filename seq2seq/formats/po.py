@@ -212,12 +212,12 @@ def _translated(text: str) -> Document:
             parts.append("|")
         interval = _INTERVAL.match(choice)
         kept = interval.group(0) if interval else ""
-        body = choice[len(kept) :].strip()
+        rest = choice[len(kept) :]
+        body = rest.strip()
         if not body:
             parts.append(escape(choice))
             continue
-        lead = choice[len(kept) : len(choice) - len(choice[len(kept) :].lstrip())]
-        trail = choice[len(choice.rstrip()) :]
+        lead, trail = rest[: len(rest) - len(rest.lstrip())], rest[len(rest.rstrip()) :]
         parts += [escape(kept + lead), Segment(body, escape=escape), escape(trail)]
     return parts
 

@@ -19,7 +19,6 @@ from seq2seq.formats.verbatim import verbatim_markups
 # source's punctuation (``_punctuation``), so a span placed at the end of a sentence goes
 # before its stop, not after it, and never takes the stop into its literal.
 STOPS = "。！？；，、：…,.!?;:"  # punctuation, Chinese and English
-_PUNCTUATION = frozenset(STOPS)
 
 
 def settle(
@@ -59,12 +58,12 @@ def _punctuation(char: str, span: Span | None, text: str, spans: list[Markup]) -
     span only from that very character (the dots of ``.spreadsheet.addElement``). Aligned to
     nothing, the stop of a bold sentence fell outside its ``</b>`` and a span starting with a
     dot was written after the translation's own (``<b>doc</b>..spreadsheet``)."""
-    if span is None or char not in _PUNCTUATION:
+    if span is None or char not in STOPS:
         return span
     source = text[span[0] : span[1]]
     if source == char:
         return span
-    from_punctuation = source != "" and all(c in _PUNCTUATION for c in source)
+    from_punctuation = source != "" and all(c in STOPS for c in source)
     return span if from_punctuation and not any(_inside(span, m) for m in spans) else None
 
 

@@ -59,22 +59,25 @@ class _Archive:
 
     def chunks(self, info: zipfile.ZipInfo) -> Iterator[bytes]:
         """One member's bytes a chunk at a time, refused as soon as they pass a limit."""
-        size, limits = 0, self.limits
+        size = 0
         try:
             with self.archive.open(info) as stream:
                 while chunk := stream.read(_CHUNK):
                     size += len(chunk)
                     self.expanded += len(chunk)
-                    if self.expanded > limits.total:
-                        raise self.refused(f"expands past {limits.total} bytes (a zip bomb?)")
-                    ratio = size / max(1, info.compress_size)
-                    if size > limits.ratio_from and ratio > limits.ratio:
-                        raise self.refused(
-                            f"{info.filename} expands over {limits.ratio} times (a zip bomb?)"
-                        )
+                    self.check(info, size, self.expanded)
                     yield chunk
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as error:
             raise self.refused(f"corrupt zip member {info.filename} ({error})") from None
+
+    def check(self, info: zipfile.ZipInfo, size: int, total: int) -> None:
+        """Refuse the zip where ``info`` at ``size`` bytes, or all members at ``total``, pass a
+        limit: declared by the directory before reading, or counted while expanding."""
+        limits = self.limits
+        if total > limits.total:
+            raise self.refused(f"expands past {limits.total} bytes (a zip bomb?)")
+        if size > limits.ratio_from and size / max(1, info.compress_size) > limits.ratio:
+            raise self.refused(f"{info.filename} expands over {limits.ratio} times (a zip bomb?)")
 
     def refused(self, problem: str) -> DataError:
         return DataError.at(self.source, None, problem)
@@ -128,11 +131,7 @@ def read_zip(data: bytes | BinaryIO, source: str, limits: Limits | None = None) 
         if info.flag_bits & 0x1:
             raise opened.refused(f"{info.filename} is encrypted (not read)")
         declared += info.file_size
-        if declared > limits.total:
-            raise opened.refused(f"expands past {limits.total} bytes (a zip bomb?)")
-        ratio = info.file_size / max(1, info.compress_size)
-        if info.file_size > limits.ratio_from and ratio > limits.ratio:
-            raise opened.refused(f"{info.filename} expands over {limits.ratio} times (a zip bomb?)")
+        opened.check(info, info.file_size, declared)
     return [Member(info, archive=opened) for info in infos]
 
 
