@@ -122,6 +122,10 @@ def right_aligned(written: Tensor, pad: int, width: int | None = None) -> Tensor
     """(..., T) pieces with pad where none was written (before, after, or both) -> (..., W)
     the last W written, oldest first, pad-filled on the left; W = ``width`` or T."""
     width = written.shape[-1] if width is None else width
+    if 0 < width <= written.shape[-1]:
+        tail = written[..., -width:]
+        if not bool((tail == pad).any()):  # all written (a beam's history): the last W
+            return tail
     mask = written != pad
     position = mask.cumsum(-1)  # 1, 2, ... at each written piece
     slot = position - position[..., -1:] + width - 1  # where each written piece lands
