@@ -8,6 +8,7 @@ import asyncio
 import json
 import time
 import uuid
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -49,15 +50,13 @@ def add_completion_routes(
     app.add_api_route("/v1/completions", routes.completions, methods=["POST"], response_model=None)
 
 
+@dataclass(eq=False)  # handlers: compared and hashed as themselves
 class CompletionRoutes:
     """The handlers, with what they share: the served model, the settings and the worker."""
 
-    def __init__(
-        self, served: ServedModel, settings: ServerSettings, worker: BatchingWorker
-    ) -> None:
-        self.served = served
-        self.settings = settings
-        self.worker = worker
+    served: ServedModel
+    settings: ServerSettings
+    worker: BatchingWorker
 
     async def models(self) -> dict:
         # No docstring: FastAPI would publish it as the route's OpenAPI description.

@@ -65,25 +65,17 @@ class _Checked:
     target: str  # the script written: zh-Hans or zh-Hant
 
 
+@dataclass(eq=False)  # handlers: compared and hashed as themselves
 class DeeplTranslate:
     """The ``/v2/translate`` handler, with the texts' translator, the glossaries and the
     characters counted for ``/v2/usage``."""
 
-    def __init__(
-        self,
-        served: ServedModel,
-        settings: ServerSettings,
-        arguments: Arguments,
-        translate_texts: TranslateTexts,
-        store: GlossaryStore,
-        usage: Usage,
-    ) -> None:
-        self.served = served
-        self.settings = settings
-        self.arguments = arguments
-        self.translate_texts = translate_texts
-        self.store = store
-        self.usage = usage
+    served: ServedModel
+    settings: ServerSettings
+    arguments: Arguments
+    translate_texts: TranslateTexts
+    store: GlossaryStore
+    usage: Usage
 
     async def translate(self, request: Request) -> JSONResponse:
         """DeepL's text translation, EN to ZH."""

@@ -15,6 +15,7 @@ import asyncio
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import PurePath
 from urllib.parse import quote
 
@@ -63,17 +64,15 @@ def add_file_routes(
     app.add_api_route("/download_file/{key}", routes.download_file, methods=["GET"])
 
 
+@dataclass(eq=False)  # handlers: compared and hashed as themselves
 class FileRoutes:
     """The handlers, with what they share: the settings, the translator of texts, and the
     translated files kept for download (name, bytes, format under a key, oldest first)."""
 
-    def __init__(
-        self, settings: ServerSettings, translate_texts: TranslateTexts, translates: bool
-    ) -> None:
-        self.settings = settings
-        self.translate_texts = translate_texts
-        self.translates = translates
-        self.kept: OrderedDict[str, tuple[str, bytes, str]] = OrderedDict()
+    settings: ServerSettings
+    translate_texts: TranslateTexts
+    translates: bool
+    kept: OrderedDict[str, tuple[str, bytes, str]] = field(default_factory=OrderedDict)
 
     async def translate_file(self, request: Request) -> dict:
         """A text, HTML, Markdown or SRT file translated with its markup kept."""

@@ -4,6 +4,7 @@ our ``/v1/translate`` (n-best lists, scores, attention). The handlers are the me
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from fastapi import FastAPI, Request
@@ -125,16 +126,14 @@ def add_translation_routes(
     return texts.translate_texts
 
 
+@dataclass(eq=False)  # handlers: compared and hashed as themselves
 class TranslationRoutes:
     """The handlers, with what they share: the served model, the settings and the
     translator of texts."""
 
-    def __init__(
-        self, served: ServedModel, settings: ServerSettings, texts: TextTranslator
-    ) -> None:
-        self.served = served
-        self.settings = settings
-        self.texts = texts
+    served: ServedModel
+    settings: ServerSettings
+    texts: TextTranslator
 
     async def libre_translate(self, request: Request) -> JSONResponse:
         """LibreTranslate's /translate: q (string or array), source, target, format,
