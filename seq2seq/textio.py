@@ -244,6 +244,19 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
             yield number, line.removesuffix("\n").removesuffix("\r")
 
 
+def read_text(path: str | Path, what: str) -> str:
+    """The whole of UTF-8 file ``path`` (``what`` it is: "glossary file"), else a one-line
+    ``DataError`` naming it: no such file, not UTF-8, or why it cannot be read."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError.at(path, None, f"no such {what}") from None
+    except UnicodeDecodeError as error:
+        raise DataError.at(path, None, f"{what}: not UTF-8 text ({error.reason})") from None
+    except OSError as error:
+        raise DataError.at(path, None, f"cannot read {what} ({error.strerror})") from None
+
+
 def require_file(path: str | Path) -> None:
     """A one-line ``DataError`` unless ``path`` is an existing file this process may read."""
     readable_file(path)

@@ -1,6 +1,8 @@
 """The truecaser: SHOUTED and Title Cased lines read in sentence case with each word's usual
 form, learnt where case is free; anything else left exactly as written."""
 
+import pytest
+
 from seq2seq.data.truecase import Truecaser, is_shouted, is_title_cased
 from seq2seq.inference.options import TranslateOptions
 
@@ -24,28 +26,62 @@ def test_usual_forms_are_learnt_where_case_is_free():
     assert "the" not in forms and "where" not in forms
 
 
-def test_shouted_and_title_cased_lines_come_back_in_sentence_case():
-    truecaser = Truecaser.learn(CORPUS)
-    assert truecaser.normalize("WHERE IS THE TRAIN STATION?") == "Where is the train station?"
-    assert truecaser.normalize("Where Is The Train Station?") == "Where is the train station?"
-    assert truecaser.normalize("TOM WENT TO PARIS WITH NASA.") == "Tom went to Paris with NASA."
-    assert truecaser.normalize("I SAW TOM'S FRIEND") == "I saw Tom's friend"
-    assert truecaser.normalize("Getting Started with Paris") == "Getting started with Paris"
+@pytest.fixture(scope="module")
+def truecaser() -> Truecaser:
+    return Truecaser.learn(CORPUS)
 
 
-def test_everything_else_is_left_exactly_as_written():
-    truecaser = Truecaser.learn(CORPUS)
-    for text in [
-        "Where is the train station?",
-        "Do NOT touch the wire.",
-        "NASA launched it.",
-        "Hello",
-        "Tom",
-        "我喜欢茶。",
-        "",
-        "3 + 4 = 7",
-    ]:
-        assert truecaser.normalize(text) == text
+# What a line is read as, by rule: (written, read).
+READ_IN_SENTENCE_CASE = [
+    # SHOUTED and Title Cased lines, each word in its learnt form.
+    ("WHERE IS THE TRAIN STATION?", "Where is the train station?"),
+    ("Where Is The Train Station?", "Where is the train station?"),
+    ("TOM WENT TO PARIS WITH NASA.", "Tom went to Paris with NASA."),
+    ("I SAW TOM'S FRIEND", "I saw Tom's friend"),
+    ("Getting Started with Paris", "Getting started with Paris"),
+    ("I Don't Know Where Tom's Car Is.", "I don't know where Tom's car is."),
+    # Acronyms and inner capitals in a title keep their case.
+    ("USB Port Settings", "USB port settings"),
+    ("REST API Guide", "REST API guide"),
+    ("The IT Desk Of NASA", "The IT desk of NASA"),
+    ("McDonald's Opening Hours", "McDonald's opening hours"),
+    # One shouted word: the forms know it, or it is longer than an acronym usually is.
+    ("TOM", "Tom"),
+    ("TOM!", "Tom!"),
+    ("HELLO", "Hello"),
+    ("HELP!", "Help!"),
+    ("E-MAIL", "E-mail"),
+    ("STATION", "Station"),
+    # Without a sentence's end, small words in lower case are a title's ("Gone with the Wind").
+    ("Gone with the Wind", "Gone with the wind"),
+    ("Flights From Paris To Tom", "Flights from Paris to Tom"),
+    # Every sentence of an unsplit line starts with a capital.
+    ("WHERE IS TOM? HE IS HERE.", "Where is Tom? He is here."),
+    ("Where Is Tom? He Is Here!", "Where is Tom? He is here!"),
+    ('"WHERE IS IT?" SHE ASKED. "HERE."', '"Where is it?" She asked. "Here."'),
+    ("1. OPEN THE BOX", "1. Open the box"),
+    # Full-width capitals are read after NFKC.
+    ("ＷＨＥＲＥ ＩＳ ＴＯＭ？", "Where is Tom?"),
+    ("Ｗｈｅｒｅ Ｉｓ Ｔｏｍ？", "Where is Tom?"),
+]
+LEFT_AS_WRITTEN = [
+    *["Where is the train station?", "Do NOT touch the wire.", "NASA launched it."],
+    *["Hello", "Tom", "我喜欢茶。", "", "3 + 4 = 7"],
+    # A one-word shouted label the forms do not know, as short as an acronym.
+    *["FAQ", "PDF", "OK", "OK!", "FAQ:", "WI-FI", "NASA", "ＦＡＱ"],
+    # Sentences with names, not titles.
+    *["Welcome to New York!", "Tom and Mary Went to Paris.", "Is It on the Table?"],
+]
+
+
+@pytest.mark.parametrize(("written", "read"), READ_IN_SENTENCE_CASE)
+def test_shouted_and_title_cased_lines_are_read_in_sentence_case(truecaser, written, read):
+    assert truecaser.normalize(written) == read
+
+
+@pytest.mark.parametrize("written", LEFT_AS_WRITTEN)
+def test_everything_else_is_left_exactly_as_written(truecaser, written):
+    assert truecaser.normalize(written) == written
 
 
 def test_the_tests_of_case_read_words_not_characters():
@@ -83,63 +119,6 @@ def test_a_translator_reads_shouted_input_as_the_checkpoints_truecaser_writes_it
     )
 
 
-def test_a_title_with_contractions_is_still_a_title():
-    truecaser = Truecaser.learn(CORPUS)
-    assert is_title_cased("I Don't Know Where Tom's Car Is.")
-    assert (
-        truecaser.normalize("I Don't Know Where Tom's Car Is.")
-        == "I don't know where Tom's car is."
-    )
-
-
-def test_acronyms_and_inner_capitals_in_a_title_keep_their_case():
-    truecaser = Truecaser.learn(CORPUS)
-    assert truecaser.normalize("USB Port Settings") == "USB port settings"
-    assert truecaser.normalize("REST API Guide") == "REST API guide"
-    assert truecaser.normalize("The IT Desk Of NASA") == "The IT desk of NASA"
-    assert truecaser.normalize("McDonald's Opening Hours") == "McDonald's opening hours"
-
-
-def test_a_one_word_shouted_line_stays_as_written_unless_the_forms_know_it():
-    truecaser = Truecaser.learn(CORPUS)
-    for label in ["FAQ", "PDF", "OK", "OK!", "FAQ:", "WI-FI", "NASA"]:
-        assert truecaser.normalize(label) == label
-    assert truecaser.normalize("TOM") == "Tom"
-    assert truecaser.normalize("TOM!") == "Tom!"
-    # Longer than an acronym usually is: a shouted word, read in sentence case.
-    assert truecaser.normalize("HELLO") == "Hello"
-    assert truecaser.normalize("HELP!") == "Help!"
-    assert truecaser.normalize("E-MAIL") == "E-mail"
-    assert truecaser.normalize("STATION") == "Station"
-
-
-def test_a_sentence_with_names_is_not_read_as_a_title():
-    truecaser = Truecaser.learn(CORPUS)
-    for sentence in ["Welcome to New York!", "Tom and Mary Went to Paris.", "Is It on the Table?"]:
-        assert not is_title_cased(sentence)
-        assert truecaser.normalize(sentence) == sentence
-    # Without a sentence's end, small words in lower case are a title's ("Gone with the Wind").
-    assert truecaser.normalize("Gone with the Wind") == "Gone with the wind"
-    assert truecaser.normalize("Flights From Paris To Tom") == "Flights from Paris to Tom"
-
-
-def test_every_sentence_of_an_unsplit_line_starts_with_a_capital():
-    truecaser = Truecaser.learn(CORPUS)
-    assert truecaser.normalize("WHERE IS TOM? HE IS HERE.") == "Where is Tom? He is here."
-    assert truecaser.normalize("Where Is Tom? He Is Here!") == "Where is Tom? He is here!"
-    assert truecaser.normalize('"WHERE IS IT?" SHE ASKED. "HERE."') == (
-        '"Where is it?" She asked. "Here."'
-    )
-    assert truecaser.normalize("1. OPEN THE BOX") == "1. Open the box"
-
-
-def test_full_width_capitals_are_read_after_nfkc():
-    truecaser = Truecaser.learn(CORPUS)
-    assert truecaser.normalize("ＷＨＥＲＥ ＩＳ ＴＯＭ？") == "Where is Tom?"
-    assert truecaser.normalize("Ｗｈｅｒｅ Ｉｓ Ｔｏｍ？") == "Where is Tom?"
-    assert truecaser.normalize("ＦＡＱ") == "ＦＡＱ"  # kept: left as written, not folded
-
-
 def test_without_learnt_forms_every_line_is_left_as_written():
     lines = [
         "WHERE IS THE TRAIN STATION?",
@@ -167,3 +146,9 @@ def test_every_encode_path_reads_full_width_capitals_after_nfkc(tmp_path):
         assert translator.encode([line]) == [expected]
         assert translator.encode_sentence(line) == expected
         assert [piece.ids for piece in translator.plan([line])[0]] == [expected]
+
+
+def test_titles_and_sentences_are_told_apart():
+    assert is_title_cased("I Don't Know Where Tom's Car Is.")  # contractions: still a title
+    for sentence in ["Welcome to New York!", "Tom and Mary Went to Paris.", "Is It on the Table?"]:
+        assert not is_title_cased(sentence)

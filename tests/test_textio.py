@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from seq2seq.errors import DataError
-from seq2seq.textio import numbered_lines, one_line, read_lines, warn_lines, write_lines
+from seq2seq.textio import numbered_lines, one_line, read_lines, read_text, warn_lines, write_lines
 
 # A BOM, Windows endings, characters that str.splitlines would split at (U+2028, U+2029, a form
 # feed, NEL, a file separator) inside lines, a blank line, and no newline after the last line.
@@ -111,3 +111,19 @@ def test_a_document_written_whole_has_the_permissions_a_plain_write_gives(tmp_pa
     with pytest.raises(DataError):
         write_whole(whole, failing)
     assert whole.read_bytes() == b"y" and sorted(tmp_path.iterdir()) == [plain, whole]
+
+
+def test_read_text_reads_utf8_or_says_in_one_line_why_not(tmp_path):
+    good = tmp_path / "terms.tsv"
+    good.write_text("老师\tteacher\n", encoding="utf-8")
+    assert read_text(good, "glossary file") == "老师\tteacher\n"
+    latin = tmp_path / "latin.tsv"
+    latin.write_bytes("café\n".encode("latin-1"))
+    for path, message in [
+        (tmp_path / "missing.tsv", "no such glossary file"),
+        (latin, "glossary file: not UTF-8 text"),
+        (tmp_path, "cannot read glossary file"),  # a directory
+    ]:
+        with pytest.raises(DataError, match=message) as error:
+            read_text(path, "glossary file")
+        assert str(path) in str(error.value) and "\n" not in str(error.value)

@@ -13,20 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from seq2seq.data import tables
+from seq2seq.data import prepare, tables
 from seq2seq.data.cache_dir import write_report
 from seq2seq.data.lm import TokenBlocks, clean_document_batch, pack_flat
-from seq2seq.data.prepare import (
-    TOKENIZER_SENTENCES,
-    Encode,
-    PrepareSettings,
-    log,
-    sample_rows,
-    sizes,
-    split_of_row,
-    train_tokenizer,
-    write_split_texts,
-)
+from seq2seq.data.prepare import Encode, PrepareSettings
 from seq2seq.data.sources import text_batches
 from seq2seq.data.split import SPLITS, bucket_codes, bucket_of_keys, dense_ids, first_occurrences
 from seq2seq.data.tokenizer import TokenizerLike
@@ -43,14 +33,14 @@ def prepare_blocks(out: Path, settings: PrepareSettings) -> None:
     spec, work = settings.spec, out / "tables"
     cleaned = _read_and_clean(settings, work)
     rows, clean_report = _deduplicate_and_split(cleaned, spec.name)
-    log.info(f"split: {sizes(rows)} documents")
+    prepare.log.info(f"split: {prepare.sizes(rows)} documents")
     if not len(rows["train"]):
         raise DataError.at(spec.name, None, f"no training text left ({clean_report})")
-    sample = sample_rows(rows["train"], TOKENIZER_SENTENCES, settings.seed)
+    sample = prepare.sample_rows(rows["train"], prepare.TOKENIZER_SENTENCES, settings.seed)
     texts = (
         tables.text_rows(cleaned, ["text"], sample)["text"] if settings.tokenizer is None else []
     )
-    tokenizer, seconds = train_tokenizer(texts, settings)
+    tokenizer, seconds = prepare.train_tokenizer(texts, settings)
     report: dict[str, Any] = {
         "corpus": spec.name,
         "clean": clean_report,
@@ -60,7 +50,9 @@ def prepare_blocks(out: Path, settings: PrepareSettings) -> None:
         "tokens": {},
     }
     tokenizer.save(out / "spm.model")
-    write_split_texts(cleaned, split_of_row(rows, len(cleaned)), {"text": "txt"}, out)
+    prepare.write_split_texts(
+        cleaned, prepare.split_of_row(rows, len(cleaned)), {"text": "txt"}, out
+    )
     for name, split_rows in rows.items():
         blocks, tokens = _pack_split(cleaned, split_rows, name, tokenizer, settings, out)
         report["blocks"][name], report["tokens"][name] = blocks, tokens
@@ -73,12 +65,12 @@ def _read_and_clean(settings: PrepareSettings, work: Path) -> Any:
     """The documents read into ``work/raw.arrow``, then cleaned into ``work/clean.arrow``: the
     cleaned table (the raw one is deleted)."""
     spec = settings.spec
-    log.info(f"reading {spec.name}")
+    prepare.log.info(f"reading {spec.name}")
     batches = (
         {"text": texts} for texts in text_batches(spec, settings.lm_side, settings.text_field)
     )
     raw = tables.write_table(batches, work / "raw.arrow", _document_features()[0], "reading")
-    log.info(f"cleaning {len(raw):,} documents")
+    prepare.log.info(f"cleaning {len(raw):,} documents")
     cleaned = tables.parallel_map(
         raw,
         _clean_documents,
@@ -126,7 +118,7 @@ def _pack_split(
 ) -> tuple[int, int]:
     """Tokenizes split ``name``'s documents and packs them into ``out/<name>/blocks.npy``; the
     number of blocks and of (non-pad) tokens in them."""
-    log.info(f"tokenizing and packing {name}: {len(split_rows):,} documents")
+    prepare.log.info(f"tokenizing and packing {name}: {len(split_rows):,} documents")
     documents = cleaned.select(split_rows)
     encoded = tables.parallel_map(
         documents,

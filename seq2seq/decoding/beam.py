@@ -181,33 +181,6 @@ class BeamSteer(Protocol):
         ...
 
 
-def best_continuations(
-    logits: Tensor,
-    scores: Tensor,
-    step: int | Tensor,
-    max_lens: Tensor,
-    specials: SpecialTokens,
-    empty: Tensor | None = None,
-    written: Tensor | None = None,
-    guard: RepetitionGuard = NO_GUARD,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """The 2k best (beam, token) continuations of each sentence: scores, beam, token (n, 2k).
-
-    Ranks all k * V candidates ``score + log P(token)`` of a sentence at once.
-
-    Args:
-        logits: (n, k, V) next-token scores of the k beams of n sentences.
-        scores: (n, k) log-probabilities of the beams so far.
-        empty: (n, k) beams that have written nothing visible (``still_empty``).
-        written: (n, k, T) the beams' tokens so far (``restrict_next_tokens_``).
-        guard: the repetition guard (``SearchConfig.guard``).
-    """
-    continuations = continuation_scores(
-        logits, scores, step, max_lens, specials, empty, written, guard
-    )
-    return top_continuations(continuations, logits.shape[1])
-
-
 def continuation_scores(
     logits: Tensor,
     scores: Tensor,

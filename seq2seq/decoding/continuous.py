@@ -28,7 +28,13 @@ from torch import Tensor
 
 from seq2seq.attention import padding_mask
 from seq2seq.cache import KVCache
-from seq2seq.decoding.beam import best_continuations, check_n_best, collect_finished, select_open
+from seq2seq.decoding.beam import (
+    check_n_best,
+    collect_finished,
+    continuation_scores,
+    select_open,
+    top_continuations,
+)
 from seq2seq.decoding.decode import special_tokens
 from seq2seq.decoding.search import (
     NEG_INF,
@@ -291,7 +297,7 @@ class ContinuousBeam(ContinuousBatch):
         """One step of ``search.beam_search`` with each sentence at its own step."""
         k, n = self.rows, len(self.keys)
         empty = still_empty(self.history, self.specials)
-        top = best_continuations(
+        scores = continuation_scores(
             logits.view(n, k, -1),
             self.scores,
             steps,
@@ -301,6 +307,7 @@ class ContinuousBeam(ContinuousBatch):
             self.history,
             self.search.guard,
         )
+        top = top_continuations(scores, k)
         collect_finished(
             self.found, self.done, self.history, steps, top, k, self.specials.eos, self.search
         )

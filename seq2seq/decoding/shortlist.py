@@ -28,7 +28,7 @@ from torch import Tensor
 
 from seq2seq.decoding.search import Hypothesis, SpecialTokens
 from seq2seq.errors import DataError
-from seq2seq.textio import split_lines
+from seq2seq.textio import read_text, split_lines
 
 
 class Shortlist:
@@ -98,7 +98,7 @@ class Shortlist:
         """
         always: set[int] = set()
         candidates: dict[int, list[int]] = {}
-        lines = split_lines(_read_text(path))
+        lines = split_lines(read_text(path, "shortlist file"))
         for number, line in enumerate(lines, start=1):
             if not line:
                 continue
@@ -188,17 +188,6 @@ def _cumulative(counts: Iterable[int]) -> list[int]:
         total += count
         out.append(total)
     return out
-
-
-def _read_text(path: str | Path) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError.at(path, None, "no such shortlist file") from None
-    except UnicodeDecodeError as error:
-        raise DataError.at(path, None, f"not UTF-8 text ({error.reason})") from None
-    except OSError as error:
-        raise DataError.at(path, None, f"cannot read it ({error.strerror})") from None
 
 
 def vocabulary_of(id_to_piece: Callable[[int], str], vocab_size: int) -> dict[str, int]:

@@ -44,7 +44,7 @@ from pathlib import Path
 from seq2seq.data.truecase import ACRONYM_LETTERS, Truecaser, is_shouted
 from seq2seq.errors import DataError
 from seq2seq.formats.inline import Document, Markup, Segment
-from seq2seq.textio import split_lines
+from seq2seq.textio import read_text, split_lines
 
 _TLD = "com|org|net|io|dev|edu|gov|info|app|ai|co|us|uk|de|fr|cn|jp|me|sh|rs|ly|so|tv|py"
 _UNIT = r"(?!(?:st|nd|rd|th|s)\b)[A-Za-z]{1,4}\b"  # 200km, 5GB; not 21st, not 1990s
@@ -174,13 +174,7 @@ class Verbatim:
             DataError: an unreadable file, or ``FILE:LINE: problem`` for the first bad line.
         """
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise DataError.at(path, None, "no such do-not-translate file") from None
-        except (OSError, UnicodeDecodeError) as error:
-            raise DataError.at(path, None, f"cannot read do-not-translate file ({error})") from None
-        return cls.parse(text, str(path), builtin)
+        return cls.parse(read_text(path, "do-not-translate file"), str(path), builtin)
 
     @classmethod
     def parse(cls, text: str, source: str = "<verbatim>", builtin: bool = True) -> Verbatim:

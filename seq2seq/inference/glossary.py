@@ -32,7 +32,7 @@ from seq2seq.decoding.constrained import Constraints
 from seq2seq.decoding.term_constraints import TermConstraints
 from seq2seq.errors import DataError
 from seq2seq.inference.glossary_bans import beside_texts
-from seq2seq.textio import split_lines, warn_lines
+from seq2seq.textio import read_text, split_lines, warn_lines
 
 if TYPE_CHECKING:
     from seq2seq.data.tokenizer import TokenizerLike
@@ -106,12 +106,7 @@ class Glossary:
             DataError: unreadable file or a bad entry, naming the file and line.
         """
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise DataError.at(path, None, "no such glossary file") from None
-        except (OSError, UnicodeDecodeError) as error:
-            raise DataError.at(path, None, f"cannot read glossary ({error})") from None
+        text = read_text(path, "glossary file")
         return cls.parse(text, str(path), format or ("csv" if path.suffix == ".csv" else "tsv"))
 
     @classmethod

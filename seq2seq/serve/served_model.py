@@ -56,25 +56,20 @@ class Cancelled(Exception):
     """A streaming client went away; its generation stops."""
 
 
+@dataclass(eq=False)  # compared and hashed as itself
 class ServedModel:
     """What ``seq2seq serve`` serves: a ``Translator`` (encoder-decoder, decoder-only translator,
     or a CTranslate2 export), or a ``Generator`` (a decoder-only language model)."""
 
-    def __init__(
-        self,
-        name: str,
-        translator: Translator | None = None,
-        generator: Generator | None = None,
-        engine: str = "torch",
-        quantize: str | None = None,
-    ) -> None:
-        if (translator is None) == (generator is None):
+    name: str
+    translator: Translator | None = None
+    generator: Generator | None = None
+    engine: str = "torch"
+    quantize: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.translator is None) == (self.generator is None):
             raise ValueError("a ServedModel holds a translator or a generator")
-        self.name = name
-        self.translator = translator
-        self.generator = generator
-        self.engine = engine
-        self.quantize = quantize
 
     @classmethod
     def load(
