@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import zipfile
@@ -23,6 +22,7 @@ pytest.importorskip("ctranslate2", reason="the Argos package holds a CTranslate2
 pytest.importorskip("transformers", reason="the CTranslate2 export goes through transformers")
 
 from benchmarks import libretranslate  # noqa: E402 (after the skips)
+from benchmarks.harness import free_port  # noqa: E402
 from seq2seq.inference.options import TranslateOptions
 from seq2seq.tools import argos, minisbd  # noqa: E402
 
@@ -178,12 +178,6 @@ def libretranslate_python() -> Path:
     if made.returncode:
         pytest.skip(f"the LibreTranslate virtualenv could not be made: {made.stderr[-800:]}")
     return Path(made.stdout.strip().splitlines()[-1])
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def argos_ready_checkpoint(path: Path) -> Path:

@@ -3,11 +3,9 @@ torchrun, and Lightning's own launcher behind ``seq2seq fit --trainer.devices 2`
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from benchmarks.harness import free_port, free_ports
 from seq2seq.config import ModelConfig
 from seq2seq.data.batching import Batch
 from seq2seq.data.datamodule import TranslationDataModule
@@ -26,19 +25,6 @@ from tests.helpers import CONFIG, fit_process, synthetic_pairs
 pytestmark = pytest.mark.slow
 WORKER = Path(__file__).parent / "workers" / "ddp_worker.py"
 REPO = Path(__file__).parents[1]
-
-
-def free_port() -> int:
-    return free_ports(1)[0]
-
-
-def free_ports(n: int) -> list[int]:
-    """n distinct free ports (the sockets are all held until each has its number)."""
-    with contextlib.ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket()) for _ in range(n)]
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
 
 
 def quiet_env() -> dict[str, str]:

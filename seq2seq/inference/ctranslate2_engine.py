@@ -81,16 +81,16 @@ class CTranslate2Engine:
         if use_vmap and not has_vmap:
             raise CheckpointError(f"{directory}: no {VMAP_FILE} (export with --shortlist FILE)")
         self.use_vmap = has_vmap if use_vmap is None else use_vmap
-        # As many threads as our own engine takes (torch's: the physical cores, or what
-        # OMP_NUM_THREADS / torch.set_num_threads say). CTranslate2's own default is 4
-        # whatever the machine: on 2 cores its threads then wait on each other (the demo's
-        # teacher, test split, beam 5: 20.4 s against 15.8 s at 2).
+        # One thread: in a process that also runs torch, CTranslate2's OpenMP threads and
+        # torch's wait on each other. The demo's teacher in int8 on 2 cores, test split, beam
+        # 5, through this engine: 36.8 s at 2 threads, 11.8 s at 1, and one sentence's median
+        # 94 ms against 12 (CTranslate2's default, 4 threads, was slower still).
         self.translator = ctranslate2.Translator(
             str(directory),
             device=device,
             compute_type=compute_type,
             inter_threads=1,
-            intra_threads=torch.get_num_threads(),
+            intra_threads=1,
         )
 
     def with_search(self, **changes: Any) -> CTranslate2Engine:
