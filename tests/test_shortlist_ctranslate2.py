@@ -61,18 +61,26 @@ def test_the_export_holds_the_map_and_the_engine_uses_it_when_there(exported):
     assert not Translator.from_ctranslate2(directories["none"]).engine.use_vmap
 
 
-def test_ctranslate2_runs_on_one_thread_of_its_own(exported, monkeypatch):
-    """Not CTranslate2's default of 4, nor torch's count: beside torch in one process its
-    OpenMP threads and torch's wait on each other (3x slower on 2 cores)."""
+def test_ctranslate2_threads_one_for_batches_and_the_servers_for_a_server(exported, monkeypatch):
+    """Never CTranslate2's default of 4: one for batch work (fastest on a few cores), the
+    server's compute threads (torch's) for a server answering one sentence at a time."""
     import ctranslate2
+
+    from seq2seq.serve.served_model import ServedModel
 
     made = []
     real = ctranslate2.Translator
     monkeypatch.setattr(
         ctranslate2, "Translator", lambda *a, **kw: made.append(kw) or real(*a, **kw)
     )
+    threads = torch.get_num_threads()
     Translator.from_ctranslate2(exported[1]["none"])
-    assert [(kw["inter_threads"], kw["intra_threads"]) for kw in made] == [(1, 1)]
+    try:
+        torch.set_num_threads(3)
+        ServedModel.load(exported[1]["none"], engine="ctranslate2")
+    finally:
+        torch.set_num_threads(threads)
+    assert [(kw["inter_threads"], kw["intra_threads"]) for kw in made] == [(1, 1), (1, 3)]
 
 
 @pytest.mark.parametrize("beam", [1, 4])

@@ -52,6 +52,7 @@ class CTranslate2Engine:
         device: str = "cpu",
         compute_type: str = "default",
         use_vmap: bool | None = None,
+        threads: int = 1,
     ):
         import ctranslate2
 
@@ -81,16 +82,18 @@ class CTranslate2Engine:
         if use_vmap and not has_vmap:
             raise CheckpointError(f"{directory}: no {VMAP_FILE} (export with --shortlist FILE)")
         self.use_vmap = has_vmap if use_vmap is None else use_vmap
-        # One thread: in a process that also runs torch, CTranslate2's OpenMP threads and
-        # torch's wait on each other. The demo's teacher in int8 on 2 cores, test split, beam
-        # 5, through this engine: 36.8 s at 2 threads, 11.8 s at 1, and one sentence's median
-        # 94 ms against 12 (CTranslate2's default, 4 threads, was slower still).
+        # CTranslate2's threads (``threads``): its default of 4 was slower everywhere on 2
+        # cores. One for batch work (Translator.from_ctranslate2, distillation): the demo's
+        # teacher in int8, test split, beam 5, through this engine: 11.8 s at 1 thread, 36.8
+        # s at 2 (single-sentence searches of looping outputs again are slower still across
+        # threads). The server gives it its compute threads: one client, beam 4, p50 23 ms at
+        # 2 threads, 42 at 1 (ServedModel.load).
         self.translator = ctranslate2.Translator(
             str(directory),
             device=device,
             compute_type=compute_type,
             inter_threads=1,
-            intra_threads=1,
+            intra_threads=threads,
         )
 
     def with_search(self, **changes: Any) -> CTranslate2Engine:

@@ -137,14 +137,22 @@ class Translator(SourceEncoding, GlossaryTerms, BatchDecoding):
 
     @classmethod
     def from_ctranslate2(
-        cls, directory: str | Path, device: str = "cpu", quantize: str | None = None
+        cls,
+        directory: str | Path,
+        device: str = "cpu",
+        quantize: str | None = None,
+        threads: int = 1,
     ) -> Translator:
         """A translator over a ``seq2seq export --format ctranslate2`` directory;
-        ``quantize="int8"`` has CTranslate2 quantize a float32 export as it loads it."""
+        ``quantize="int8"`` has CTranslate2 quantize a float32 export as it loads it;
+        ``threads``: CTranslate2's (one is fastest for batches on a few cores; a server
+        answering one sentence at a time gains from more)."""
         from seq2seq.inference.ctranslate2_engine import CTranslate2Engine
 
         check_quantize(quantize, device)
-        engine = CTranslate2Engine(directory, device=device, compute_type=quantize or "default")
+        engine = CTranslate2Engine(
+            directory, device=device, compute_type=quantize or "default", threads=threads
+        )
         return cls(engine, engine.tokenizer, Truecaser(engine.truecase))
 
     @property

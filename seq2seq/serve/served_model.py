@@ -88,7 +88,11 @@ class ServedModel:
         if shortlist is not None and engine == "ctranslate2":
             raise ValueError("--shortlist is for our engine; export it into the CTranslate2 model")
         if engine == "ctranslate2":
-            translator = Translator.from_ctranslate2(path, device, quantize)
+            # The server's compute threads (torch's): one sentence at a time gains from them.
+            import torch
+
+            threads = torch.get_num_threads()
+            translator = Translator.from_ctranslate2(path, device, quantize, threads)
             return cls(name, translator=translator, engine=engine, quantize=quantize)
         check_quantize(quantize, device)
         loaded = load_model(path, device)
