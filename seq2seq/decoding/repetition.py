@@ -140,7 +140,10 @@ def ban_tandem_repeats_(
     log_probs: Tensor, right: Tensor, pad: int, max_repeats: int, letters: Tensor | None
 ) -> None:
     """Ban the piece that would complete ``max_repeats + 1`` copies in a row of a unit of
-    1..``MAX_UNIT`` pieces ending the row; ``right`` (B, R, W) right-aligned pieces."""
+    1..``MAX_UNIT`` pieces ending the row; ``right`` (B, R, W) right-aligned pieces. Every
+    unit's ban is written in one scatter; a unit that bans nothing points at pad, which no
+    search generates (``restrict_next_tokens_`` has set it to -inf already)."""
+    next_pieces, banned = [], []
     for unit in range(1, MAX_UNIT + 1):
         span = (max_repeats + 1) * unit - 1  # the pieces before the one that would complete it
         if span > right.shape[-1]:
@@ -150,10 +153,11 @@ def ban_tandem_repeats_(
         copy = right[..., -unit:]  # (B, R, unit): the unit itself
         if letters is not None:  # numbers and markup repeat legitimately
             periodic &= letters[copy].any(-1)
-        next_piece = copy[..., :1]  # (B, R, 1): the unit's first piece comes next
-        current = log_probs.gather(-1, next_piece)
-        banned = torch.where(periodic[..., None], torch.full_like(current, float("-inf")), current)
-        log_probs.scatter_(-1, next_piece, banned)
+        next_pieces.append(copy[..., 0])  # (B, R): the unit's first piece comes next
+        banned.append(periodic)
+    if next_pieces:
+        pieces = torch.where(torch.stack(banned, -1), torch.stack(next_pieces, -1), pad)
+        log_probs.scatter_(-1, pieces, float("-inf"))  # (B, R, units)
 
 
 def ban_repeated_ngrams_(
