@@ -65,12 +65,27 @@ READ_IN_SENTENCE_CASE = [
     ("Ｗｈｅｒｅ Ｉｓ Ｔｏｍ？", "Where is Tom?"),
 ]
 LEFT_AS_WRITTEN = [
-    *["Where is the train station?", "Do NOT touch the wire.", "NASA launched it."],
-    *["Hello", "Tom", "我喜欢茶。", "", "3 + 4 = 7"],
+    "Where is the train station?",
+    "Do NOT touch the wire.",
+    "NASA launched it.",
+    "Hello",
+    "Tom",
+    "我喜欢茶。",
+    "",
+    "3 + 4 = 7",
     # A one-word shouted label the forms do not know, as short as an acronym.
-    *["FAQ", "PDF", "OK", "OK!", "FAQ:", "WI-FI", "NASA", "ＦＡＱ"],
+    "FAQ",
+    "PDF",
+    "OK",
+    "OK!",
+    "FAQ:",
+    "WI-FI",
+    "NASA",
+    "ＦＡＱ",
     # Sentences with names, not titles.
-    *["Welcome to New York!", "Tom and Mary Went to Paris.", "Is It on the Table?"],
+    "Welcome to New York!",
+    "Tom and Mary Went to Paris.",
+    "Is It on the Table?",
 ]
 
 

@@ -139,14 +139,14 @@ def ban_broken_bytes_(
     """
     vocab = logits.shape[-1]
     tables = _tables(byte_ids, vocab, str(logits.device))
-    if not bool((tables.value_of[written] >= 0x80).any()):
-        # No byte past ASCII written (nearly every step): no character is open, so only the
-        # bytes that start none are banned. Three operations instead of some forty.
-        logits[..., tables.never_first] = NEG_INF
-        return
-    low, high = next_byte_range(last_written(written, pad), byte_ids, vocab)  # (B, R)
-    open_rows = (low >= 0) & ~free[:, None]
-    kept = logits[open_rows] if bool(open_rows.any()) else None  # (P, V)
+    kept = None  # (P, V) the scores of rows inside a character, before the ban below
+    # A character can be open only after a byte past ASCII, which nearly no step has written:
+    # only then are the rows' last pieces read (some forty operations).
+    if bool((tables.value_of[written] >= 0x80).any()):
+        low, high = next_byte_range(last_written(written, pad), byte_ids, vocab)  # (B, R)
+        open_rows = (low >= 0) & ~free[:, None]
+        if bool(open_rows.any()):
+            kept = logits[open_rows]
     logits[..., tables.never_first] = NEG_INF
     if kept is not None:
         value_of = tables.value_of
