@@ -302,3 +302,16 @@ def prepared_pairs(
     )
     dm.setup()
     return dm
+
+
+def file_error(path: Path, text: str, read) -> str:  # noqa: ANN001 (a reader of path)
+    """``text`` written to ``path`` and ``read(path)``: the one-line ``DataError`` it raises."""
+    import pytest
+
+    from seq2seq.errors import DataError
+
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(DataError) as error:
+        read(path)
+    assert "\n" not in str(error.value)
+    return str(error.value)

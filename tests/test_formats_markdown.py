@@ -5,6 +5,7 @@ renders beside Chinese. No model: translations and alignments are written by han
 
 import re
 
+import pytest
 from markdown_it import MarkdownIt
 
 from seq2seq.formats import parse, rebuild, segments
@@ -38,60 +39,60 @@ def render_one(text, translation, alignment):
     return segment.render(translation, alignment)
 
 
-def test_yaml_and_toml_front_matter_are_kept_byte_for_byte():
-    yaml = "---\ntitle: Getting started\ntags: [install, usage]\n---\n"
-    toml = '+++\r\ntitle = "Getting started"\r\ndraft = false\r\n+++\r\n'
-    for front in (yaml, toml):
-        text = front + "\n# Install it\n\nRun the installer.\n"
-        document = parse(text, "markdown")
-        assert [s.text for s in segments(document)] == ["Install it", "Run the installer."]
-        assert [s.line for s in segments(document)] == [6, 8]  # lines of the document
-        assert translate(text, identity) == text
-        assert translate(text) == front + "\n# 文文\n\n文文文。\n"
+YAML = "---\ntitle: Getting started\ntags: [install, usage]\n---\n"
+TOML = '+++\r\ntitle = "Getting started"\r\ndraft = false\r\n+++\r\n'
+FOOTNOTES = (
+    "Results are good[^1] and fast[^speed].\n\n"
+    "[^1]: Measured on one GPU.\n"
+    "[^speed]: Speed is tokens per second.\n"
+)
+TASKS = "- [ ] Install the package\n- [x] Run the tests\n* [X] Done\n- [ ]\n"
+
+# (Markdown, its sentences, its translation by ``chinese``): what is not a sentence is kept.
+KEPT = {
+    "yaml-front-matter": (
+        YAML + "\n# Install it\n\nRun the installer.\n",
+        ["Install it", "Run the installer."],
+        YAML + "\n# 文文\n\n文文文。\n",
+    ),
+    "toml-front-matter": (
+        TOML + "\n# Install it\n\nRun the installer.\n",
+        ["Install it", "Run the installer."],
+        TOML + "\n# 文文\n\n文文文。\n",
+    ),
+    # a thematic break never closed is not front matter
+    "thematic-break": ("---\n\nSome text.\n", ["Some text."], "---\n\n文文。\n"),
+    "footnotes": (
+        FOOTNOTES,
+        ["Results are good and fast.", "Measured on one GPU.", "Speed is tokens per second."],
+        "文文文[^1]文文[^speed]。\n\n[^1]: 文文文文。\n[^speed]: 文文文文文。\n",
+    ),
+    "task-list": (
+        TASKS,
+        ["Install the package", "Run the tests", "Done"],
+        "- [ ] 文文文\n- [x] 文文文\n* [X] 文\n- [ ]\n",
+    ),
+    # the x after the marker is the one translated
+    "task-named-x": ("- [x] x\n", ["x"], "- [x] 文\n"),
+    "github-alert": (
+        "> [!IMPORTANT]\n> Back up your data first.\n",
+        ["Back up your data first."],
+        "> [!IMPORTANT]\n> 文文文文文。\n",
+    ),
+}
 
 
-def test_a_thematic_break_never_closed_is_not_front_matter():
-    text = "---\n\nSome text.\n"
-    assert translate(text) == "---\n\n文文。\n"
-
-
-def test_footnote_references_and_definition_labels_are_kept():
-    text = (
-        "Results are good[^1] and fast[^speed].\n\n"
-        "[^1]: Measured on one GPU.\n"
-        "[^speed]: Speed is tokens per second.\n"
-    )
-    document = parse(text, "markdown")
-    assert [s.text for s in segments(document)] == [
-        "Results are good and fast.",
-        "Measured on one GPU.",
-        "Speed is tokens per second.",
-    ]
+@pytest.mark.parametrize("text, sentences, translated", KEPT.values(), ids=KEPT)
+def test_what_is_not_a_sentence_is_kept_byte_for_byte(text, sentences, translated):
+    assert [s.text for s in segments(parse(text, "markdown"))] == sentences
     assert translate(text, identity) == text
-    assert (
-        translate(text) == "文文文[^1]文文[^speed]。\n\n[^1]: 文文文文。\n[^speed]: 文文文文文。\n"
-    )
+    assert translate(text) == translated
 
 
-def test_task_list_markers_are_kept_and_not_translated():
-    text = "- [ ] Install the package\n- [x] Run the tests\n* [X] Done\n- [ ]\n"
-    document = parse(text, "markdown")
-    assert [s.text for s in segments(document)] == [
-        "Install the package",
-        "Run the tests",
-        "Done",
-    ]
-    assert translate(text, identity) == text
-    assert translate(text) == "- [ ] 文文文\n- [x] 文文文\n* [X] 文\n- [ ]\n"
-    assert translate("- [x] x\n") == "- [x] 文\n"  # the x after the marker is the one translated
-
-
-def test_a_github_alert_keeps_its_marker_line():
-    text = "> [!IMPORTANT]\n> Back up your data first.\n"
-    [segment] = segments(parse(text, "markdown"))
-    assert segment.text == "Back up your data first."
-    assert translate(text, identity) == text
-    assert translate(text) == "> [!IMPORTANT]\n> 文文文文文。\n"
+@pytest.mark.parametrize("front", [YAML, TOML], ids=["yaml", "toml"])
+def test_front_matter_counts_in_the_lines_of_the_document(front):
+    text = front + "\n# Install it\n\nRun the installer.\n"
+    assert [s.line for s in segments(parse(text, "markdown"))] == [6, 8]
 
 
 def test_underscore_emphasis_is_written_with_stars_that_render_beside_chinese():

@@ -19,6 +19,7 @@ from seq2seq.formats import format_of, read_zipped, segments
 from seq2seq.formats.opendocument import PARTS
 from tests.fake_translation import identity, translate, upper
 from tests.helpers import cli_translate
+from tests.office import entries as members
 
 OFFICE = Path(__file__).parent / "data" / "office"
 ODF = sorted(p for p in OFFICE.glob("*.od?") if "nasty" not in p.name)
@@ -46,11 +47,6 @@ COUNTED = [
     f"{TABLE}table",
     f"{TABLE}table-cell",
 ]
-
-
-def members(data: bytes) -> list[tuple[str, int, bytes]]:
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        return [(i.filename, i.compress_type, archive.read(i)) for i in archive.infolist()]
 
 
 def rewrite(data: bytes, change, format: str) -> bytes:

@@ -6,9 +6,7 @@ one line; the CLI writes a .pptx."""
 
 from __future__ import annotations
 
-import io
 import xml.etree.ElementTree as ElementTree
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -18,16 +16,12 @@ from seq2seq.formats import format_of, read_zipped, segments
 from seq2seq.formats.office import SLIDES
 from tests.fake_translation import identity, translate, upper
 from tests.helpers import cli_translate
+from tests.office import assert_same_members, members
 
 OFFICE = Path(__file__).parent / "data" / "office"
 PPTX = sorted(OFFICE.glob("*.pptx"))
 A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 NOT_SHOWN = {"lang", "altLang", "dirty", "err", "noProof", "smtClean", "smtId"}
-
-
-def members(data: bytes) -> dict[str, bytes]:
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        return {info.filename: archive.read(info) for info in archive.infolist()}
 
 
 def chars(xml: bytes) -> list[list[tuple[str, str]]]:
@@ -60,13 +54,10 @@ def rewrite(data: bytes, change) -> bytes:
 @pytest.mark.parametrize("path", PPTX, ids=lambda p: p.name)
 def test_identity_gives_back_every_member_and_every_run(path):
     data = path.read_bytes()
+    # slides: every character in a run formatted as before; masters, layouts, rels, media:
+    # byte for byte
     before, after = members(data), members(rewrite(data, identity))
-    assert list(after) == list(before)
-    for name in before:
-        if SLIDES.fullmatch(name):
-            assert chars(after[name]) == chars(before[name]), name
-        else:  # masters, layouts, rels, media: byte for byte
-            assert after[name] == before[name], name
+    assert_same_members(before, after, SLIDES.fullmatch, chars)
 
 
 @pytest.mark.parametrize("path", PPTX, ids=lambda p: p.name)
@@ -96,13 +87,22 @@ def test_speaker_notes_are_translated():
     assert sum(len(segments(d)) for d in documents) > 0
 
 
-def test_what_is_not_a_presentation_is_refused_in_one_line():
-    with pytest.raises(DataError, match=r"^x\.pptx: not a PowerPoint presentation \(not a zip"):
-        read_zipped(b"Hello.", "pptx", "x.pptx")
-    word = (OFFICE / "python-docx--fnt-color.docx").read_bytes()
-    with pytest.raises(DataError, match=r"no ppt/presentation\.xml in the zip"):
-        read_zipped(word, "pptx", "x.pptx")
-    assert format_of("deck.PPTX") == "pptx"
+# Not a presentation (a file of tests/data/office, or None: b"Hello."), and what is said.
+REFUSED = {
+    "not-a-zip": (None, r"^x\.pptx: not a PowerPoint presentation \(not a zip"),
+    "a-word-document": ("python-docx--fnt-color.docx", r"no ppt/presentation\.xml in the zip"),
+}
+
+
+@pytest.mark.parametrize("name, message", REFUSED.values(), ids=REFUSED)
+def test_what_is_not_a_presentation_is_refused_in_one_line(name, message):
+    data = (OFFICE / name).read_bytes() if name else b"Hello."
+    with pytest.raises(DataError, match=message):
+        read_zipped(data, "pptx", "x.pptx")
+
+
+def test_the_extension_names_the_format_in_any_case():
+    assert format_of("deck.PPTX") == format_of("deck.pptx") == "pptx"
 
 
 def test_the_cli_writes_a_pptx(translation_checkpoint, tmp_path):

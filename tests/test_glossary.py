@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from seq2seq.cli import main
-from seq2seq.errors import DataError
 from seq2seq.inference.glossary import Glossary, Term, missing_terms
 from seq2seq.inference.options import TranslateOptions
+from tests.helpers import file_error
 
 GLOSSARY = Glossary(
     [
@@ -77,11 +77,8 @@ def test_tsv_and_csv_and_dicts_read_the_same():
 )
 def test_a_bad_entry_is_a_one_line_error_naming_its_line(tmp_path, text, message):
     path = tmp_path / "g.tsv"
-    path.write_text(text, encoding="utf-8")
-    with pytest.raises(DataError) as error:
-        Glossary.read(path)
-    assert str(error.value).startswith(f"{path}:{message.split(':', 1)[1]}")
-    assert "\n" not in str(error.value)
+    error = file_error(path, text, Glossary.read)
+    assert error.startswith(f"{path}:{message.split(':', 1)[1]}")
 
 
 def test_missing_terms_are_read_on_the_text():

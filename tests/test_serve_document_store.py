@@ -41,6 +41,13 @@ class Translations:
         return [SimpleNamespace(text=text.upper()) for text in texts]
 
 
+def answering_store(busy: int = 0) -> tuple[Translations, DocumentStore]:
+    """A store whose translations answer at once (after ``busy`` answers of 429)."""
+    translations = Translations(busy)
+    translations.release.set()
+    return translations, DocumentStore(translations, Usage())
+
+
 def document(text: str, size: int = 10) -> KeptDocument:
     def write(translated: list[str]) -> bytes:
         return translated[0].encode()
@@ -86,9 +93,7 @@ def test_a_full_worker_queue_is_tried_again(monkeypatch):
     monkeypatch.setattr(document_store, "BUSY_RETRY_S", 0.01)
 
     async def scenario():
-        translations = Translations(busy=3)
-        translations.release.set()
-        store = DocumentStore(translations, Usage())
+        translations, store = answering_store(busy=3)
         document_id, key = store.add(document("hello"))
         await settled(store)
         assert store.get(document_id).status == "done" and translations.busy == 0
@@ -115,9 +120,7 @@ def test_room_is_made_from_the_oldest_finished_then_refused(monkeypatch):
     monkeypatch.setattr(document_store, "MAX_DOCUMENTS", 3)
 
     async def scenario():
-        translations = Translations()
-        translations.release.set()
-        store = DocumentStore(translations, Usage())
+        translations, store = answering_store()
         first, second = store.add(document("one"))[0], store.add(document("two"))[0]
         await settled(store)
         translations.release.clear()  # from now on, documents stay translating
@@ -141,9 +144,7 @@ def test_bytes_are_bounded_and_finished_documents_expire(monkeypatch):
     monkeypatch.setattr(document_store, "MAX_BYTES", 100)
 
     async def scenario():
-        translations = Translations()
-        translations.release.set()
-        store = DocumentStore(translations, Usage())
+        translations, store = answering_store()
         with pytest.raises(ApiError) as too_large:
             store.add(document("big", size=101))
         assert too_large.value.status == 413

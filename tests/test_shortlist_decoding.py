@@ -15,7 +15,7 @@ from seq2seq.decoding.shortlist import Shortlist, vocabulary_of
 from seq2seq.errors import DataError
 from seq2seq.inference.int8 import QUANTIZATION_AVAILABLE, quantize_for_cpu_inference
 from seq2seq.inference.packed import pack_for_cpu_inference
-from tests.helpers import random_ids, tiny_config, tiny_model
+from tests.helpers import file_error, random_ids, tiny_config, tiny_model
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 VOCAB = 3000
@@ -156,10 +156,8 @@ def test_the_file_reads_back_what_was_written_in_ctranslate2s_line_shape(tmp_pat
 )
 def test_a_bad_file_is_one_line_naming_the_file_and_line(tmp_path, text, problem):
     path = tmp_path / "bad.vmap"
-    path.write_text(text, encoding="utf-8")
-    with pytest.raises(DataError, match=problem) as error:
-        Shortlist.read(path, IDS, len(PIECES), EOS)
-    assert str(error.value).startswith(str(path)) and "\n" not in str(error.value)
+    error = file_error(path, text, lambda p: Shortlist.read(p, IDS, len(PIECES), EOS))
+    assert error.startswith(str(path)) and problem in error
 
 
 def test_a_missing_or_binary_file_is_one_line(tmp_path):
