@@ -54,6 +54,10 @@ FOUND = {
         "HttpClient",
         "__init__",
         "x86_64",
+        "COVID-19",
+        "ABC-123-XYZ",  # a code: its capitals after the digits too, hyphens and all
+        "PO-2024-0042",
+        "ab12-cd34-ef56",
     ],
     "acronym": ["API", "JSON", "TLS", "HTTPS", "NASA", "APIs", "R&D"],
 }
@@ -77,6 +81,7 @@ def test_each_kind_is_found_whole_in_a_sentence(kind, span):
         "I watched TV in the UK with Mr. Brown at 5 PM.",  # acronyms Chinese writes as words
         "World War II ended, e.g. in Europe, i.e. there, in the U.S. too.",
         "Either/or, km/h and a well-known friend's car.",
+        "Send an e-mail about the Wi-Fi and the T-shirt.",  # hyphens without digits: words
         "It was 100% sure and 50% off.",  # numbers, yes; no placeholder in '% s' or '% o'
     ],
 )

@@ -23,7 +23,7 @@ is one URL; spans never overlap):
                  and Windows' %PATH%)
     flag         --max-tokens, --beam-size=5, -v
     identifier   camelCase, PascalCase with inner capitals, snake_case, dotted.names, calls(),
-                 names with digits (utf8, x86_64, HTTP2), UTF-8, COVID-19
+                 names with digits (utf8, x86_64, HTTP2), UTF-8, COVID-19, codes (ABC-123-XYZ)
     acronym      API, HTTP, TLS, APIs: two capitals or more, not in a SHOUTED sentence (there
                  the truecaser decides, ``seq2seq.data.truecase``), not a Roman numeral, and
                  not one Chinese writes as a word (``TRANSLATED_ACRONYMS``: TV, UK, USA, ...)
@@ -91,7 +91,7 @@ _PATTERNS: list[tuple[str, str]] = [
         r"\b_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*\b|\b__[A-Za-z]\w*__\b"  # snake, __init__
         r"|\b[A-Za-z_]\w+(?:\.[A-Za-z_]\w+)+(?:\(\))?|\b[A-Za-z_]\w*\(\)"  # dotted, calls()
         r"|\b[A-Za-z]+\d[A-Za-z0-9]*(?:-\w*\d\w*)*\b"  # utf8, x86-64, HTTP2
-        r"|\b(?:[A-Z]{2,}|[A-Za-z]+\d\w*)(?:-\d\w*)+\b",  # UTF-8, COVID-19
+        r"|\b(?:[A-Z]{2,}|[A-Za-z]+\d\w*)(?:-\d\w*)+(?:-[A-Z0-9]+)*\b",  # UTF-8, ABC-123-XYZ
     ),
     ("identifier", r"\b[A-Za-z][A-Za-z0-9]*\b"),  # _WORD: camelCase, JavaScript, HTTPServer
     ("acronym", r"\b[A-Z][A-Z0-9&]*[A-Z][A-Z0-9]*s?\b"),
