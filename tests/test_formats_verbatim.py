@@ -28,7 +28,20 @@ FOUND = {
     "date": ["2024-05-01", "31/12/2024", "2023-11-02T03:15:00Z"],
     "time": ["10:30", "9:45", "13:20:05"],
     "version": ["3.2.7", "v2.0.1", "1.0.0-beta.1", "v18"],
-    "number": ["4,380.25", "-15", "$499", "12.5%", "16GB", "200km", "3/4", "1,250,000", "42"],
+    "number": [
+        "4,380.25",
+        "-15",
+        "$499",
+        "12.5%",
+        "16GB",
+        "200km",
+        "3/4",
+        "1,250,000",
+        "42",
+        "-5°C",
+        "37.5℃",
+        "90°",
+    ],
     "placeholder": [
         "%s",
         "%d",
@@ -42,6 +55,7 @@ FOUND = {
         "%PATH%",
     ],
     "flag": ["--verbose", "--beam-size=5", "-v"],
+    "shortcut": ["Ctrl+C", "Ctrl+Shift+T", "cmd-s", "Alt+F4", "Shift+Tab"],
     "identifier": [
         "getUserName",
         "max_tokens",
@@ -82,6 +96,7 @@ def test_each_kind_is_found_whole_in_a_sentence(kind, span):
         "World War II ended, e.g. in Europe, i.e. there, in the U.S. too.",
         "Either/or, km/h and a well-known friend's car.",
         "Send an e-mail about the Wi-Fi and the T-shirt.",  # hyphens without digits: words
+        "The alt-right, a super-user and a win-win; shift happens, so press Enter.",
         "It was 100% sure and 50% off.",  # numbers, yes; no placeholder in '% s' or '% o'
     ],
 )

@@ -18,10 +18,12 @@ is one URL; spans never overlap):
     date         2024-05-01 (with a time: 2024-05-01T10:30:00Z), 01/05/2024, 1.5.2024
     time         10:30, 10:30:15 (am/pm are translated)
     version      3.2.7, v1.0, 1.0.0-beta.1
-    number       4,380.25, -5, +3.5, $4.99, 45%, 3/4, 5-10, 200km, 5GB (an ordinal's digits: 21st)
+    number       4,380.25, -5, +3.5, $4.99, 45%, 3/4, 5-10, 200km, 5GB, -5°C (an ordinal's digits:
+                 21st)
     placeholder  %s, %5.2f, %(name)s, {0}, {name}, {{ name }}, ${VAR}, $HOME, %count% (Symfony,
                  and Windows' %PATH%)
     flag         --max-tokens, --beam-size=5, -v
+    shortcut     Ctrl+C, Ctrl+Shift+T, Cmd-S, Alt+F4
     identifier   camelCase, PascalCase with inner capitals, snake_case, dotted.names, calls(),
                  names with digits (utf8, x86_64, HTTP2), UTF-8, COVID-19, codes (ABC-123-XYZ)
     acronym      API, HTTP, TLS, APIs: two capitals or more, not in a SHOUTED sentence (there
@@ -47,7 +49,9 @@ from seq2seq.formats.inline import Document, Markup, Segment
 from seq2seq.textio import read_text, split_lines
 
 _TLD = "com|org|net|io|dev|edu|gov|info|app|ai|co|us|uk|de|fr|cn|jp|me|sh|rs|ly|so|tv|py"
-_UNIT = r"(?!(?:st|nd|rd|th|s)\b)[A-Za-z]{1,4}\b"  # 200km, 5GB; not 21st, not 1990s
+# 200km, 5GB, -5°C, 90°, 37℃; not 21st, not 1990s
+_UNIT = r"(?:°(?:[CFK](?![A-Za-z]))?|[℃℉]|(?!(?:st|nd|rd|th|s)\b)[A-Za-z]{1,4}\b)"
+_MODIFIER = r"(?i:ctrl|control|alt|shift|cmd|command|option|opt|win|super|meta|fn)"
 _NUMBER = (
     r"(?<![\w$€£¥₹])[-+−±]?[$€£¥₹]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[-/–]\d+(?:\.\d+)?)*"
     r"(?:%|" + _UNIT + r"|(?=(?:st|nd|rd|th)\b)|(?!\w))"
@@ -85,6 +89,13 @@ _PATTERNS: list[tuple[str, str]] = [
     (
         "flag",
         r"(?<![\w-])--[A-Za-z0-9][\w-]*(?:=[^\s,;)]+)?|(?<![\w-])-[A-Za-z]{1,2}(?=[\s,;:)]|$)",
+    ),
+    (
+        "shortcut",  # Ctrl+C, Ctrl+Shift+T, Cmd-S, Alt+F4: modifiers, then one key
+        # (a named key only after "+": "alt-right" is a word)
+        rf"\b{_MODIFIER}(?:[+-]{_MODIFIER})*(?:[+-](?:F\d{{1,2}}|[A-Za-z0-9])|\+(?i:enter|return"
+        r"|tab|esc|escape|space|delete|del|backspace|home|end|pgup|pgdn|insert|up|down|left|right"
+        r"))\b",
     ),
     (
         "identifier",
