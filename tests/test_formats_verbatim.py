@@ -72,6 +72,8 @@ FOUND = {
         "ABC-123-XYZ",  # a code: its capitals after the digits too, hyphens and all
         "PO-2024-0042",
         "ab12-cd34-ef56",
+        "3f2a9c1e",  # a hash, digits first
+        "123e4567-e89b-12d3-a456-426614174000",  # a UUID, whole
     ],
     "acronym": ["API", "JSON", "TLS", "HTTPS", "NASA", "APIs", "R&D"],
 }
@@ -97,6 +99,7 @@ def test_each_kind_is_found_whole_in_a_sentence(kind, span):
         "Either/or, km/h and a well-known friend's car.",
         "Send an e-mail about the Wi-Fi and the T-shirt.",  # hyphens without digits: words
         "The alt-right, a super-user and a win-win; shift happens, so press Enter.",
+        "A deadbeef cafe, a facade and a decade: hexadecimal letters, no digit.",
         "It was 100% sure and 50% off.",  # numbers, yes; no placeholder in '% s' or '% o'
     ],
 )

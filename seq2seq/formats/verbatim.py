@@ -25,7 +25,8 @@ is one URL; spans never overlap):
     flag         --max-tokens, --beam-size=5, -v
     shortcut     Ctrl+C, Ctrl+Shift+T, Cmd-S, Alt+F4
     identifier   camelCase, PascalCase with inner capitals, snake_case, dotted.names, calls(),
-                 names with digits (utf8, x86_64, HTTP2), UTF-8, COVID-19, codes (ABC-123-XYZ)
+                 names with digits (utf8, x86_64, HTTP2), UTF-8, COVID-19, codes (ABC-123-XYZ),
+                 UUIDs and hexadecimal hashes (3f2a9c1e)
     acronym      API, HTTP, TLS, APIs: two capitals or more, not in a SHOUTED sentence (there
                  the truecaser decides, ``seq2seq.data.truecase``), not a Roman numeral, and
                  not one Chinese writes as a word (``TRANSLATED_ACRONYMS``: TV, UK, USA, ...)
@@ -103,6 +104,11 @@ _PATTERNS: list[tuple[str, str]] = [
         r"|\b[A-Za-z_]\w+(?:\.[A-Za-z_]\w+)+(?:\(\))?|\b[A-Za-z_]\w*\(\)"  # dotted, calls()
         r"|\b[A-Za-z]+\d[A-Za-z0-9]*(?:-\w*\d\w*)*\b"  # utf8, x86-64, HTTP2
         r"|\b(?:[A-Z]{2,}|[A-Za-z]+\d\w*)(?:-\d\w*)+(?:-[A-Z0-9]+)*\b",  # UTF-8, ABC-123-XYZ
+    ),
+    (
+        "identifier",
+        r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"  # a UUID
+        r"|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b",  # a hash: 3f2a9c1e, git's
     ),
     ("identifier", r"\b[A-Za-z][A-Za-z0-9]*\b"),  # _WORD: camelCase, JavaScript, HTTPServer
     ("acronym", r"\b[A-Z][A-Z0-9&]*[A-Z][A-Z0-9]*s?\b"),
