@@ -74,6 +74,21 @@ FOUND = {
         "ab12-cd34-ef56",
         "3f2a9c1e",  # a hash, digits first
         "123e4567-e89b-12d3-a456-426614174000",  # a UUID, whole
+        "C++",
+        "C#",
+        ".NET",
+        "HTTP/1.1",
+        "TCP/IP",
+        "@alice",
+        "@types/node",
+        "#release",
+        "#42",
+    ],
+    "address": [
+        "2001:db8::1",
+        "fe80::1ff:fe23:4567:890a",
+        "00:1A:2B:3C:4D:5E",
+        "00-1a-2b-3c-4d-5e",
     ],
     "acronym": ["API", "JSON", "TLS", "HTTPS", "NASA", "APIs", "R&D"],
 }
@@ -100,6 +115,7 @@ def test_each_kind_is_found_whole_in_a_sentence(kind, span):
         "Send an e-mail about the Wi-Fi and the T-shirt.",  # hyphens without digits: words
         "The alt-right, a super-user and a win-win; shift happens, so press Enter.",
         "A deadbeef cafe, a facade and a decade: hexadecimal letters, no digit.",
+        "The # sign, an @ sign, I/O, C and E-mail me at 10:30:15.",
         "It was 100% sure and 50% off.",  # numbers, yes; no placeholder in '% s' or '% o'
     ],
 )

@@ -16,6 +16,7 @@ is one URL; spans never overlap):
     email        info@shop.example
     path         /usr/bin/env, ~/.config, ./run.sh, C:\\Users\\me, docs/guide.md
     date         2024-05-01 (with a time: 2024-05-01T10:30:00Z), 01/05/2024, 1.5.2024
+    address      2001:db8::1 (IPv6), 00:1A:2B:3C:4D:5E (MAC); an IPv4 address reads as a version
     time         10:30, 10:30:15 (am/pm are translated)
     version      3.2.7, v1.0, 1.0.0-beta.1
     number       4,380.25, -5, +3.5, $4.99, 45%, 3/4, 5-10, 200km, 5GB, -5°C (an ordinal's digits:
@@ -26,7 +27,8 @@ is one URL; spans never overlap):
     shortcut     Ctrl+C, Ctrl+Shift+T, Cmd-S, Alt+F4
     identifier   camelCase, PascalCase with inner capitals, snake_case, dotted.names, calls(),
                  names with digits (utf8, x86_64, HTTP2), UTF-8, COVID-19, codes (ABC-123-XYZ),
-                 UUIDs and hexadecimal hashes (3f2a9c1e)
+                 UUIDs and hexadecimal hashes (3f2a9c1e), C++, C#, .NET, HTTP/2, TCP/IP,
+                 mentions and tags (@alice, @types/node, #release) and issue numbers (#42)
     acronym      API, HTTP, TLS, APIs: two capitals or more, not in a SHOUTED sentence (there
                  the truecaser decides, ``seq2seq.data.truecase``), not a Roman numeral, and
                  not one Chinese writes as a word (``TRANSLATED_ACRONYMS``: TV, UK, USA, ...)
@@ -77,6 +79,12 @@ _PATTERNS: list[tuple[str, str]] = [
         r"|\b[\w.-]+(?:/[\w.-]+)+\.[A-Za-z]\w{0,4}\b"
         r"|\b(?=[\w./-]*[A-Za-z])[\w.-]+(?:/[\w.-]*\w){2,}/?",
     ),
+    (
+        "address",  # IPv6 (2001:db8::1, with "::" or all eight groups) and MAC addresses
+        r"(?<![\w:])(?=[0-9A-Fa-f:]*::|(?:[0-9A-Fa-f]{1,4}:){7})[0-9A-Fa-f]{0,4}"
+        r"(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])"
+        r"|\b[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}\b",
+    ),
     ("time", r"\b\d{1,2}:\d{2}(?::\d{2})?\b"),
     ("version", r"(?<![\w.])v?\d+(?:\.\d+){2,3}(?:-[0-9A-Za-z]+(?:\.\d+)?)?\b|\bv\d+(?:\.\d+)*\b"),
     ("number", _NUMBER),
@@ -108,7 +116,11 @@ _PATTERNS: list[tuple[str, str]] = [
     (
         "identifier",
         r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"  # a UUID
-        r"|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b",  # a hash: 3f2a9c1e, git's
+        r"|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b"  # a hash: 3f2a9c1e, git's
+        r"|(?<![\w+#.])(?:C\+\+|[CF]#|\.NET)(?![\w+#])"  # names with symbols: C++, C#, .NET
+        r"|\b[A-Z]{2,}\d*/(?:\d+(?:\.\d+)?|[A-Z]{2,}\d*)\b"  # HTTP/2, HTTP/1.1, TCP/IP
+        r"|(?<![\w@#&])[@#][A-Za-z_][\w.-]*\w(?:/[\w.-]*\w)?"  # @alice, @types/node, #release
+        r"|(?<![\w@#&])#\d+\b",  # an issue's number: #42
     ),
     ("identifier", r"\b[A-Za-z][A-Za-z0-9]*\b"),  # _WORD: camelCase, JavaScript, HTTPServer
     ("acronym", r"\b[A-Z][A-Z0-9&]*[A-Z][A-Z0-9]*s?\b"),
