@@ -19,8 +19,8 @@ is one URL; spans never overlap):
     address      2001:db8::1 (IPv6), 00:1A:2B:3C:4D:5E (MAC); an IPv4 address reads as a version
     time         10:30, 10:30:15 (am/pm are translated)
     version      3.2.7, v1.0, 1.0.0-beta.1
-    number       4,380.25, -5, +3.5, $4.99, 45%, 3/4, 5-10, 200km, 5GB, -5°C (an ordinal's digits:
-                 21st)
+    number       4,380.25, -5, +3.5, $4.99, 45%, 3/4, 5-10, 200km, 5GB, -5°C, 20m², 1½ (an
+                 ordinal's digits: 21st)
     placeholder  %s, %5.2f, %(name)s, {0}, {name}, {{ name }}, ${VAR}, $HOME, %count% (Symfony,
                  and Windows' %PATH%)
     flag         --max-tokens, --beam-size=5, -v
@@ -28,7 +28,7 @@ is one URL; spans never overlap):
     identifier   camelCase, PascalCase with inner capitals, snake_case, dotted.names, calls(),
                  names with digits (utf8, x86_64, HTTP2), UTF-8, COVID-19, codes (ABC-123-XYZ),
                  UUIDs and hexadecimal hashes (3f2a9c1e), C++, C#, .NET, HTTP/2, TCP/IP,
-                 mentions and tags (@alice, @types/node, #release) and issue numbers (#42)
+                 mentions and tags (@alice, @types/node, #release), issue numbers (#42), H.264
     acronym      API, HTTP, TLS, APIs: two capitals or more, not in a SHOUTED sentence (there
                  the truecaser decides, ``seq2seq.data.truecase``), not a Roman numeral, and
                  not one Chinese writes as a word (``TRANSLATED_ACRONYMS``: TV, UK, USA, ...)
@@ -53,11 +53,12 @@ from seq2seq.textio import read_text, split_lines
 
 _TLD = "com|org|net|io|dev|edu|gov|info|app|ai|co|us|uk|de|fr|cn|jp|me|sh|rs|ly|so|tv|py"
 # 200km, 5GB, -5°C, 90°, 37℃; not 21st, not 1990s
-_UNIT = r"(?:°(?:[CFK](?![A-Za-z]))?|[℃℉]|(?!(?:st|nd|rd|th|s)\b)[A-Za-z]{1,4}\b)"
+_UNIT = r"(?:°(?:[CFK](?![A-Za-z]))?|[℃℉]|(?!(?:st|nd|rd|th|s)\b)[A-Za-z]{1,4}(?:[²³](?!\w)|\b))"
 _MODIFIER = r"(?i:ctrl|control|alt|shift|cmd|command|option|opt|win|super|meta|fn)"
 _NUMBER = (
     r"(?<![\w$€£¥₹])[-+−±]?[$€£¥₹]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[-/–]\d+(?:\.\d+)?)*"
     r"(?:%|" + _UNIT + r"|(?=(?:st|nd|rd|th)\b)|(?!\w))"
+    r"|(?<![\w$€£¥₹])\d*[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞](?!\w)"  # 1½, ¾
 )
 # (kind, pattern): what each kind matches; ``spans`` takes the longest, then the earliest kind.
 _PATTERNS: list[tuple[str, str]] = [
@@ -120,7 +121,8 @@ _PATTERNS: list[tuple[str, str]] = [
         r"|(?<![\w+#.])(?:C\+\+|[CF]#|\.NET)(?![\w+#])"  # names with symbols: C++, C#, .NET
         r"|\b[A-Z]{2,}\d*/(?:\d+(?:\.\d+)?|[A-Z]{2,}\d*)\b"  # HTTP/2, HTTP/1.1, TCP/IP
         r"|(?<![\w@#&])[@#][A-Za-z_][\w.-]*\w(?:/[\w.-]*\w)?"  # @alice, @types/node, #release
-        r"|(?<![\w@#&])#\d+\b",  # an issue's number: #42
+        r"|(?<![\w@#&])#\d+\b"  # an issue's number: #42
+        r"|\b[A-Z]\.\d+(?:\.\d+)*\b",  # H.264, A.1
     ),
     ("identifier", r"\b[A-Za-z][A-Za-z0-9]*\b"),  # _WORD: camelCase, JavaScript, HTTPServer
     ("acronym", r"\b[A-Z][A-Z0-9&]*[A-Z][A-Z0-9]*s?\b"),
