@@ -120,6 +120,7 @@ def test_each_kind_is_found_whole_in_a_sentence(kind, span):
         "The alt-right, a super-user and a win-win; shift happens, so press Enter.",
         "A deadbeef cafe, a facade and a decade: hexadecimal letters, no digit.",
         "The # sign, an @ sign, I/O, C and E-mail me at 10:30:15.",
+        "Open a ::: note block, then use std::vector and Foo::Bar.",
         "It was 100% sure and 50% off.",  # numbers, yes; no placeholder in '% s' or '% o'
     ],
 )

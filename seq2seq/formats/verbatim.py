@@ -82,7 +82,7 @@ _PATTERNS: list[tuple[str, str]] = [
     ),
     (
         "address",  # IPv6 (2001:db8::1, with "::" or all eight groups) and MAC addresses
-        r"(?<![\w:])(?=[0-9A-Fa-f:]*::|(?:[0-9A-Fa-f]{1,4}:){7})[0-9A-Fa-f]{0,4}"
+        r"(?<![\w:])(?=[:]*[0-9A-Fa-f])(?=[0-9A-Fa-f:]*::|(?:[0-9A-Fa-f]{1,4}:){7})[0-9A-Fa-f]{0,4}"
         r"(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])"
         r"|\b[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}\b",
     ),
