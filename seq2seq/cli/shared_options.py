@@ -140,9 +140,9 @@ def add_verbatim(p: argparse.ArgumentParser) -> None:
         p,
         "--no-verbatim",
         "verbatim_builtin",
-        "let the model translate URLs, e-mail addresses, paths, numbers, versions, dates and "
-        "times, identifiers, flags, placeholders and acronyms (kept exactly as written by "
-        "default); a --verbatim file's terms are still kept",
+        "let the model translate URLs, e-mail and network addresses, paths, numbers, versions, "
+        "dates and times, identifiers, flags, keyboard shortcuts, placeholders and acronyms "
+        "(kept exactly as written by default); a --verbatim file's terms are still kept",
     )
 
 

@@ -43,12 +43,12 @@ class TranslateOptions:
             the checkpoint learnt (``seq2seq.data.truecase``); False: every line as written.
             A checkpoint without learnt forms (an imported OPUS-MT model) reads as written
             either way.
-        verbatim: URLs, e-mail addresses, paths, numbers, versions, dates and times,
-            identifiers, flags, placeholders and acronyms come through exactly as written
-            (``seq2seq.formats.verbatim``). True: the translator's rules (``Translator.verbatim``:
-            the built-in kinds, or a server's ``--verbatim`` file); a ``Verbatim``: these rules
-            (``Verbatim.read(path)`` adds a file's terms and patterns); False: nothing is kept
-            (the output is the model's alone).
+        verbatim: URLs, e-mail and network addresses, paths, numbers, versions, dates and
+            times, identifiers, flags, keyboard shortcuts, placeholders and acronyms come
+            through exactly as written (``seq2seq.formats.verbatim``). True: the translator's
+            rules (``Translator.verbatim``: the built-in kinds, or a server's ``--verbatim``
+            file); a ``Verbatim``: these rules (``Verbatim.read(path)`` adds a file's terms and
+            patterns); False: nothing is kept (the output is the model's alone).
         target: the Chinese written: "zh-Hans" (the model's own Simplified), "zh-Hant",
             "zh-TW" (with Taiwan's words) or "zh-HK"; other names are read too ("zt",
             "zh_tw", ``seq2seq.formats.chinese_script.target_tag``) and kept as these. A
