@@ -296,9 +296,14 @@ _PROBE = "Aa 1.5, x_y-z: @/\n"  # where a pattern such as \\b or x* finds an emp
 
 def _kept(kind: str, pattern: re.Pattern, match: re.Match, acronym) -> bool:  # noqa: ANN001
     """Whether a built-in match counts: the catch-all word pattern only for a mixed-case
-    word, an acronym only where ``acronym`` (``_acronym_test``) says so."""
+    word, an acronym (alone, or two joined by a slash) only where ``acronym``
+    (``_acronym_test``) says so."""
     if kind == "acronym":
         return acronym(match.start(), match.end())
+    if kind == "identifier" and re.fullmatch(r"[A-Z]+/[A-Z]+", match.group()):
+        # TCP/IP where both are acronyms kept; not AM/PM or US/UK, which Chinese translates
+        cut = match.start() + match.group().index("/")
+        return acronym(match.start(), cut) and acronym(cut + 1, match.end())
     if pattern is _WORD:
         return _mixed_case(match.group())
     return True
