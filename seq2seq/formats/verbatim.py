@@ -103,7 +103,7 @@ _PATTERNS: list[tuple[str, str]] = [
     (
         "shortcut",  # Ctrl+C, Ctrl+Shift+T, Cmd-S, Alt+F4: modifiers, then one key
         # (a named key only after "+": "alt-right" is a word)
-        rf"\b{_MODIFIER}(?:[+-]{_MODIFIER})*(?:[+-](?:F\d{{1,2}}|[A-Za-z0-9])|\+(?i:enter|return"
+        rf"\b{_MODIFIER}(?:[+-]{_MODIFIER}){{0,3}}(?:[+-](?:F\d{{1,2}}|[A-Za-z0-9])|\+(?i:enter|return"
         r"|tab|esc|escape|space|delete|del|backspace|home|end|pgup|pgdn|insert|up|down|left|right"
         r"))\b",
     ),
