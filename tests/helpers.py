@@ -6,10 +6,12 @@ import itertools
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from seq2seq import ModelConfig, Transformer
 from seq2seq.cli import main
+from seq2seq.errors import DataError
 
 
 def tiny_config(**overrides) -> ModelConfig:
@@ -306,10 +308,6 @@ def prepared_pairs(
 
 def file_error(path: Path, text: str, read) -> str:  # noqa: ANN001 (a reader of path)
     """``text`` written to ``path`` and ``read(path)``: the one-line ``DataError`` it raises."""
-    import pytest
-
-    from seq2seq.errors import DataError
-
     path.write_text(text, encoding="utf-8")
     with pytest.raises(DataError) as error:
         read(path)

@@ -8,10 +8,11 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
-import sys
 from pathlib import Path
 
 import pytest
+
+from benchmarks import BENCHES, main  # scripts/ is on pytest's pythonpath (pyproject.toml)
 
 ROOT = Path(__file__).parents[1]
 PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -49,22 +50,15 @@ def documented_commands() -> list[tuple[str, str, list[str]]]:
 COMMANDS = documented_commands()
 
 
-def benches() -> dict[str, str]:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from benchmarks import BENCHES
-
-    return BENCHES
-
-
 def test_every_bench_is_documented_by_a_command():
     named = {name for _, name, _ in COMMANDS}
-    assert len(COMMANDS) >= len(benches())
-    assert sorted(set(benches()) - named) == []
+    assert len(COMMANDS) >= len(BENCHES)
+    assert sorted(set(BENCHES) - named) == []
 
 
 @pytest.mark.parametrize("where, name, options", COMMANDS, ids=[w for w, _, _ in COMMANDS])
 def test_a_documented_bench_command_parses(where, name, options, monkeypatch, capsys):
-    assert name in benches(), f"{where}: no bench {name!r}"
+    assert name in BENCHES, f"{where}: no bench {name!r}"
     if options is None:
         return
     parse_args = argparse.ArgumentParser.parse_args
@@ -74,8 +68,6 @@ def test_a_documented_bench_command_parses(where, name, options, monkeypatch, ca
         raise Parsed
 
     monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
-    from benchmarks import main
-
     try:
         main([name, *options])
     except Parsed:

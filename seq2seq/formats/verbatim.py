@@ -130,6 +130,7 @@ _PATTERNS: list[tuple[str, str]] = [
 KINDS = tuple(dict.fromkeys(kind for kind, _ in _PATTERNS)) + ("term",)
 _COMPILED = [(kind, re.compile(pattern)) for kind, pattern in _PATTERNS]
 _WORD = _COMPILED[-2][1]  # every word: an identifier where its case is mixed (_mixed_case)
+_SLASHED_ACRONYMS = re.compile(r"[A-Z]+/[A-Z]+")  # TCP/IP: kept where both are (``_kept``)
 # Acronyms Chinese writes as a word (电视, 上午, 英国, 人民币): translated, not kept.
 TRANSLATED_ACRONYMS = frozenset("TV AM PM UK US USA UN EU RMB".split())
 _ROMAN = re.compile(r"(?=[IVX]{2,}\Z)X{0,3}(?:IX|IV|V?I{0,3})\Z")
@@ -300,7 +301,7 @@ def _kept(kind: str, pattern: re.Pattern, match: re.Match, acronym) -> bool:  # 
     (``_acronym_test``) says so."""
     if kind == "acronym":
         return acronym(match.start(), match.end())
-    if kind == "identifier" and re.fullmatch(r"[A-Z]+/[A-Z]+", match.group()):
+    if kind == "identifier" and _SLASHED_ACRONYMS.fullmatch(match.group()):
         # TCP/IP where both are acronyms kept; not AM/PM or US/UK, which Chinese translates
         cut = match.start() + match.group().index("/")
         return acronym(match.start(), cut) and acronym(cut + 1, match.end())

@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from seq2seq.data.truecase import Truecaser
 from seq2seq.decoding.continuous import ContinuousBatch, ContinuousBeam, ContinuousGreedy
 from seq2seq.decoding.sampling import SamplingConfig
@@ -89,8 +91,6 @@ class ServedModel:
             raise ValueError("--shortlist is for our engine; export it into the CTranslate2 model")
         if engine == "ctranslate2":
             # The server's compute threads (torch's): one sentence at a time gains from them.
-            import torch
-
             threads = torch.get_num_threads()
             translator = Translator.from_ctranslate2(path, device, quantize, threads)
             return cls(name, translator=translator, engine=engine, quantize=quantize)
